@@ -1,0 +1,231 @@
+"""Local containers: an xnd container and its flat parts, in both directions.
+
+A container of any supported type (see ``xdap.types``) is, in memory, three
+flat parts -- the layout Arrow uses:
+
+- ``values``: the leaf data (N-d for fixed types, 1-d over all leaves for
+  ragged types);
+- ``validity``: an LSB-first bitmap, 1 = valid, for ``?T`` leaves, else None;
+- ``offsets``: one int32 array per var dimension, outermost first.
+
+``parts`` and ``container`` convert without copying values (offsets are
+copied into the ndtypes type when building a ragged container: 4 bytes a
+row). Everything else here -- selecting rows, assembling -- works on parts
+with vectorised NumPy.
+
+>>> from xnd import xnd
+>>> x = xnd([[1.0, None], [3.0]], dtype="?float64")
+>>> p = parts(x)
+>>> p.values.tolist(), p.valid_mask().tolist(), [o.tolist() for o in p.offsets]
+([1.0, 0.0, 3.0], [True, False, True], [[0, 2], [0, 2, 3]])
+>>> container(p).value == x.value
+True
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xnd import xnd
+
+from . import _xndbuf
+from .types import TypeInfo, dtype_from_numpy, type_info
+
+__all__ = ["Parts", "parts", "container", "as_container", "take_rows", "leaf_ranges",
+           "expand_ranges", "pack_validity", "unpack_validity"]
+
+
+def pack_validity(mask: np.ndarray) -> np.ndarray:
+    """Bool mask -> LSB-first bitmap (Arrow's layout)."""
+    return np.packbits(np.asarray(mask, dtype=bool).ravel(), bitorder="little")
+
+
+def unpack_validity(bitmap, n: int) -> np.ndarray:
+    """LSB-first bitmap -> bool mask of n items."""
+    bits = np.unpackbits(np.frombuffer(bitmap, dtype=np.uint8), count=n, bitorder="little")
+    return bits.view(bool)
+
+
+@dataclass
+class Parts:
+    """The flat parts of one container (see the module docstring)."""
+    info: TypeInfo
+    values: np.ndarray
+    validity: np.ndarray | None = None
+    offsets: tuple = ()
+
+    @property
+    def nrows(self) -> int:
+        """Items of the outermost dimension."""
+        if self.info.kind == "ragged":
+            return int(self.offsets[0][-1])
+        return self.values.shape[0]
+
+    def valid_mask(self) -> np.ndarray | None:
+        """Validity as a bool array shaped like ``values`` (None if not optional)."""
+        if self.validity is None:
+            return None
+        return unpack_validity(self.validity, self.values.size).reshape(self.values.shape)
+
+    def leaf_counts(self) -> np.ndarray:
+        """Leaves per outermost row (int64)."""
+        if self.info.kind == "ragged":
+            start, stop = leaf_ranges(self.offsets, np.arange(self.nrows))
+            return stop - start
+        return np.full(self.nrows, int(np.prod(self.values.shape[1:])), np.int64)
+
+
+def parts(x) -> Parts:
+    """Zero-copy flat parts of a whole xnd container.
+
+    Views keep ``x`` alive. A view into a container (an xnd slice) that is
+    not whole cannot be exposed without copying; it is copied (via its
+    Python value) -- say ``parts(xnd(x.value, type=...))`` to make that
+    explicit.
+    """
+    info = type_info(x)
+    try:
+        values, validity, offsets = _xndbuf.layout(x, info.format)
+    except ValueError:
+        x = xnd(x.value, type=info.type_string() if info.kind == "fixed" else str(x.type))
+        values, validity, offsets = _xndbuf.layout(x, info.format)
+    return Parts(info,
+                 np.asarray(values),
+                 None if validity is None else np.asarray(validity),
+                 tuple(np.asarray(o) for o in offsets))
+
+
+def container(p: Parts):
+    """An xnd container over the given parts, without copying the values.
+
+    The values (and validity) must be C-contiguous; a non-contiguous values
+    array is copied first.
+    """
+    values = np.ascontiguousarray(p.values, dtype=p.info.numpy_dtype)
+    validity = None
+    if p.info.optional:
+        nbytes = (values.size + 7) // 8
+        validity = np.ascontiguousarray(p.validity if p.validity is not None
+                                        else np.full(nbytes, 0xFF, np.uint8), dtype=np.uint8)
+    if p.info.kind == "fixed":
+        info = p.info.with_shape(values.shape)
+        return _xndbuf.from_buffers(info.type_string(), None, values, validity)
+    offsets = tuple(np.ascontiguousarray(o, dtype=np.int32) for o in p.offsets)
+    return _xndbuf.from_buffers(p.info.leaf, offsets, values, validity)
+
+
+def as_container(data, type=None, dtype=None):
+    """Turn user data into an xnd container.
+
+    Accepts an xnd container (returned as is), a NumPy array (zero-copy when
+    C-contiguous; a masked array becomes ``?T``), or nested Python lists
+    (``None`` marks a missing value), with an optional explicit ``type`` or
+    leaf ``dtype`` string.
+
+    >>> as_container([[1, 2], [3]], dtype="int32").type
+    ndt("var * var * int32")
+    """
+    if isinstance(data, xnd):
+        return data
+    if isinstance(data, np.ma.MaskedArray):
+        name = dtype_from_numpy(data.dtype)
+        values = np.ascontiguousarray(data.filled(np.zeros((), data.dtype)))
+        mask = np.ma.getmaskarray(data)
+        info = type_info(" * ".join([str(s) for s in values.shape] + ["?" + name]))
+        return container(Parts(info, values, pack_validity(~mask)))
+    if isinstance(data, np.ndarray):
+        name = dtype_from_numpy(data.dtype)
+        info = type_info(" * ".join([str(s) for s in data.shape] + [name]))
+        return container(Parts(info, data))
+    if type is not None:
+        info = type_info(type)
+        if info.kind == "ragged":
+            return container(parts_from_lists(data, info))
+        return xnd(data, type=info.type_string())
+    if dtype is not None:
+        return xnd(data, dtype=str(dtype))
+    return xnd(data)
+
+
+def parts_from_lists(data, info: TypeInfo) -> Parts:
+    """Parts of a ragged container from nested Python lists (None = missing).
+
+    Unlike xnd's type inference this accepts empty rows.
+
+    >>> from xdap.types import type_info
+    >>> p = parts_from_lists([[1, None], []], type_info("var * var * ?int64"))
+    >>> container(p).value
+    [[1, None], []]
+    """
+    level = [data]
+    offsets = []
+    for depth in range(info.var_ndim):
+        lengths = []
+        nxt = []
+        for item in level:
+            if not isinstance(item, (list, tuple)):
+                raise TypeError(f"expected a list at depth {depth} for type "
+                                f"{info.type_string()!r}, got {item!r}")
+            lengths.append(len(item))
+            nxt.extend(item)
+        offsets.append(np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int32))
+        level = nxt
+    mask = np.array([v is not None for v in level], dtype=bool)
+    if not info.optional and not mask.all():
+        raise ValueError(f"missing value (None) in data of non-optional type {info.type_string()!r}")
+    values = np.array([0 if v is None else v for v in level], dtype=info.numpy_dtype)
+    return Parts(info, values, pack_validity(mask) if info.optional else None, tuple(offsets))
+
+
+def leaf_ranges(offsets, rows: np.ndarray) -> np.ndarray:
+    """For rows of a ragged container, the [start, stop) leaf range of each
+    row, shape (2, n). offsets[0] is the single list of rows; each deeper
+    level maps item ranges to the next level's item ranges."""
+    start = np.asarray(rows, dtype=np.int64)
+    stop = start + 1
+    for off in offsets[1:]:
+        off = off.astype(np.int64, copy=False)
+        start, stop = off[start], off[stop]
+    return np.stack([start, stop])
+
+
+def expand_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of the ranges [s, s + n) for s, n in zip(starts, lengths),
+    vectorised (no Python loop over ranges).
+
+    >>> expand_ranges(np.array([5, 0, 9]), np.array([2, 0, 3])).tolist()
+    [5, 6, 9, 10, 11]
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    first = np.cumsum(lengths) - lengths
+    return starts[owner] + (np.arange(total, dtype=np.int64) - first[owner])
+
+
+def take_rows(p: Parts, rows: np.ndarray) -> Parts:
+    """A new Parts holding the given outermost rows, in that order (copies).
+
+    >>> from xnd import xnd
+    >>> q = take_rows(parts(xnd([[1], [2, 3], [4, 5, 6]], dtype="int64")), [2, 0])
+    >>> container(q).value
+    [[4, 5, 6], [1]]
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    if p.info.kind == "fixed":
+        values = p.values[rows]
+        validity = None if p.validity is None else pack_validity(p.valid_mask()[rows])
+        return Parts(p.info.with_shape(values.shape), values, validity)
+    # Level 0 is the single list of rows; selecting rows selects item ranges
+    # at level 1, whose items select ranges at level 2, down to the leaves.
+    offsets = [np.array([0, len(rows)], np.int32)]
+    sel = rows
+    for off in p.offsets[1:]:
+        off = off.astype(np.int64, copy=False)
+        lengths = off[sel + 1] - off[sel]
+        offsets.append(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+        sel = expand_ranges(off[sel], lengths)
+    values = p.values[sel]
+    validity = None if p.validity is None else pack_validity(p.valid_mask()[sel])
+    return Parts(p.info, values, validity, tuple(offsets))
