@@ -1,2 +1,21 @@
-"""xdap: typed, distributed scientific arrays (placeholder, filled in below)."""
+"""xdap: typed, distributed scientific arrays.
+
+Each MPI rank holds its partition as an xnd container (fixed, ragged or
+optional data); a Distribution maps global to local indices; arrays are
+shared with other libraries through the Distributed Array Protocol.
+
+>>> import numpy as np, xdap
+>>> from mpi4py import MPI
+>>> a = xdap.from_global(np.arange(8.0), dist=("c",), comm=MPI.COMM_SELF)
+>>> b = xdap.from_distarray(a.__distarray__(), comm=MPI.COMM_SELF)
+>>> b.to_global().value == list(np.arange(8.0))
+True
+"""
 __version__ = "0.1.0"
+
+from .array import DistArray, from_global
+from .distribution import Distribution, make_distribution
+from .protocols.dap import from_distarray
+
+__all__ = ["DistArray", "Distribution", "from_global", "from_distarray", "make_distribution",
+           "__version__"]

@@ -31,7 +31,7 @@ from xnd import xnd
 from . import _xndbuf
 from .types import TypeInfo, dtype_from_numpy, type_info
 
-__all__ = ["Parts", "parts", "container", "as_container", "take_rows", "leaf_ranges",
+__all__ = ["Parts", "parts", "container", "as_container", "take_rows", "concat_parts", "leaf_ranges",
            "expand_ranges", "pack_validity", "unpack_validity"]
 
 
@@ -229,3 +229,31 @@ def take_rows(p: Parts, rows: np.ndarray) -> Parts:
     values = p.values[sel]
     validity = None if p.validity is None else pack_validity(p.valid_mask()[sel])
     return Parts(p.info, values, validity, tuple(offsets))
+
+
+def concat_parts(pieces) -> Parts:
+    """Rows of several Parts of the same type, one after another (copies).
+
+    >>> from xnd import xnd
+    >>> a, b = parts(xnd([[1], [2, 3]], dtype="int64")), parts(xnd([[4]], dtype="int64"))
+    >>> container(concat_parts([a, b])).value
+    [[1], [2, 3], [4]]
+    """
+    pieces = list(pieces)
+    info = pieces[0].info
+    values = np.concatenate([p.values.reshape((-1,) + p.values.shape[1:]) if info.kind == "fixed"
+                             else p.values for p in pieces])
+    validity = None
+    if info.optional:
+        validity = pack_validity(np.concatenate([p.valid_mask().ravel() for p in pieces]))
+    if info.kind == "fixed":
+        return Parts(info.with_shape(values.shape), values, validity)
+    offsets = [np.array([0, sum(p.nrows for p in pieces)], np.int32)]
+    for level in range(1, info.var_ndim):
+        shifted, base = [np.zeros(1, np.int64)], 0
+        for p in pieces:
+            off = p.offsets[level].astype(np.int64)
+            shifted.append(off[1:] + base)
+            base += int(off[-1])
+        offsets.append(np.concatenate(shifted).astype(np.int32))
+    return Parts(info, values, validity, tuple(offsets))

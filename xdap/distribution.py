@@ -1,0 +1,220 @@
+"""A Distribution: a Cartesian process grid plus one map per distributed
+dimension, bound to a communicator.
+
+The grid assigns ranks to coordinates in C order (the DAP and MPI_Cart_create
+convention: the last coordinate varies fastest), unless an imported DAP
+array says otherwise, in which case the explicit rank -> coordinates table
+is kept.
+
+>>> from mpi4py import MPI
+>>> d = make_distribution((10, 6), ("b", "c"), comm=MPI.COMM_SELF)
+>>> d.grid, d.local_shape, d.global_indices(1).tolist()
+((1, 1), (10, 6), [0, 1, 2, 3, 4, 5])
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import comm as _comm
+from .maps import BlockMap, CyclicMap, Map, UnstructuredMap
+
+__all__ = ["Distribution", "make_distribution", "DIST_TYPES"]
+
+DIST_TYPES = ("b", "c", "u", "n")
+
+
+class Distribution:
+    """Grid + maps + communicator. Immutable; compare with ``==``.
+
+    maps         one Map per dimension (grid size 1 for undistributed ones)
+    comm         the mpi4py communicator (its size == product of the grid)
+    rank_coords  optional (size, ndim) int array: grid coordinates of each
+                 rank when they are not the C-order default
+    """
+
+    def __init__(self, maps, comm=None, rank_coords=None):
+        self.maps = tuple(maps)
+        self.comm = _comm.resolve(comm)
+        self.grid = tuple(m.grid_size for m in self.maps)
+        if math.prod(self.grid) != self.comm.size:
+            raise ValueError(f"process grid {self.grid} has {math.prod(self.grid)} positions "
+                             f"but the communicator has {self.comm.size} ranks "
+                             "(product of the grid sizes must equal the number of processes)")
+        if rank_coords is None:
+            self._rank_coords = None
+            self.coords = tuple(int(c) for c in np.unravel_index(self.comm.rank, self.grid)) \
+                if self.grid else ()
+        else:
+            self._rank_coords = np.asarray(rank_coords, dtype=np.int64).reshape(self.comm.size, -1)
+            c_order = np.array(np.unravel_index(np.arange(self.comm.size), self.grid)).T \
+                if self.grid else np.zeros((self.comm.size, 0), np.int64)
+            if np.array_equal(self._rank_coords, c_order):
+                self._rank_coords = None
+            self.coords = tuple(int(c) for c in self.coords_of(self.comm.rank))
+
+    # -- grid ---------------------------------------------------------------
+    def coords_of(self, rank: int) -> tuple:
+        """Grid coordinates of a rank."""
+        if self._rank_coords is not None:
+            return tuple(int(c) for c in self._rank_coords[rank])
+        return tuple(int(c) for c in np.unravel_index(rank, self.grid)) if self.grid else ()
+
+    def rank_of(self, coords) -> int:
+        """The rank at given grid coordinates."""
+        if self._rank_coords is not None:
+            hit = np.flatnonzero((self._rank_coords == np.asarray(coords)).all(axis=1))
+            return int(hit[0])
+        return int(np.ravel_multi_index(tuple(coords), self.grid)) if self.grid else 0
+
+    # -- shapes and indices ---------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.maps)
+
+    @property
+    def global_shape(self) -> tuple:
+        return tuple(m.size for m in self.maps)
+
+    def local_shape_of(self, rank: int) -> tuple:
+        c = self.coords_of(rank)
+        return tuple(m.local_size(p) for m, p in zip(self.maps, c))
+
+    @property
+    def local_shape(self) -> tuple:
+        return tuple(m.local_size(p) for m, p in zip(self.maps, self.coords))
+
+    def global_indices(self, dim: int, rank: int | None = None) -> np.ndarray:
+        """Global index of each local position along dim, on rank (default: this one)."""
+        c = self.coords if rank is None else self.coords_of(rank)
+        return self.maps[dim].global_indices(c[dim])
+
+    def owned_positions(self, dim: int, rank: int | None = None) -> np.ndarray:
+        """Local positions along dim that the rank owns (not communication padding)."""
+        c = self.coords if rank is None else self.coords_of(rank)
+        m = self.maps[dim]
+        return np.arange(m.local_size(c[dim]))[m.owned_local_slice(c[dim])]
+
+    def dim_data(self, version: str = "0.10.0", rank: int | None = None) -> tuple:
+        """DAP dimension dictionaries of a rank (default: this one)."""
+        c = self.coords if rank is None else self.coords_of(rank)
+        return tuple(m.dim_dict(p, version=version) for m, p in zip(self.maps, c))
+
+    @property
+    def is_contiguous_1d(self) -> bool:
+        """True when each rank's owned indices along dim 0 are one range in
+        rank order, no other dim is distributed, and there is no padding --
+        the case where a flattened ragged array stays block distributed."""
+        m = self.maps[0]
+        return (isinstance(m, BlockMap) and all(m.comm_padding(p) == (0, 0) for p in range(m.grid_size))
+                and all(g == 1 for g in self.grid[1:]) and self._rank_coords is None)
+
+    def __eq__(self, other):
+        if not isinstance(other, Distribution):
+            return NotImplemented
+        same_coords = (self._rank_coords is None and other._rank_coords is None) or (
+            self._rank_coords is not None and other._rank_coords is not None
+            and np.array_equal(self._rank_coords, other._rank_coords))
+        return self.maps == other.maps and same_coords
+
+    def __repr__(self):
+        maps = ", ".join(repr(m) for m in self.maps)
+        return f"Distribution(grid={self.grid}, maps=({maps}))"
+
+
+def _per_dim(name, value, ndim):
+    """Normalise a per-dimension option to a tuple of length ndim."""
+    if value is None:
+        return (None,) * ndim
+    if not isinstance(value, (list, tuple)) or len(value) != ndim:
+        raise ValueError(f"{name} must be a sequence with one entry per dimension "
+                         f"({ndim}), got {value!r}")
+    return tuple(value)
+
+
+def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_size=None,
+                      padding=None, periodic=None, indices=None, sizes=None) -> Distribution:
+    """Build a Distribution from user options (validated, the same on every rank).
+
+    dist        one of 'b' (block), 'c' (cyclic / block-cyclic), 'u'
+                (unstructured), 'n' (not distributed) per dimension; default:
+                block on dim 0, the rest not distributed
+    grid        processes per dimension; default: a balanced factorisation of
+                the communicator over the distributed dims ('n' dims get 1)
+    block_size  per dim: block size of a 'c' dim (1 = cyclic)
+    padding     per dim: (lo, hi) padding of a 'b' dim on every rank; the
+                outer edges are boundary padding, the rest halo cells
+    periodic    per dim: bool, for 'b' dims
+    indices     per dim: for a 'u' dim, a list of index arrays, one per grid rank
+    sizes       per dim: for a 'b' dim, owned sizes per grid rank (irregular)
+    """
+    comm = _comm.resolve(comm)
+    global_shape = tuple(int(s) for s in global_shape)
+    ndim = len(global_shape)
+    if dist is None:
+        dist = ("b",) + ("n",) * (ndim - 1)
+    if isinstance(dist, str):
+        dist = tuple(dist)
+    dist = tuple(dist)
+    if len(dist) != ndim:
+        raise ValueError(f"dist needs one entry per dimension ({ndim}), got {dist!r}")
+    for d in dist:
+        if d not in DIST_TYPES:
+            raise ValueError(f"unknown dist type {d!r}: use 'b' (block), 'c' (cyclic), "
+                             "'u' (unstructured) or 'n' (not distributed)")
+    block_size, padding, periodic, indices, sizes = (
+        _per_dim(n, v, ndim) for n, v in (("block_size", block_size), ("padding", padding),
+                                          ("periodic", periodic), ("indices", indices),
+                                          ("sizes", sizes)))
+    distributed = [i for i, d in enumerate(dist) if d != "n"]
+    if grid is None:
+        # 'u' dims given as per-grid-rank index lists fix their own grid size.
+        grid = [1] * ndim
+        fixed = {i: len(indices[i]) for i in distributed if dist[i] == "u" and indices[i] is not None}
+        for i, g in fixed.items():
+            grid[i] = g
+        used = math.prod(fixed.values())
+        if comm.size % used:
+            raise ValueError(f"the 'u' dimensions' index lists fix {used} grid positions, "
+                             f"which does not divide the {comm.size} ranks")
+        free = [i for i in distributed if i not in fixed]
+        for i, g in zip(free, _comm.balanced_grid(comm.size // used, len(free))):
+            grid[i] = g
+    grid = tuple(int(g) for g in grid)
+    if len(grid) != ndim:
+        raise ValueError(f"grid needs one entry per dimension ({ndim}), got {grid!r}")
+    for i, (d, g) in enumerate(zip(dist, grid)):
+        if d == "n" and g != 1:
+            raise ValueError(f"dimension {i} is 'n' (not distributed) but grid[{i}] = {g}; it must be 1")
+        if g < 1:
+            raise ValueError(f"grid[{i}] must be >= 1, got {g}")
+    if math.prod(grid) != comm.size:
+        raise ValueError(f"grid {grid} has {math.prod(grid)} positions but the communicator "
+                         f"has {comm.size} ranks")
+    maps = []
+    for i, (n, d, g) in enumerate(zip(global_shape, dist, grid)):
+        if d in ("b", "n"):
+            bounds = None
+            if sizes[i] is not None:
+                s = np.asarray(sizes[i], dtype=np.int64)
+                if len(s) != g or (s < 0).any() or s.sum() != n:
+                    raise ValueError(f"sizes[{i}] must be {g} non-negative owned sizes summing to "
+                                     f"{n}, got {list(sizes[i])}")
+                bounds = np.concatenate([[0], np.cumsum(s)])
+            maps.append(BlockMap(n, g, bounds=bounds, padding=padding[i] or (0, 0),
+                                 periodic=bool(periodic[i])))
+        elif d == "c":
+            maps.append(CyclicMap(n, g, block_size=1 if block_size[i] is None else int(block_size[i])))
+        else:
+            if indices[i] is None:
+                raise ValueError(f"dimension {i} is 'u' (unstructured): give indices[{i}], "
+                                 "a list of global index arrays, one per grid rank")
+            idx = [np.asarray(a, dtype=np.int64) for a in indices[i]]
+            if len(idx) != g:
+                raise ValueError(f"indices[{i}] has {len(idx)} arrays but grid[{i}] is {g}")
+            allidx = np.concatenate(idx) if idx else np.zeros(0, np.int64)
+            one_to_one = len(allidx) == n and len(np.unique(allidx)) == n
+            maps.append(UnstructuredMap(n, idx, one_to_one=one_to_one))
+    return Distribution(maps, comm)
+

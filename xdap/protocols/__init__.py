@@ -1,0 +1,2 @@
+"""Exchange protocols: the Distributed Array Protocol (``dap``) and
+``__partitioned__`` (``partitioned``)."""

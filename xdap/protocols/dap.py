@@ -1,0 +1,339 @@
+"""The Distributed Array Protocol: export (0.10.0) and import (0.9.0, 0.10.0).
+
+Fixed, non-optional partitions are plain DAP: ``buffer`` is a zero-copy
+NumPy view of the local xnd container (native PEP-3118 format, so both
+``memoryview`` and NumPy read it) and ``dim_data`` has one dict per dim.
+
+Ragged and optional partitions export a valid DAP dict too, so a consumer
+that knows only the spec reads correct values at correct global positions,
+plus an ``"xnd"`` entry from which xdap (or an Arrow consumer) rebuilds the
+exact typed container without copying values:
+
+- ``?T`` with fixed dims: ``buffer``/``dim_data`` as usual (missing slots
+  hold unspecified values); ``xnd = {"type", "validity"}``.
+- ragged ``var * ... * T``: the flat leaves of all rows form a 1-d global
+  index space. ``buffer`` is this rank's leaves; ``dim_data`` has one dict
+  over that space -- a block (``'b'``) when rows are block distributed over
+  a 1-d grid without padding, else unstructured (``'u'``, explicit global
+  leaf indices). ``xnd = {"type", "validity", "offsets", "dim_data"}``,
+  where ``offsets`` are this rank's int32 Arrow offsets (outermost first,
+  the first being ``[0, nrows]``) and ``dim_data`` the rows' distribution.
+
+``validity`` is an LSB-first bitmap, 1 = valid (Arrow's), or None.
+
+>>> import numpy as np, xdap
+>>> from mpi4py import MPI
+>>> a = xdap.from_global(np.arange(6.0), comm=MPI.COMM_SELF)
+>>> d = a.__distarray__()
+>>> d["__version__"], d["dim_data"][0]["dist_type"], np.shares_memory(d["buffer"], np.asarray(a.local))
+('0.10.0', 'b', True)
+>>> b = xdap.from_distarray(d, comm=MPI.COMM_SELF)
+>>> b.to_global().value == a.to_global().value
+True
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import comm as _comm
+from ..array import DistArray
+from ..containers import Parts, container
+from ..distribution import Distribution
+from ..maps import map_from_dim_dicts
+from ..types import dtype_from_format, type_info
+
+__all__ = ["export", "from_distarray", "VERSION"]
+
+VERSION = "0.10.0"
+EXTENSION = "xnd"
+
+
+def export(a: DistArray) -> dict:
+    """The DAP 0.10.0 dict of this rank's partition (no communication, no copy)."""
+    p = a._parts
+    if a.info.kind == "fixed":
+        out = {"__version__": VERSION, "buffer": p.values, "dim_data": a.dim_data}
+        if a.info.optional:
+            out[EXTENSION] = {"type": a.info.with_shape(p.values.shape).type_string(),
+                              "validity": p.validity}
+        return out
+    d = a.distribution
+    where, total = a._leaf_index
+    common = {"size": total, "proc_grid_size": d.grid[0], "proc_grid_rank": d.coords[0]}
+    if isinstance(where, int):
+        leaves = {"dist_type": "b", **common, "start": where, "stop": where + len(p.values),
+                  "padding": (0, 0)}
+    else:
+        leaves = {"dist_type": "u", **common, "indices": where,
+                  "one_to_one": _rows_one_to_one(d)}
+    return {"__version__": VERSION, "buffer": p.values, "dim_data": (leaves,),
+            EXTENSION: {"type": a.info.type_string(), "validity": p.validity,
+                        "offsets": p.offsets, "dim_data": a.dim_data}}
+
+
+def _rows_one_to_one(d: Distribution) -> bool:
+    m = d.maps[0]
+    dd = m.dim_dict(0)
+    if dd["dist_type"] == "u":
+        return bool(dd.get("one_to_one", False))
+    if dd["dist_type"] == "b":
+        return all(m.owned_count(q) == m.local_size(q) for q in range(m.grid_size))
+    return True
+
+
+# -- import ------------------------------------------------------------------
+
+_REQUIRED = {"__version__", "buffer", "dim_data"}
+
+
+class _Local:
+    """One rank's parsed DAP dict: what it says, before comparing with others."""
+
+    def __init__(self, d):
+        if not isinstance(d, dict):
+            raise TypeError(f"a DAP export must be a dict (or have __distarray__), got {type(d).__name__}")
+        missing = _REQUIRED - set(d)
+        if missing:
+            raise ValueError(f"DAP dict is missing required key(s) {sorted(missing)}")
+        self.version = _parse_version(d["__version__"])
+        dim_data = d["dim_data"]
+        if not isinstance(dim_data, (tuple, list)) or not all(isinstance(x, dict) for x in dim_data):
+            raise TypeError(f"'dim_data' must be a tuple of dicts, got {dim_data!r:.100}")
+        self.dim_data = [dict(x) for x in dim_data]
+        try:
+            self.buffer = memoryview(d["buffer"])
+        except TypeError:
+            raise TypeError(f"'buffer' must support the PEP-3118 buffer protocol, got "
+                            f"{type(d['buffer']).__name__}") from None
+        if self.buffer.ndim != len(self.dim_data):
+            raise ValueError(f"buffer has {self.buffer.ndim} dimension(s) but dim_data has "
+                             f"{len(self.dim_data)} dict(s) (they must match)")
+        self.dtype = dtype_from_format(self.buffer.format, self.buffer.itemsize)
+        for k, dd in enumerate(self.dim_data):
+            if "indices" in dd:
+                dd["indices"] = _index_array(dd["indices"], k)
+        self.ext = d.get(EXTENSION)
+        self.rows = None
+        if self.ext is not None:
+            self._parse_extension()
+
+    def _parse_extension(self):
+        ext = self.ext
+        if not isinstance(ext, dict) or "type" not in ext:
+            raise TypeError(f"the '{EXTENSION}' entry must be a dict with a 'type', got {ext!r:.100}")
+        self.info = type_info(ext["type"])
+        if self.info.dtype != self.dtype:
+            raise TypeError(f"'{EXTENSION}' type {ext['type']!r} has dtype {self.info.dtype} but the "
+                            f"buffer holds {self.dtype}")
+        self.validity = ext.get("validity")
+        if self.info.optional and self.validity is None:
+            raise ValueError(f"'{EXTENSION}' type {ext['type']!r} is optional but has no validity bitmap")
+        if self.info.kind == "fixed":
+            if tuple(self.info.shape) != tuple(self.buffer.shape):
+                raise ValueError(f"'{EXTENSION}' type {ext['type']!r} does not match the buffer "
+                                 f"shape {tuple(self.buffer.shape)}")
+            return
+        if self.buffer.ndim != 1:
+            raise ValueError("a ragged export's buffer must be 1-d (the flat leaves)")
+        offsets = ext.get("offsets")
+        if not isinstance(offsets, (tuple, list)) or len(offsets) != self.info.var_ndim:
+            raise ValueError(f"'{EXTENSION}' offsets must be {self.info.var_ndim} int32 arrays, "
+                             f"got {offsets!r:.100}")
+        self.offsets = tuple(np.asarray(o) for o in offsets)
+        for o in self.offsets:
+            if o.dtype != np.int32 or o.ndim != 1 or len(o) < 1:
+                raise TypeError(f"'{EXTENSION}' offsets must be 1-d int32 arrays, got {o.dtype} "
+                                f"of shape {o.shape}")
+        rows = ext.get("dim_data")
+        if not isinstance(rows, (tuple, list)) or len(rows) != 1 or not isinstance(rows[0], dict):
+            raise ValueError(f"'{EXTENSION}' dim_data must hold one dict (the rows), got {rows!r:.100}")
+        self.rows = [dict(rows[0])]
+        if "indices" in self.rows[0]:
+            self.rows[0]["indices"] = _index_array(self.rows[0]["indices"], 0)
+        self.nrows = int(self.offsets[0][-1])
+
+    def summary(self):
+        """What the other ranks need to know to validate the whole picture."""
+        dims = self.rows if self.rows is not None else self.dim_data
+        lengths = [self.nrows] if self.rows is not None else list(self.buffer.shape)
+        return {"version": self.version, "dims": dims, "lengths": lengths,
+                "leaves": self.dim_data if self.rows is not None else None,
+                "nleaves": self.buffer.shape[0] if self.rows is not None else None,
+                "dtype": self.dtype,
+                "type": None if self.ext is None else self.info.type_string()}
+
+    def container(self):
+        """The local xnd container over the buffer (zero-copy when C-contiguous)."""
+        buf = self.buffer
+        if not buf.c_contiguous:
+            buf = np.ascontiguousarray(np.asarray(buf))     # copies: say so in the docs
+        if self.ext is None:
+            info = type_info(" * ".join([str(s) for s in buf.shape] + [self.dtype]))
+            return container(Parts(info, np.asarray(buf)))
+        from .. import _xndbuf
+        if self.info.kind == "fixed":
+            return _xndbuf.from_buffers(self.info.type_string(), None, buf, self.validity)
+        return _xndbuf.from_buffers(self.info.leaf, self.offsets, buf, self.validity)
+
+
+def _index_array(obj, k):
+    try:
+        a = np.asarray(memoryview(obj)) if not isinstance(obj, (list, tuple)) else np.asarray(obj)
+    except TypeError:
+        raise TypeError(f"'indices' of dimension {k} must be a buffer of integers, "
+                        f"got {type(obj).__name__}") from None
+    if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
+        raise TypeError(f"'indices' of dimension {k} must be a 1-d integer buffer, got dtype "
+                        f"{a.dtype} with {a.ndim} dims")
+    return a.astype(np.int64, copy=False)
+
+
+def _parse_version(v):
+    if not isinstance(v, str):
+        raise TypeError(f"'__version__' must be a string 'major.minor.patch', got {v!r}")
+    parts = v.split(".")
+    if len(parts) != 3 or not all(x.isdigit() for x in parts):
+        raise ValueError(f"'__version__' must look like 'major.minor.patch', got {v!r}")
+    major, minor, _ = map(int, parts)
+    if major != 0:
+        raise ValueError(f"unsupported DAP major version {major} in {v!r}: xdap reads 0.x "
+                         "(0.9.0 and 0.10.0 rules)")
+    return "0.9.0" if minor <= 9 else "0.10.0"
+
+
+def from_distarray(obj, comm=None) -> DistArray:
+    """Import a DAP 0.9.0 / 0.10.0 export (collective; zero-copy where the
+    buffer is C-contiguous, a copy otherwise).
+
+    ``obj`` is an object with ``__distarray__()`` or the dict itself, on every
+    rank of ``comm`` (default ``MPI.COMM_WORLD``). Every rule of the protocol
+    is checked across ranks; a violation on any rank raises the same
+    ValueError/TypeError on every rank, naming the rule, rank and value.
+    """
+    comm = _comm.resolve(comm)
+    local = None
+    with _comm.collective_checks(comm):
+        d = obj.__distarray__() if hasattr(obj, "__distarray__") else obj
+        local = _Local(d)
+    summaries = comm.allgather(local.summary())
+    with _comm.collective_checks(comm):
+        dist = _distribution(summaries, comm)
+    with _comm.collective_checks(comm):
+        x = local.container()
+    return DistArray(dist, x)
+
+
+def _distribution(summaries, comm) -> Distribution:
+    """Validate the gathered dicts of all ranks and build the Distribution."""
+    first = summaries[0]
+    for r, s in enumerate(summaries):
+        if s["version"] != first["version"]:
+            raise ValueError(f"ranks export different DAP versions: rank 0 {first['version']}, "
+                             f"rank {r} {s['version']}")
+        if len(s["dims"]) != len(first["dims"]):
+            raise ValueError(f"ranks export different numbers of dimensions: rank 0 "
+                             f"{len(first['dims'])}, rank {r} {len(s['dims'])}")
+        if s["dtype"] != first["dtype"] or s["type"] != first["type"]:
+            raise TypeError(f"ranks export different element types: rank 0 "
+                            f"{first['type'] or first['dtype']}, rank {r} {s['type'] or s['dtype']}")
+    version = first["version"]
+    coords, grid = _grid(summaries, comm.size, version)
+    maps = [_dim_map(summaries, coords, grid, k, version) for k in range(len(grid))]
+    if first["leaves"] is not None:
+        _check_leaves(summaries, coords)
+    return Distribution(maps, comm, rank_coords=coords)
+
+
+def _grid_rank_and_size(dd, k, r, version):
+    if not dd or dd.get("dist_type") == "n":
+        return 0, 1
+    for key in ("proc_grid_size", "proc_grid_rank"):
+        if key not in dd:
+            raise ValueError(f"dimension {k} on rank {r}: missing required key {key!r}")
+        if isinstance(dd[key], bool) or not isinstance(dd[key], (int, np.integer)):
+            raise TypeError(f"dimension {k} on rank {r}: {key!r} must be an int, got {dd[key]!r}")
+    size, rank = int(dd["proc_grid_size"]), int(dd["proc_grid_rank"])
+    if size < 1:
+        raise ValueError(f"dimension {k} on rank {r}: proc_grid_size must be >= 1, got {size}")
+    if not 0 <= rank < size:
+        raise ValueError(f"dimension {k} on rank {r}: proc_grid_rank must be in [0, {size}), got {rank}")
+    return rank, size
+
+
+def _grid(summaries, nprocs, version):
+    ndim = len(summaries[0]["dims"])
+    coords = np.zeros((nprocs, ndim), np.int64)
+    grid = []
+    for k in range(ndim):
+        sizes = set()
+        for r, s in enumerate(summaries):
+            coords[r, k], g = _grid_rank_and_size(s["dims"][k], k, r, version)
+            sizes.add(g)
+        if len(sizes) != 1:
+            raise ValueError(f"dimension {k}: ranks disagree on proc_grid_size ({sorted(sizes)})")
+        grid.append(sizes.pop())
+    if math.prod(grid) != nprocs:
+        raise ValueError(f"the product of the proc_grid_sizes {tuple(grid)} is {math.prod(grid)}, "
+                         f"but the communicator has {nprocs} processes (they must be equal)")
+    seen = {}
+    for r, c in enumerate(map(tuple, coords)):
+        if c in seen:
+            raise ValueError(f"grid coordinate {c} is held by ranks {seen[c]} and {r} "
+                             "(each coordinate must be held by exactly one rank)")
+        seen[c] = r
+    return coords, tuple(grid)
+
+
+def _dim_map(summaries, coords, grid, k, version):
+    """One dimension's map from the dicts of the ranks at each grid position."""
+    dicts, lengths = [None] * grid[k], [None] * grid[k]
+    for r, s in enumerate(summaries):
+        p = coords[r, k]
+        dd, n = s["dims"][k], s["lengths"][k]
+        if dicts[p] is None:
+            dicts[p], lengths[p] = dd, n
+        elif not _same_dict(dicts[p], dd) or lengths[p] != n:
+            raise ValueError(f"dimension {k}: ranks at grid position {p} disagree "
+                             f"({_show(dicts[p])} with length {lengths[p]} vs {_show(dd)} "
+                             f"with length {n} on rank {r}); dim_data must be identical along an axis")
+    try:
+        return map_from_dim_dicts(dicts, lengths, version=version)
+    except (ValueError, TypeError) as e:
+        raise type(e)(f"dimension {k}: {e}") from None
+
+
+def _check_leaves(summaries, coords):
+    """A ragged export's leaf dim must agree with its rows."""
+    total = {s["leaves"][0].get("size") for s in summaries}
+    if len(total) != 1:
+        raise ValueError(f"ragged export: ranks disagree on the number of leaves {sorted(total)}")
+    order = np.argsort(coords[:, 0], kind="stable")      # grid-rank order of the rows' 1-d grid
+    lengths = [summaries[r]["nleaves"] for r in order]
+    dicts = [summaries[r]["leaves"][0] for r in order]
+    try:
+        map_from_dim_dicts(dicts, lengths, version=summaries[0]["version"])
+    except (ValueError, TypeError) as e:
+        raise type(e)(f"ragged export, leaf dimension: {e}") from None
+
+
+def _same_dict(a, b):
+    if a.keys() != b.keys():
+        return False
+    for key in a:
+        x, y = a[key], b[key]
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if not np.array_equal(np.asarray(x), np.asarray(y)):
+                return False
+        elif key == "padding":
+            if tuple(x) != tuple(y):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def _show(dd):
+    return "{" + ", ".join(f"{k!r}: {v.tolist() if isinstance(v, np.ndarray) else v!r}"
+                           for k, v in sorted(dd.items())) + "}"
