@@ -92,13 +92,14 @@ class DistArray:
     def ndim(self) -> int:
         return self.info.ndim
 
-    def __distarray__(self) -> dict:
-        """DAP 0.10.0 export: the buffer is a zero-copy view of ``local``.
+    def __distarray__(self, version: str = "0.10.0") -> dict:
+        """DAP export (0.10.0; "0.9.0" on request): the buffer is a zero-copy
+        view of ``local``. No communication.
 
-        See ``xdap.protocols.dap.export`` for the ragged/optional layout.
+        See ``xdap.protocols.dap`` for the ragged/optional layout.
         """
         from .protocols.dap import export
-        return export(self)
+        return export(self, version)
 
     def to_global(self):
         """The whole array as an xnd container on every rank (collective; copies).

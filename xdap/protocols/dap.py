@@ -50,15 +50,30 @@ VERSION = "0.10.0"
 EXTENSION = "xnd"
 
 
-def export(a: DistArray) -> dict:
-    """The DAP 0.10.0 dict of this rank's partition (no communication, no copy)."""
+def export(a: DistArray, version: str = VERSION) -> dict:
+    """The DAP dict of this rank's partition (no communication, no copy).
+
+    ``version`` "0.10.0" (default) or "0.9.0": the older dialect writes
+    undistributed dims as ``'n'`` and padded blocks' start/stop without the
+    communication padding.
+    """
+    if version not in ("0.9.0", VERSION):
+        raise ValueError(f"can export DAP 0.10.0 or 0.9.0, not {version!r}")
     p = a._parts
     if a.info.kind == "fixed":
-        out = {"__version__": VERSION, "buffer": p.values, "dim_data": a.dim_data}
+        dim_data = a.distribution.dim_data(version)
+        if version == "0.9.0":
+            dim_data = tuple({"dist_type": "n", "size": dd["size"]}
+                             if dd.get("proc_grid_size") == 1 and dd["dist_type"] == "b"
+                             and tuple(dd.get("padding", (0, 0))) == (0, 0) else dd
+                             for dd in dim_data)
+        out = {"__version__": version, "buffer": p.values, "dim_data": dim_data}
         if a.info.optional:
             out[EXTENSION] = {"type": a.info.with_shape(p.values.shape).type_string(),
                               "validity": p.validity}
         return out
+    if version != VERSION:
+        raise ValueError("ragged arrays export DAP 0.10.0 only (0.9.0 has no way to say it)")
     d = a.distribution
     where, total = a._leaf_index
     common = {"size": total, "proc_grid_size": d.grid[0], "proc_grid_rank": d.coords[0]}
