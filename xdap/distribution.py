@@ -138,8 +138,8 @@ def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_si
     """Build a Distribution from user options (validated, the same on every rank).
 
     dist        one of 'b' (block), 'c' (cyclic / block-cyclic), 'u'
-                (unstructured), 'n' (not distributed) per dimension; default:
-                block on dim 0, the rest not distributed
+                (unstructured), 'n' (not distributed) per dimension; dims
+                past the end of dist are 'n'; default: block on dim 0
     grid        processes per dimension; default: a balanced factorisation of
                 the communicator over the distributed dims ('n' dims get 1)
     block_size  per dim: block size of a 'c' dim (1 = cyclic)
@@ -157,8 +157,17 @@ def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_si
     if isinstance(dist, str):
         dist = tuple(dist)
     dist = tuple(dist)
-    if len(dist) != ndim:
+    if len(dist) > ndim or (len(dist) == 0 and ndim > 0):
         raise ValueError(f"dist needs one entry per dimension ({ndim}), got {dist!r}")
+    # Trailing dims not named in dist are not distributed, as are their
+    # per-dim options and grid entries.
+    pad = ndim - len(dist)
+    dist = dist + ("n",) * pad
+    if grid is not None:
+        grid = tuple(grid) + (1,) * pad if len(tuple(grid)) == ndim - pad else tuple(grid)
+    block_size, padding, periodic, indices, sizes = (
+        tuple(v) + (None,) * pad if isinstance(v, (list, tuple)) and len(v) == ndim - pad else v
+        for v in (block_size, padding, periodic, indices, sizes))
     for d in dist:
         if d not in DIST_TYPES:
             raise ValueError(f"unknown dist type {d!r}: use 'b' (block), 'c' (cyclic), "

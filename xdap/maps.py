@@ -700,15 +700,18 @@ def map_from_dim_dicts(dicts, buffer_lengths, version: str = "0.10.0") -> Map:
     dicts = [_expand_alias(d, p, int(n), minor, len(dicts)) for p, (d, n)
              in enumerate(zip(dicts, lengths))]
 
-    kind = dicts[0].get("dist_type")
+    for p, d in enumerate(dicts):
+        if "dist_type" not in d:
+            raise ValueError(f"required key 'dist_type' missing in the dict of grid rank {p}")
+    kind = dicts[0]["dist_type"]
     if kind not in _REQUIRED:
         raise ValueError(f"dist_type of grid rank 0 ({kind!r}) is unknown "
-                         f"(known: 'b', 'c', 'u'{', n' if minor == 9 else ''})")
+                         f"(known: 'b', 'c', 'u'" + (", 'n')" if minor == 9 else ")"))
     name = _NAMES[kind]
     for p, d in enumerate(dicts):
         if d.get("dist_type") != kind:
             raise ValueError(f"{name} dimension: dist_type of grid rank {p} "
-                             f"({d.get('dist_type')!r}) differs from grid rank 0 ({kind!r})")
+                             f"({d['dist_type']!r}) differs from grid rank 0 ({kind!r})")
         for key in _COMMON + _REQUIRED[kind]:
             if key not in d:
                 raise ValueError(f"{name} dimension: required key {key!r} missing in the "

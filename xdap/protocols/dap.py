@@ -177,7 +177,9 @@ class _Local:
                 "leaves": self.dim_data if self.rows is not None else None,
                 "nleaves": self.buffer.shape[0] if self.rows is not None else None,
                 "dtype": self.dtype,
-                "type": None if self.ext is None else self.info.type_string()}
+                # the element type, not the local shape, must agree across ranks
+                "type": None if self.ext is None else
+                (self.info.type_string() if self.info.kind == "ragged" else self.info.leaf)}
 
     def container(self):
         """The local xnd container over the buffer (zero-copy when C-contiguous)."""
