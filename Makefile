@@ -11,7 +11,7 @@ env:
 	@bash tools/build_stack.sh
 
 test: env
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --doctest-modules xdap tests
 
 demo: env
 	$(MPIEXEC) -n $(RANKS) $(PY) -m xdap demo

@@ -55,26 +55,33 @@ def say(*a, **k):
         print(*a, **k, flush=True)
 
 
-def bench(fn, collective: bool, budget: float = BUDGET, warmup: int = 3,
-          min_reps: int = 7, max_reps: int = 2000):
-    """Median seconds of ``fn()`` (max over ranks of the per-rank medians)."""
-    for _ in range(warmup):
-        if collective:
-            COMM.Barrier()
-        fn()
+def bench(fns, collective: bool, budget: float = BUDGET, warmup: int = 3,
+          min_reps: int = 15, max_reps: int = 2000):
+    """Median and min seconds of each of ``fns``, timed INTERLEAVED (f0, f1, f0,
+    f1, ...) so that slow drifts and scheduler noise (4 ranks on 2 cores) hit
+    all of them alike.  Under MPI: the largest per-rank median (and min)."""
+    for fn in fns:
+        for _ in range(warmup):
+            if collective:
+                COMM.Barrier()
+            fn()
     # probe to size the run; every rank must agree on the count
     t0 = time.perf_counter()
-    fn()
+    for fn in fns:
+        fn()
     probe = COMM.allreduce(time.perf_counter() - t0, op=MPI.MAX)
     reps = int(min(max_reps, max(min_reps, budget / max(probe, 1e-7))))
-    times = np.empty(reps)
+    times = np.empty((len(fns), reps))
     for i in range(reps):
-        if collective:
-            COMM.Barrier()
-        t0 = time.perf_counter()
-        fn()
-        times[i] = time.perf_counter() - t0
-    return COMM.allreduce(float(np.median(times)), op=MPI.MAX), reps
+        for j, fn in enumerate(fns):
+            if collective:
+                COMM.Barrier()
+            t0 = time.perf_counter()
+            fn()
+            times[j, i] = time.perf_counter() - t0
+    med = np.max(COMM.allgather(np.median(times, axis=1)), axis=0)
+    low = np.max(COMM.allgather(times.min(axis=1)), axis=0)
+    return med, low, reps
 
 
 def fixed_dap_dict(buf: np.ndarray) -> dict:
@@ -92,32 +99,29 @@ def local_values(a: DistArray) -> np.ndarray:
     return parts(a.local).values
 
 
-def fixed_case(nbytes: int, ndim: int):
+def fixed_array(nbytes: int, ndim: int):
+    """A DistArray over a fresh numpy array (imported zero-copy) + checks."""
     n = nbytes // 8
     shape = (n,) if ndim == 1 else (n // 1024, 1024)
     big = np.empty(shape, np.float64)
-    big.fill(RANK + 0.5)           # touch every page (no temporary)
+    big.fill(RANK + 0.5)                     # touch every page (no temporary)
     a = xdap.from_distarray(fixed_dap_dict(big), comm=COMM)
     d = a.__distarray__()
     b = xdap.from_distarray(d, comm=COMM)
+    assert a.global_shape == (shape[0] * P,) + shape[1:], a.global_shape
+    assert b.global_shape == a.global_shape
     shared = (np.shares_memory(local_values(a), big)
               and np.shares_memory(d["buffer"], big)
-              and np.shares_memory(local_values(b), d["buffer"]))
-    assert a.global_shape == (shape[0] * P,) + shape[1:], a.global_shape
-    t_exp, r_exp = bench(a.__distarray__, collective=False)
-    t_imp, r_imp = bench(lambda: xdap.from_distarray(d, comm=COMM), collective=True)
-    shared = bool(COMM.allreduce(int(shared), op=MPI.MIN))
-    del a, b, d, big
-    return t_exp, t_imp, shared, (r_exp, r_imp), shape
+              and np.shares_memory(local_values(b), big))
+    return a, d, shared, shape
 
 
-def ragged_case(nvalues: int, mean_len: int = 10):
+def ragged_array(nvalues: int, mean_len: int = 10):
     """var * var * float64, one partition of ``nvalues`` leaves per rank."""
     nrows = nvalues // mean_len
     rng = np.random.default_rng(7 + RANK)
     lengths = np.full(nrows, mean_len, np.int64)
-    # ragged but exactly nvalues leaves: move lengths around in pairs
-    k = nrows // 2
+    k = nrows // 2                  # ragged, but exactly nvalues leaves
     delta = rng.integers(0, mean_len + 1, k)
     lengths[:k] -= delta
     lengths[k:2 * k] += delta
@@ -125,15 +129,23 @@ def ragged_case(nvalues: int, mean_len: int = 10):
     offsets = (np.array([0, nrows], np.int32),
                np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
     local = container(Parts(type_info("var * var * float64"), values, None, offsets))
-    dist = Distribution([BlockMap(nrows * P, P)], COMM)
-    a = DistArray(dist, local)
+    a = DistArray(Distribution([BlockMap(nrows * P, P)], COMM), local)
     d = a.__distarray__()
     b = xdap.from_distarray(d, comm=COMM)
+    assert b.global_shape == (nrows * P, None)
     shared = np.shares_memory(d["buffer"], values) and np.shares_memory(local_values(b), values)
-    t_exp, r_exp = bench(a.__distarray__, collective=False)
-    t_imp, r_imp = bench(lambda: xdap.from_distarray(d, comm=COMM), collective=True)
-    shared = bool(COMM.allreduce(int(shared), op=MPI.MIN))
-    return t_exp, t_imp, shared, (r_exp, r_imp), nrows
+    return a, d, shared, nrows
+
+
+def run_pair(arrays):
+    """Export and import times of two arrays (interleaved), zero-copy verdict."""
+    (a0, d0, s0), (a1, d1, s1) = arrays
+    exp_med, exp_min, exp_reps = bench([a0.__distarray__, a1.__distarray__], collective=False)
+    imp_med, imp_min, imp_reps = bench([lambda: xdap.from_distarray(d0, comm=COMM),
+                                        lambda: xdap.from_distarray(d1, comm=COMM)],
+                                       collective=True)
+    shared = [bool(COMM.allreduce(int(s), op=MPI.MIN)) for s in (s0, s1)]
+    return exp_med, exp_min, imp_med, imp_min, shared, (exp_reps, imp_reps)
 
 
 def us(t):
@@ -147,47 +159,57 @@ def verdict(ok):
 def main():
     t_start = time.perf_counter()
     say(f"xdap {xdap.__version__} DAP export/import benchmark: {P} rank(s) "
-        f"({'COMM_WORLD' if P > 1 else 'COMM_SELF'}), sizes are PER RANK, times = "
-        f"median [us] (max over ranks)")
-    say(f"{'case':<34}{'export':>10}{'import':>10}  zero-copy  reps(exp/imp)")
-    results = {}
+        f"({'COMM_WORLD' if P > 1 else 'COMM_SELF'}); sizes are PER RANK; times in us, "
+        f"median (min) of interleaved repetitions, max over ranks")
+    say(f"{'case':<36}{'export':>18}{'import':>22}  zero-copy  reps(exp/imp)")
+    rows = {}
+
+    def show(name, i, res):
+        exp_med, exp_min, imp_med, imp_min, shared, reps = res
+        say(f"{name:<36}{us(exp_med[i])} ({us(exp_min[i]).strip():>6}){us(imp_med[i])} "
+            f"({us(imp_min[i]).strip():>8})  {str(shared[i]):<9}  {reps[0]}/{reps[1]}")
+
     for ndim in (1, 2):
-        for label, nbytes in (("1MB", MiB), ("1GB", 1024 * MiB)):
-            t_exp, t_imp, shared, reps, shape = fixed_case(nbytes, ndim)
-            results[(ndim, label)] = (t_exp, t_imp, shared)
-            name = f"float64 {ndim}-d {label} {shape}"
-            say(f"{name:<34}{us(t_exp)}{us(t_imp)}  {str(shared):<9}  {reps[0]}/{reps[1]}")
-    rag = {}
-    for label, nvalues in (("1e5", 10 ** 5), ("1e7", 10 ** 7)):
-        t_exp, t_imp, shared, reps, nrows = ragged_case(nvalues)
-        rag[label] = (t_exp, t_imp, shared)
-        name = f"var*var*float64 {label} ({nrows} rows)"
-        say(f"{name:<34}{us(t_exp)}{us(t_imp)}  {str(shared):<9}  {reps[0]}/{reps[1]}")
+        made = [fixed_array(nb, ndim) for nb in (MiB, 1024 * MiB)]
+        res = run_pair([(a, d, s) for a, d, s, _ in made])
+        for i, label in enumerate(("1MB", "1GB")):
+            show(f"float64 {ndim}-d {label} {made[i][3]}", i, res)
+        rows[ndim] = res
+        del made, res
+    made = [ragged_array(n) for n in (10 ** 5, 10 ** 7)]
+    rag = run_pair([(a, d, s) for a, d, s, _ in made])
+    for i, label in enumerate(("1e5", "1e7")):
+        show(f"var*var*float64 {label} ({made[i][3]} rows)", i, rag)
+    del made
+    # what the collective skeleton of an import costs here (6 allgathers today:
+    # 3 collective_checks + summaries in from_distarray, 2 in DistArray.__init__)
+    base_med, base_min, _ = bench([lambda: [COMM.allgather(None) for _ in range(6)]],
+                                  collective=True)
+    say(f"{'(6 x comm.allgather(None), no xdap)':<36}{'':>18}{us(base_med[0])} "
+        f"({us(base_min[0]).strip():>8})")
     say(f"(total {time.perf_counter() - t_start:.1f} s)")
     say()
 
-    all_shared = all(s for _, _, s in results.values())
-    say(f"RESULT zero_copy_shares_memory={all_shared} (np.shares_memory: imported "
-        f"local values, exported buffer and re-import all share the original array) "
-        f"{verdict(all_shared)}")
+    shared = all(all(r[4]) for r in rows.values())
+    say(f"RESULT zero_copy_shares_memory={shared} (np.shares_memory: the imported array's "
+        f"local values, its exported buffer and their re-import all share the original "
+        f"numpy array) {verdict(shared)}")
     for ndim in (1, 2):
-        small, large = results[(ndim, "1MB")], results[(ndim, "1GB")]
-        for i, what in enumerate(("export", "import")):
-            ratio = large[i] / small[i]
+        exp_med, _, imp_med, _, _, _ = rows[ndim]
+        for what, t in (("export", exp_med), ("import", imp_med)):
+            ratio = t[1] / t[0]
             say(f"RESULT {what}_ratio_1GB_over_1MB_{ndim}d={ratio:.2f} "
-                f"({us(small[i]).strip()} us -> {us(large[i]).strip()} us; target < {TARGET:g}) "
+                f"({us(t[0]).strip()} us -> {us(t[1]).strip()} us; target < {TARGET:g}) "
                 f"{verdict(ratio < TARGET)}")
-    rag_shared = all(s for _, _, s in rag.values())
-    for i, what in enumerate(("export", "import")):
-        ratio = rag["1e7"][i] / rag["1e5"][i]
+    exp_med, _, imp_med, _, rshared, _ = rag
+    for what, t in (("export", exp_med), ("import", imp_med)):
         note = ("" if what == "export" else
-                "; O(rows): int32 offsets memcpy'd into the ndtypes type (4 B/row) "
+                "; import is O(rows): int32 offsets memcpy'd into the ndtypes type, 4 B/row, "
                 "+ per-row leaf counts in DistArray.__init__")
-        say(f"RESULT ragged_{what}_ratio_1e7_over_1e5={ratio:.2f} "
-            f"({us(rag['1e5'][i]).strip()} us -> {us(rag['1e7'][i]).strip()} us; "
-            f"100x the values and rows{note}) INFO")
-    say(f"RESULT ragged_values_shared={rag_shared} (leaf values never copied) "
-        f"{verdict(rag_shared)}")
+        say(f"RESULT ragged_{what}_ratio_1e7_over_1e5={t[1] / t[0]:.2f} "
+            f"({us(t[0]).strip()} us -> {us(t[1]).strip()} us; 100x values and rows{note}) INFO")
+    say(f"RESULT ragged_values_shared={all(rshared)} (leaf values never copied) "
+        f"{verdict(all(rshared))}")
     return 0
 
 

@@ -347,10 +347,12 @@ def _combine(recs, n):
         first = failed[0]
         text = f"failed on rank(s) {_ranks(failed)} of {n}; traceback of rank {first}:\n"
         text += recs[first]["text"]
-        others = {recs[r]["text"].strip().splitlines()[-1:][0] for r in failed[1:]
-                  if recs[r]["text"] != recs[first]["text"] and recs[r]["text"].strip()}
+        # Tracebacks differ between ranks in object addresses at least, so
+        # only mention other ranks whose error location differs.
+        last = lambda r: (recs[r]["text"].strip().splitlines() or [""])[-1]
+        others = [f"rank {r}: {last(r)}" for r in failed[1:] if last(r) != last(first)]
         if others:
-            text += "\nother ranks ended with:\n" + "\n".join(sorted(others))
+            text += "\nother failing ranks ended differently:\n" + "\n".join(others)
         return {"outcome": "failed", "text": text}
     if all(rec["outcome"] == "skipped" for rec in recs.values()):
         return dict(recs[min(recs)])

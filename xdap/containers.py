@@ -234,8 +234,8 @@ def take_rows(p: Parts, rows: np.ndarray) -> Parts:
 def concat_parts(pieces) -> Parts:
     """Rows of several Parts of the same type, one after another (copies).
 
-    >>> from xnd import xnd
-    >>> a, b = parts(xnd([[1], [2, 3]], dtype="int64")), parts(xnd([[4]], dtype="int64"))
+    >>> t = "var * var * int64"
+    >>> a, b = parts(as_container([[1], [2, 3]], type=t)), parts(as_container([[4]], type=t))
     >>> container(concat_parts([a, b])).value
     [[1], [2, 3], [4]]
     """

@@ -1,0 +1,155 @@
+"""Types (classification, dtype tables) and local containers (zero-copy parts)."""
+import gc
+
+import numpy as np
+import pytest
+from ndtypes import ndt
+from xdap import _xndbuf
+from xdap.containers import (Parts, as_container, concat_parts, container, expand_ranges, parts,
+                             take_rows)
+from xdap.types import DTYPES, buffer_format, dtype_from_format, dtype_from_numpy, type_info
+
+
+@pytest.mark.parametrize("text, kind, shape, var_ndim, dtype, optional", [
+    ("3 * 4 * float64", "fixed", (3, 4), 0, "float64", False),
+    ("5 * ?int8", "fixed", (5,), 0, "int8", True),
+    ("var * var * int64", "ragged", (), 2, "int64", False),
+    ("var * var * var * ?complex128", "ragged", (), 3, "complex128", True),
+    ("2 * 3 * bool", "fixed", (2, 3), 0, "bool", False),
+])
+def test_classify(text, kind, shape, var_ndim, dtype, optional):
+    info = type_info(text)
+    assert (info.kind, info.shape, info.var_ndim, info.dtype, info.optional) == \
+        (kind, shape, var_ndim, dtype, optional)
+    assert type_info(ndt(text)) == info
+    assert ndt(info.type_string()) == ndt(text)
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("{a: int64, b: float64}", "records, tuples"),
+    ("3 * (int64, float64)", "records, tuples"),
+    ("3 * string", "non-numeric"),
+    ("float64", "scalar"),
+    ("var * float64", "outer dimension of rows"),
+    ("?var * var * float64", "optional dimensions"),
+    ("N * float64", "neither fixed nor var"),
+    ("not a type", "not an ndtypes type"),
+])
+def test_undistributable_types_are_refused(text, reason):
+    with pytest.raises(TypeError, match=reason):
+        type_info(text)
+
+
+@pytest.mark.parametrize("name", sorted(DTYPES))
+def test_dtype_tables_agree(name):
+    np_dtype, fmt = DTYPES[name]
+    assert dtype_from_numpy(np_dtype) == name
+    assert dtype_from_format(fmt, np_dtype.itemsize) == name
+    assert buffer_format(name) == fmt
+    # numpy reads our format and memoryview accepts it
+    a = np.zeros(3, np_dtype)
+    assert np.asarray(memoryview(a)).dtype == np_dtype
+    assert dtype_from_format(memoryview(a).format) == name
+
+
+def test_format_edge_cases():
+    assert dtype_from_format("=d") == "float64"
+    assert dtype_from_format("<i") == "int32"
+    assert dtype_from_format("=l") == "int32"      # standard size
+    assert dtype_from_format("l") == "int64"       # native size (LP64)
+    with pytest.raises(TypeError, match="native byte order"):
+        dtype_from_format(">d")
+    with pytest.raises(TypeError, match="unsupported buffer format"):
+        dtype_from_format("O")
+    with pytest.raises(TypeError, match="itemsize"):
+        dtype_from_format("d", 4)
+    with pytest.raises(TypeError, match="unsupported NumPy dtype"):
+        dtype_from_numpy(np.dtype("U3"))
+
+
+def test_fixed_parts_are_views_both_ways():
+    a = np.arange(12.0).reshape(3, 4)
+    x = as_container(a)
+    assert str(x.type) == "3 * 4 * float64"
+    p = parts(x)
+    assert np.shares_memory(p.values, a)
+    p.values[1, 2] = -7
+    assert x[1, 2] == -7.0 and a[1, 2] == -7
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_every_dtype_roundtrips_zero_copy(dtype):
+    np_dtype = DTYPES[dtype][0]
+    values = np.arange(6).astype(np_dtype).reshape(2, 3)
+    x = container(Parts(type_info(f"2 * 3 * {dtype}"), values))
+    assert np.shares_memory(parts(x).values, values)
+    assert parts(x).values.tolist() == values.tolist()
+
+
+def test_optional_and_ragged_bitmaps_follow_arrow():
+    x = as_container([[1.0, None], [], [None, 4.0, 5.0]], type="var * var * ?float64")
+    p = parts(x)
+    assert p.offsets[0].tolist() == [0, 3] and p.offsets[1].tolist() == [0, 2, 2, 5]
+    assert p.valid_mask().tolist() == [True, False, False, True, True]
+    # LSB first: bits 0, 3, 4 set
+    assert p.validity.tolist() == [0b00011001]
+    # xnd itself agrees on the values and on which are missing
+    assert x.value == [[1.0, None], [], [None, 4.0, 5.0]]
+
+
+def test_container_keeps_foreign_buffers_alive():
+    values = np.arange(5.0)
+    validity = np.array([0b10111], np.uint8)
+    x = container(Parts(type_info("var * var * ?float64"), values, validity,
+                        (np.array([0, 2], np.int32), np.array([0, 3, 5], np.int32))))
+    values[0] = 42.0
+    assert x.value == [[42.0, 1.0, 2.0], [None, 4.0]]
+    del values, validity
+    gc.collect()
+    junk = [np.full(5, 9.0) for _ in range(100)]   # reuse freed memory if it was freed
+    assert x.value == [[42.0, 1.0, 2.0], [None, 4.0]]
+    del junk
+
+
+def test_readonly_buffers_stay_readonly():
+    values = np.arange(4.0)
+    values.flags.writeable = False
+    x = container(Parts(type_info("4 * float64"), values))
+    out = parts(x).values
+    assert not out.flags.writeable
+
+
+def test_from_buffers_rejects_bad_input():
+    t = type_info("var * var * float64")
+    with pytest.raises(ValueError, match="non-decreasing"):
+        container(Parts(t, np.zeros(3), None, (np.array([0, 2], np.int32), np.array([0, 3, 1], np.int32))))
+    with pytest.raises(ValueError, match="values buffer has"):
+        container(Parts(t, np.zeros(2), None, (np.array([0, 1], np.int32), np.array([0, 3], np.int32))))
+    with pytest.raises(ValueError, match="entries"):
+        container(Parts(t, np.zeros(3), None, (np.array([0, 2], np.int32), np.array([0, 3], np.int32))))
+    with pytest.raises(ValueError, match="validity bitmap has"):
+        _xndbuf.from_buffers("9 * ?float64", None, np.zeros(9), np.zeros(1, np.uint8))
+    with pytest.raises(ValueError, match="validity given"):
+        _xndbuf.from_buffers("2 * float64", None, np.zeros(2), np.zeros(1, np.uint8))
+
+
+def test_row_selection_and_concatenation():
+    t = "var * var * var * ?int64"
+    rows = [[[1], [2, None]], [], [[3, 4, 5]], [[6], [], [7]]]
+    p = parts(as_container(rows, type=t))
+    assert p.nrows == 4
+    assert p.leaf_counts().tolist() == [3, 0, 3, 2]
+    sel = [3, 1, 0]
+    assert container(take_rows(p, sel)).value == [rows[i] for i in sel]
+    both = concat_parts([take_rows(p, [0, 1]), take_rows(p, [2, 3])])
+    assert container(both).value == rows
+    fixed = parts(as_container(np.ma.array(np.arange(6).reshape(3, 2), mask=[[0, 1], [0, 0], [1, 0]])))
+    assert container(take_rows(fixed, [2, 0])).value == [[None, 5], [0, None]]
+
+
+def test_expand_ranges_matches_python():
+    rng = np.random.default_rng(0)
+    starts = rng.integers(0, 100, 50)
+    lengths = rng.integers(0, 5, 50)
+    expect = [s + k for s, n in zip(starts, lengths) for k in range(n)]
+    assert expand_ranges(starts, lengths).tolist() == expect
