@@ -56,10 +56,11 @@ def say(*a, **k):
 
 
 def bench(fns, collective: bool, budget: float = BUDGET, warmup: int = 3,
-          min_reps: int = 15, max_reps: int = 2000):
-    """Median and min seconds of each of ``fns``, timed INTERLEAVED (f0, f1, f0,
-    f1, ...) so that slow drifts and scheduler noise (4 ranks on 2 cores) hit
-    all of them alike.  Under MPI: the largest per-rank median (and min)."""
+          min_reps: int = 20, max_reps: int = 2000, block: int = 5):
+    """Median and min seconds of each of ``fns``, timed INTERLEAVED in blocks
+    (1 untimed + ``block`` timed calls of f0, then of f1, then f0 again, ...) so
+    that slow drifts and scheduler noise (4 ranks on 2 cores) hit all of them
+    alike.  Under MPI: the largest per-rank median (and min)."""
     for fn in fns:
         for _ in range(warmup):
             if collective:
@@ -71,14 +72,18 @@ def bench(fns, collective: bool, budget: float = BUDGET, warmup: int = 3,
         fn()
     probe = COMM.allreduce(time.perf_counter() - t0, op=MPI.MAX)
     reps = int(min(max_reps, max(min_reps, budget / max(probe, 1e-7))))
+    reps = COMM.bcast(reps, root=0)
+    reps = -(-reps // block) * block
     times = np.empty((len(fns), reps))
-    for i in range(reps):
+    for i in range(0, reps, block):
         for j, fn in enumerate(fns):
-            if collective:
-                COMM.Barrier()
-            t0 = time.perf_counter()
-            fn()
-            times[j, i] = time.perf_counter() - t0
+            fn()                             # re-warm caches after the other case
+            for k in range(i, i + block):
+                if collective:
+                    COMM.Barrier()
+                t0 = time.perf_counter()
+                fn()
+                times[j, k] = time.perf_counter() - t0
     med = np.max(COMM.allgather(np.median(times, axis=1)), axis=0)
     low = np.max(COMM.allgather(times.min(axis=1)), axis=0)
     return med, low, reps
