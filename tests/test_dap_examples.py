@@ -44,32 +44,20 @@ def check_import(name):
     assert np.shares_memory(np.asarray(a.local), buffer), "import must not copy"
 
 
-@pytest.mark.mpi(ranks=(2,))
-@pytest.mark.parametrize("name", BY_RANKS[2])
-def test_two_rank_examples(name):
-    check_export(name)
-    check_import(name)
+def _examples_on(n):
+    @pytest.mark.mpi(ranks=(n,))
+    @pytest.mark.parametrize("name", BY_RANKS[n])
+    def test(name):
+        check_export(name)
+        check_import(name)
+    test.__doc__ = f"The spec examples that use {n} ranks, on {n} ranks."
+    return test
 
 
-@pytest.mark.mpi(ranks=(3,))
-@pytest.mark.parametrize("name", BY_RANKS[3])
-def test_three_rank_examples(name):
-    check_export(name)
-    check_import(name)
-
-
-@pytest.mark.mpi(ranks=(4,))
-@pytest.mark.parametrize("name", BY_RANKS[4])
-def test_four_rank_examples(name):
-    check_export(name)
-    check_import(name)
-
-
-@pytest.mark.mpi(ranks=(8,))
-@pytest.mark.parametrize("name", BY_RANKS[8])
-def test_eight_rank_examples(name):
-    check_export(name)
-    check_import(name)
+test_two_rank_examples = _examples_on(2)
+test_three_rank_examples = _examples_on(3)
+test_four_rank_examples = _examples_on(4)
+test_eight_rank_examples = _examples_on(8)
 
 
 def test_every_example_is_covered():

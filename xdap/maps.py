@@ -767,18 +767,24 @@ def _expand_alias(d, p: int, n: int, minor: int, ndicts: int) -> Mapping:
     return out
 
 
+def _common_flag(dicts, key: str, kind: str) -> bool:
+    """An optional bool key (default False) that must agree on every grid rank."""
+    first = dicts[0].get(key, False)
+    for p, d in enumerate(dicts):
+        v = d.get(key, False)
+        if not _is_bool(v):
+            raise TypeError(f"{kind} dimension: {key} of grid rank {p} must be a bool, got {v!r}")
+        if v != first:
+            raise ValueError(f"{kind} dimension: {key} of grid rank {p} ({v}) differs "
+                             f"from grid rank 0 ({first})")
+    return bool(first)
+
+
 def _block_from_dicts(dicts, lengths, size, minor) -> BlockMap:
     P = len(dicts)
-    periodic = dicts[0].get("periodic", False)
+    periodic = _common_flag(dicts, "periodic", "block")
     owned, paddings = [], []
     for p, d in enumerate(dicts):
-        per = d.get("periodic", False)
-        if not _is_bool(per):
-            raise TypeError(f"block dimension: periodic of grid rank {p} must be a bool, "
-                            f"got {per!r}")
-        if per != periodic:
-            raise ValueError(f"block dimension: periodic of grid rank {p} ({per}) differs "
-                             f"from grid rank 0 ({periodic})")
         pad = _padding_pair(d.get("padding", (0, 0)), p)
         paddings.append(pad)
         comm_lo = pad[0] if p > 0 else 0
@@ -859,16 +865,9 @@ def _cyclic_from_dicts(dicts, lengths, size, minor) -> CyclicMap:
 
 
 def _unstructured_from_dicts(dicts, lengths, size, minor) -> UnstructuredMap:
-    one = dicts[0].get("one_to_one", False)
+    one = _common_flag(dicts, "one_to_one", "unstructured")
     arrays = []
     for p, d in enumerate(dicts):
-        o = d.get("one_to_one", False)
-        if not _is_bool(o):
-            raise TypeError(f"unstructured dimension: one_to_one of grid rank {p} must be a "
-                            f"bool, got {o!r}")
-        if o != one:
-            raise ValueError(f"unstructured dimension: one_to_one of grid rank {p} ({o}) "
-                             f"differs from grid rank 0 ({one})")
         try:
             a = np.asarray(d["indices"])
         except Exception as exc:  # e.g. a non-buffer object
