@@ -147,13 +147,13 @@ def _ragged_leaf_index(d: Distribution, p: Parts):
     Returns (start, total) when every rank's leaves form one contiguous range
     in rank order (block rows, no padding), else (int64 index array, total).
     """
-    counts = p.leaf_counts()
     comm = d.comm
     if d.is_contiguous_1d:
-        mine = int(counts.sum())
+        mine = len(p.values)
         start = comm.exscan(mine) or 0
         total = comm.allreduce(mine)
         return start, total
+    counts = p.leaf_counts()
     own = d.owned_positions(0)
     rows = d.global_indices(0)
     gathered = comm.allgather((rows[own], counts[own]))

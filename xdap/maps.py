@@ -270,6 +270,11 @@ class BlockMap(Map):
         self._stops = np.array(bounds[1:], dtype=_I64)
         self._offset = np.array([self.comm_padding(p)[0] - bounds[p] for p in range(P)],
                                 dtype=_I64)
+        # The default (array_split) layout has closed-form owners: integer
+        # division is ~4x faster than a searchsorted of random queries.
+        q, r = divmod(size, P)
+        balanced = tuple(min(p, r) * (q + 1) + max(p - r, 0) * q for p in range(P + 1))
+        self._balanced = (q, r) if q and bounds == balanced else None
 
     def _check_padding(self) -> None:
         P, pad = self.grid_size, self.padding
@@ -340,7 +345,17 @@ class BlockMap(Map):
         _check_range(g, self.size, "global index")
         if self.grid_size == 1:
             return np.zeros_like(g), g + self._offset[0]
-        ranks = np.searchsorted(self._stops, g, side="right")
+        if self._balanced is not None:
+            q, r = self._balanced
+            if r == 0:
+                ranks = g // q
+            else:                                   # the first r ranks hold q + 1
+                ranks = g // (q + 1)
+                cut = r * (q + 1)
+                hi = g >= cut
+                ranks[hi] = (g[hi] - cut) // q + r
+        else:
+            ranks = np.searchsorted(self._stops, g, side="right")
         local = np.take(self._offset, ranks)
         local += g
         return ranks, local
@@ -611,6 +626,15 @@ class UnstructuredMap(Map):
         self._check_rank(p)
         g = _as_int64(g, "global index")
         _check_range(g, self.size, "global index")
+        # Fast path: the owner tables answer every index p owns; only indices
+        # p holds as a shared copy (one_to_one False) need the sorted search.
+        local = np.take(self._local_of, g)
+        miss = np.flatnonzero(np.take(self._rank_of, g) != p)
+        if miss.size:
+            local[miss] = self._search(p, g[miss])
+        return local
+
+    def _search(self, p, g):
         if p not in self._sorted:
             order = np.argsort(self.indices[p], kind="stable")
             self._sorted[p] = (self.indices[p][order], order)
