@@ -209,8 +209,7 @@ def main():
     exp_med, _, imp_med, _, rshared, _ = rag
     for what, t in (("export", exp_med), ("import", imp_med)):
         note = ("" if what == "export" else
-                "; import is O(rows): int32 offsets memcpy'd into the ndtypes type, 4 B/row, "
-                "+ per-row leaf counts in DistArray.__init__")
+                "; import is O(rows): int32 offsets memcpy'd into the ndtypes type, 4 B/row")
         say(f"RESULT ragged_{what}_ratio_1e7_over_1e5={t[1] / t[0]:.2f} "
             f"({us(t[0]).strip()} us -> {us(t[1]).strip()} us; 100x values and rows{note}) INFO")
     say(f"RESULT ragged_values_shared={all(rshared)} (leaf values never copied) "
