@@ -147,10 +147,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception:
-        import traceback
-        traceback.print_exc()
-        sys.exit(1)
-    sys.exit(0)
+    sys.exit(main())
