@@ -14,7 +14,8 @@ import numpy as np
 from ndtypes import ndt
 
 from . import comm as _comm
-from .containers import Parts, as_container, container, concat_parts, expand_ranges, parts, take_rows
+from .containers import (Parts, as_container, concat_parts, container, expand_ranges,
+                         pack_validity, parts, take_rows)
 from .distribution import Distribution, make_distribution
 from .types import TypeInfo, type_info
 
@@ -122,7 +123,7 @@ class DistArray:
                 out[np.ix_(*g)] = v
                 if full_mask is not None:
                     full_mask[np.ix_(*g)] = m
-            validity = None if full_mask is None else _pack(full_mask)
+            validity = None if full_mask is None else pack_validity(full_mask)
             return container(Parts(self.info.with_shape(out.shape), out, validity))
         mine = take_rows(self._parts, own[0])
         pieces = self.comm.allgather((gidx[0], mine))
@@ -135,10 +136,6 @@ class DistArray:
     def __repr__(self):
         return (f"<DistArray type='{self.type}' global_shape={self.global_shape} "
                 f"grid={self.grid} rank={self.comm.rank} local_shape={self.distribution.local_shape}>")
-
-
-def _pack(mask):
-    return np.packbits(mask.ravel(), bitorder="little")
 
 
 def _ragged_leaf_index(d: Distribution, p: Parts):
@@ -224,5 +221,5 @@ def _select(p: Parts, d: Distribution, rank: int) -> Parts:
     index = np.ix_(*[d.global_indices(k, rank) for k in range(d.ndim)])
     values = np.ascontiguousarray(p.values[index])
     mask = p.valid_mask()
-    validity = None if mask is None else _pack(mask[index])
+    validity = None if mask is None else pack_validity(mask[index])
     return Parts(p.info.with_shape(values.shape), values, validity)

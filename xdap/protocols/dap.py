@@ -89,13 +89,12 @@ def export(a: DistArray, version: str = VERSION) -> dict:
 
 
 def _rows_one_to_one(d: Distribution) -> bool:
+    """Whether every row (hence every leaf) is held by exactly one rank."""
     m = d.maps[0]
-    dd = m.dim_dict(0)
-    if dd["dist_type"] == "u":
-        return bool(dd.get("one_to_one", False))
-    if dd["dist_type"] == "b":
-        return all(m.owned_count(q) == m.local_size(q) for q in range(m.grid_size))
-    return True
+    if m.dist_type == "u":
+        return m.one_to_one
+    # blocks hold ghost rows exactly where they have communication padding
+    return all(m.owned_count(q) == m.local_size(q) for q in range(m.grid_size))
 
 
 # -- import ------------------------------------------------------------------
