@@ -1,0 +1,332 @@
+"""Apache Arrow interop: local xnd containers <-> ``pyarrow`` arrays, zero-copy.
+
+xnd's layouts were designed to match Arrow's, so most conversions only wrap
+buffers:
+
+=========================  ==================================================
+xdap type                  Arrow array
+=========================  ==================================================
+``N * T``                  primitive array of ``T`` (length N)
+``N * M * K * T``          ``FixedSizeList<FixedSizeList<T, K>, M>`` (length N)
+``var * var * T``          ``List<T>`` (length = rows), int32 offsets
+``var * var * var * T``    ``List<List<T>>``
+``?T`` leaves              the leaf array's validity bitmap (LSB-first, 1 = valid)
+``complex64/128``          extension type ``xdap.complex64/128`` over
+                           ``FixedSizeList<float32/64, 2>`` (Arrow has no complex)
+=========================  ==================================================
+
+Zero-copy in both directions for values, offsets and validity, with these
+exceptions (each copies only the named part): ``bool`` values (Arrow packs
+them into bits, xnd stores a byte each); Arrow offsets that do not start at
+0 (a sliced array: O(rows) int32 subtraction); ``LargeList`` int64 offsets
+(narrowed to int32); a validity bitmap starting at a bit offset that is not a
+multiple of 8; a ``ChunkedArray`` of several chunks (concatenated).
+
+>>> import numpy as np
+>>> from xdap.containers import as_container, parts
+>>> x = as_container([[1.0, None], [], [2.0]], type="var * var * ?float64")
+>>> arr = to_arrow(x)
+>>> arr.type, arr.to_pylist()
+(ListType(list<item: double>), [[1.0, None], [], [2.0]])
+>>> y = from_arrow(arr)
+>>> y.value == x.value, np.shares_memory(parts(y).values, parts(x).values)
+(True, True)
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ..containers import Parts, container, pack_validity, parts, unpack_validity
+from ..types import DTYPES, TypeInfo, type_info
+
+__all__ = ["to_arrow", "from_arrow", "parts_from_arrow", "distarray_from_arrow",
+           "ComplexType"]
+
+_TO_ARROW = {
+    "bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(),
+    "int64": pa.int64(), "uint8": pa.uint8(), "uint16": pa.uint16(), "uint32": pa.uint32(),
+    "uint64": pa.uint64(), "float16": pa.float16(), "float32": pa.float32(),
+    "float64": pa.float64(),
+}
+_FROM_ARROW = {t: name for name, t in _TO_ARROW.items()}
+
+
+class ComplexType(pa.ExtensionType):
+    """Arrow has no complex numbers: ``xdap.complex64`` / ``xdap.complex128``
+    store each value as a ``FixedSizeList<float32/float64, 2>`` (real, imag),
+    the memory layout of NumPy's complex dtypes, so the view is zero-copy."""
+
+    def __init__(self, dtype: str):
+        if dtype not in ("complex64", "complex128"):
+            raise TypeError(f"ComplexType needs complex64 or complex128, got {dtype!r}")
+        self.dtype = dtype
+        part = pa.float32() if dtype == "complex64" else pa.float64()
+        super().__init__(pa.list_(part, 2), f"xdap.{dtype}")
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return b""
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type, serialized):
+        return cls("complex64" if storage_type.value_type == pa.float32() else "complex128")
+
+    def __reduce__(self):
+        return ComplexType, (self.dtype,)
+
+
+for _name in ("complex64", "complex128"):
+    try:   # registered so that Arrow IPC files and pickles keep the type
+        pa.register_extension_type(ComplexType(_name))
+    except pa.ArrowKeyError:          # already registered (module reloaded)
+        pass
+
+
+# -- xdap -> Arrow --------------------------------------------------------------
+
+def to_arrow(x) -> pa.Array:
+    """A pyarrow array over a local container, without copying (see the module
+    docstring for the layout and the few cases that copy).
+
+    ``x`` is an xnd container, ``Parts`` or a DistArray; for a DistArray the
+    rows this rank OWNS are exported (communication padding is left out: a
+    zero-copy slice along dim 0; padding along an inner fixed dim copies).
+
+    >>> from xnd import xnd
+    >>> to_arrow(xnd([[1, 2], [3, 4]], dtype="int32")).to_pylist()
+    [[1, 2], [3, 4]]
+    """
+    from ..array import DistArray
+    if isinstance(x, DistArray):
+        return _owned_arrow(x)
+    p = x if isinstance(x, Parts) else parts(x)
+    return _parts_to_arrow(p)
+
+
+def _owned_arrow(a) -> pa.Array:
+    d = a.distribution
+    own = [d.maps[k].owned_local_slice(d.coords[k]) for k in range(d.ndim)]
+    p = a._parts
+    if a.info.kind == "fixed" and any(s != slice(0, n) for s, n in zip(own[1:], p.values.shape[1:])):
+        index = tuple(own)             # inner padding: the owned block is strided
+        mask = p.valid_mask()
+        values = np.ascontiguousarray(p.values[index])
+        validity = None if mask is None else pack_validity(mask[index])
+        return _parts_to_arrow(Parts(p.info.with_shape(values.shape), values, validity))
+    arr = _parts_to_arrow(p)
+    return arr.slice(own[0].start, own[0].stop - own[0].start)
+
+
+def _parts_to_arrow(p: Parts) -> pa.Array:
+    flat = p.values.reshape(-1)
+    arr = _leaf_to_arrow(flat, p.validity, p.info.dtype)
+    if p.info.kind == "fixed":
+        for size in reversed(p.values.shape[1:]):
+            arr = pa.FixedSizeListArray.from_arrays(arr, int(size))
+        return arr
+    for off in reversed(p.offsets[1:]):
+        off = np.ascontiguousarray(off, dtype=np.int32)
+        arr = pa.Array.from_buffers(pa.list_(arr.type), len(off) - 1,
+                                    [None, pa.py_buffer(off)], children=[arr])
+    return arr
+
+
+def _leaf_to_arrow(values: np.ndarray, validity, dtype: str) -> pa.Array:
+    n = len(values)
+    vbuf = None if validity is None else pa.py_buffer(np.ascontiguousarray(validity))
+    if dtype.startswith("complex"):
+        t = ComplexType(dtype)
+        pairs = np.ascontiguousarray(values).view(values.real.dtype)
+        child = pa.Array.from_buffers(t.storage_type.value_type, 2 * n, [None, pa.py_buffer(pairs)])
+        storage = pa.Array.from_buffers(t.storage_type, n, [vbuf], children=[child])
+        return pa.ExtensionArray.from_storage(t, storage)
+    if dtype == "bool":      # Arrow packs booleans into bits: the one copy we cannot avoid
+        data = pa.py_buffer(np.packbits(values, bitorder="little"))
+    else:
+        data = pa.py_buffer(np.ascontiguousarray(values))
+    return pa.Array.from_buffers(_TO_ARROW[dtype], n, [vbuf, data])
+
+
+# -- Arrow -> xdap --------------------------------------------------------------
+
+def from_arrow(arr, type=None):
+    """An xnd container over a pyarrow array's buffers (zero-copy where the
+    layouts match; see the module docstring).
+
+    ``type`` (optional ndtypes string) states what to expect: it is checked,
+    and resolves the open choices -- ``?T`` for an array without a validity
+    bitmap (an all-valid bitmap is made), ``T`` for one with a bitmap but no
+    nulls (the bitmap is dropped).
+
+    >>> import pyarrow as pa
+    >>> from_arrow(pa.array([[1, None], [2]], pa.list_(pa.int16()))).type
+    ndt("var * var * ?int16")
+    >>> from_arrow(pa.array([1.5, 2.5]), type="2 * ?float64").value
+    [1.5, 2.5]
+    """
+    return container(parts_from_arrow(arr, type))
+
+
+def parts_from_arrow(arr, type=None) -> Parts:
+    """Like ``from_arrow``, but the flat ``Parts`` (no xnd container made)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = (arr.chunk(0) if arr.num_chunks == 1 else
+               pa.concat_arrays(arr.chunks) if arr.num_chunks else pa.array([], arr.type))
+    if not isinstance(arr, pa.Array):
+        raise TypeError(f"expected a pyarrow Array or ChunkedArray, got {builtins_type(arr).__name__}")
+    n = len(arr)
+    fixed, var = [], []
+    while True:
+        t = arr.type
+        if isinstance(t, pa.ExtensionType) or not (pa.types.is_fixed_size_list(t) or pa.types.is_list(t)
+                                                    or pa.types.is_large_list(t)):
+            break
+        if arr.null_count:
+            raise TypeError(f"Arrow type {t}: null lists are not supported (xnd has optional "
+                            "values, not optional dimensions)")
+        if pa.types.is_fixed_size_list(t):
+            fixed.append(t.list_size)
+        else:
+            var.append(_offsets(arr))
+        arr = arr.flatten()
+        if fixed and var:
+            raise TypeError(f"Arrow array mixes fixed-size and variable-size lists ({arr.type}); "
+                            "xdap supports 'N * M * T' or 'var * var * T'")
+    dtype, values, validity = _leaf_from_arrow(arr)
+    if var:
+        info = TypeInfo("ragged", (), len(var) + 1, dtype, validity is not None)
+        offsets = (np.array([0, n], np.int32),) + tuple(var)
+        p = Parts(info, values, validity, offsets)
+    else:
+        shape = (n,) + tuple(fixed)
+        info = TypeInfo("fixed", shape, 0, dtype, validity is not None)
+        p = Parts(info, values.reshape(shape), validity)
+    return _apply_type(p, type) if type is not None else p
+
+
+builtins_type = type
+
+
+def _offsets(arr) -> np.ndarray:
+    off = np.asarray(arr.offsets)               # a view, accounting for a slice offset
+    if off[0] != 0:
+        off = off - off[0]
+    if off.dtype != np.int32:
+        if len(off) and off[-1] > np.iinfo(np.int32).max:
+            raise ValueError(f"Arrow {arr.type} has {off[-1]} items, more than int32 offsets "
+                             "(xnd's) can address")
+        off = off.astype(np.int32)
+    return off
+
+
+def _leaf_from_arrow(arr):
+    """(dtype name, flat numpy values, validity bitmap or None) of a leaf array."""
+    n, t = len(arr), arr.type
+    if isinstance(t, ComplexType):
+        storage = arr.storage
+        # .values, not .flatten(): flatten drops the slots of null entries
+        child = storage.values.slice(2 * storage.offset, 2 * len(storage))
+        pairs, _ = _buffer_values(child, np.dtype(t.storage_type.value_type.to_pandas_dtype()))
+        return t.dtype, pairs.view(DTYPES[t.dtype][0]), _validity(storage)
+    if t not in _FROM_ARROW:
+        raise TypeError(f"Arrow type {t} is not supported: leaves must be numeric or bool "
+                        f"({', '.join(str(x) for x in _TO_ARROW.values())}, or xdap.complex64/128)")
+    dtype = _FROM_ARROW[t]
+    if dtype == "bool":
+        bits = np.frombuffer(arr.buffers()[1], np.uint8)
+        values = np.unpackbits(bits, count=arr.offset + n, bitorder="little")[arr.offset:].view(bool)
+    else:
+        values, _ = _buffer_values(arr, DTYPES[dtype][0])
+    return dtype, values, _validity(arr)
+
+
+def _buffer_values(arr, dt: np.dtype):
+    buf = arr.buffers()[1]
+    values = np.frombuffer(buf, dt, count=arr.offset + len(arr))[arr.offset:]
+    return values, buf
+
+
+def _validity(arr):
+    buf = arr.buffers()[0]
+    if buf is None:
+        return None
+    n, off = len(arr), arr.offset
+    if off % 8 == 0:                            # byte aligned: a view
+        return np.frombuffer(buf, np.uint8, count=(off + n + 7) // 8)[off // 8:]
+    mask = unpack_validity(buf, off + n)[off:]
+    return pack_validity(mask)
+
+
+def _apply_type(p: Parts, type) -> Parts:
+    want, have = type_info(type), p.info
+    if (want.kind == have.kind == "fixed" and want.dtype.startswith("complex")
+            and have.dtype == ("float32" if want.dtype == "complex64" else "float64")
+            and have.shape == want.shape + (2,) and p.validity is None):
+        # plain (real, imag) pairs, e.g. from a producer that knows no complex type
+        values = np.ascontiguousarray(p.values).view(DTYPES[want.dtype][0])[..., 0]
+        p = Parts(TypeInfo("fixed", want.shape, 0, want.dtype, False), values)
+        have = p.info
+    if (want.kind, want.var_ndim, want.dtype) != (have.kind, have.var_ndim, have.dtype) or (
+            want.kind == "fixed" and want.shape != have.shape):
+        raise TypeError(f"the Arrow array holds {have.type_string()!r}, not the requested "
+                        f"{str(type)!r}")
+    if want.optional == have.optional:
+        return p
+    info = TypeInfo(have.kind, have.shape, have.var_ndim, have.dtype, want.optional)
+    if want.optional:                        # no bitmap: everything is valid
+        return Parts(info, p.values, np.full((p.values.size + 7) // 8, 0xFF, np.uint8), p.offsets)
+    if not p.valid_mask().all():
+        raise ValueError(f"the Arrow array has nulls but the requested type {str(type)!r} "
+                         "is not optional")
+    return Parts(info, p.values, None, p.offsets)
+
+
+# -- a DistArray from per-rank Arrow arrays ------------------------------------------
+
+def distarray_from_arrow(arr, comm=None, type=None):
+    """A DistArray whose rows are every rank's Arrow array, stacked in rank
+    order (collective; published as ``xdap.from_arrow``).
+
+    Each rank passes its own array (any length, 0 included); the rows are
+    block distributed over a 1-d grid with the ranks' lengths as irregular
+    block sizes. The local containers wrap the Arrow buffers (zero-copy as in
+    ``from_arrow``). All ranks must agree on the element type (and on the
+    inner dims of fixed types); a mismatch raises the same TypeError on every
+    rank.
+
+    >>> import pyarrow as pa, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_arrow(pa.array([[1.0], [2.0, 3.0]]), comm=MPI.COMM_SELF)
+    >>> a.global_shape, a.to_global().value
+    ((2, None), [[1.0], [2.0, 3.0]])
+    """
+    from .. import comm as _comm
+    comm = _comm.resolve(comm)
+    p = None
+    with _comm.collective_checks(comm):
+        p = parts_from_arrow(arr, type)
+    return stack_rows(p, comm)
+
+
+def stack_rows(p: Parts, comm):
+    """DistArray of every rank's rows ``p``, in rank order (collective).
+    Shared by the Arrow and Awkward importers."""
+    from .. import comm as _comm
+    from ..array import DistArray
+    from ..distribution import Distribution
+    from ..maps import BlockMap
+    info = p.info
+    kind = info.type_string() if info.kind == "ragged" else ("fixed", info.leaf, info.shape[1:])
+    metas = comm.allgather((p.nrows, kind))
+    with _comm.collective_checks(comm):
+        for r, (_, k) in enumerate(metas):
+            if k != metas[0][1]:
+                show = [m[1] if isinstance(m[1], str) else
+                        " * ".join(["N"] + [str(s) for s in m[1][2]] + [m[1][1]]) for m in metas]
+                raise TypeError(f"ranks hold different element types (type per rank: {show}); "
+                                "every rank's array must have the same type")
+    bounds = np.concatenate([[0], np.cumsum([m[0] for m in metas])])
+    maps = [BlockMap(int(bounds[-1]), comm.size, bounds=bounds.tolist())]
+    if info.kind == "fixed":
+        maps += [BlockMap(int(s), 1) for s in info.shape[1:]]
+    return DistArray(Distribution(maps, comm), container(p))

@@ -1,0 +1,208 @@
+"""Awkward Array interop: local xnd containers <-> ``awkward`` arrays, zero-copy.
+
+The layouts are built from ``ak.contents`` nodes directly over the
+container's buffers (the same buffers ``ak.to_buffers`` would list):
+
+=========================  ==================================================
+xdap type                  awkward layout
+=========================  ==================================================
+``N * T``                  ``NumpyArray``
+``N * M * T``              ``RegularArray(NumpyArray, size=M)``
+``var * var * T``          ``ListOffsetArray(Index32 offsets, NumpyArray)``
+``?T`` leaves              ``BitMaskedArray(valid_when=True, lsb_order=True)``
+                           around the leaf -- the same bits as xnd's bitmap
+=========================  ==================================================
+
+Every dtype (bool and complex included) is zero-copy in both directions.
+Going back, other awkward layouts are accepted and converted with a copy of
+the part that differs: int64/uint32 offsets (narrowed to int32),
+``ListArray`` (starts/stops), ``ByteMaskedArray``, ``IndexedOptionArray``,
+``UnmaskedArray`` (a bitmap is made), ``IndexedArray``; an offsets array not
+starting at 0 is shifted (O(rows)). Records, strings and option types above
+a list level (null lists) raise TypeError.
+
+>>> import numpy as np
+>>> from xdap.containers import as_container, parts
+>>> x = as_container([[1, None], [], [3]], type="var * var * ?int32")
+>>> arr = to_awkward(x)
+>>> str(arr.type), arr.tolist()
+('3 * var * ?int32', [[1, None], [], [3]])
+>>> y = from_awkward(arr)
+>>> y.value == x.value, np.shares_memory(parts(y).values, parts(x).values)
+(True, True)
+"""
+from __future__ import annotations
+
+import awkward as ak
+import numpy as np
+
+from ..containers import Parts, container, pack_validity, parts, take_rows
+from ..types import TypeInfo, dtype_from_numpy
+
+__all__ = ["to_awkward", "from_awkward", "parts_from_awkward", "distarray_from_awkward"]
+
+
+def to_awkward(x) -> ak.Array:
+    """An awkward Array over a local container's buffers (no copy).
+
+    ``x`` is an xnd container, ``Parts`` or a DistArray: its owned part
+    (communication padding left out, which copies; none: zero-copy).
+
+    >>> from xnd import xnd
+    >>> str(to_awkward(xnd([[1.0, 2.0]])).type)
+    '1 * 2 * float64'
+    """
+    from ..array import DistArray
+    if isinstance(x, DistArray):
+        d, p = x.distribution, x._parts
+        own = tuple(d.maps[k].owned_local_slice(d.coords[k]) for k in range(d.ndim))
+        if all(s == slice(0, n) for s, n in zip(own, _row_shape(p))):
+            return _to_awkward(p)
+        # communication padding: the owned part is copied
+        if p.info.kind == "ragged":
+            return _to_awkward(take_rows(p, np.arange(own[0].start, own[0].stop)))
+        mask = p.valid_mask()
+        values = np.ascontiguousarray(p.values[own])
+        return _to_awkward(Parts(p.info.with_shape(values.shape), values,
+                                 None if mask is None else pack_validity(mask[own])))
+    return _to_awkward(x if isinstance(x, Parts) else parts(x))
+
+
+def _row_shape(p: Parts):
+    return p.values.shape if p.info.kind == "fixed" else (p.nrows,)
+
+
+def _to_awkward(p: Parts) -> ak.Array:
+    flat = p.values.reshape(-1)
+    node = ak.contents.NumpyArray(flat)
+    if p.validity is not None:
+        node = ak.contents.BitMaskedArray(ak.index.IndexU8(np.asarray(p.validity, np.uint8)), node,
+                                          valid_when=True, length=len(flat), lsb_order=True)
+    if p.info.kind == "fixed":
+        shape = p.values.shape
+        for k in range(len(shape) - 1, 0, -1):
+            node = ak.contents.RegularArray(node, int(shape[k]), zeros_length=int(np.prod(shape[:k])))
+    else:
+        for off in reversed(p.offsets[1:]):
+            node = ak.contents.ListOffsetArray(ak.index.Index32(np.asarray(off, np.int32)), node)
+    return ak.Array(node)
+
+
+def from_awkward(arr, type=None):
+    """An xnd container over an awkward array's buffers (zero-copy where the
+    layouts match, see the module docstring). ``type`` as in
+    ``xdap.protocols.arrow.from_arrow``.
+
+    >>> import awkward as ak
+    >>> from_awkward(ak.Array([[1.5], [], [None, 2.5]])).type
+    ndt("var * var * ?float64")
+    """
+    return container(parts_from_awkward(arr, type))
+
+
+def parts_from_awkward(arr, type=None) -> Parts:
+    """Like ``from_awkward``, but the flat ``Parts``."""
+    layout = ak.to_layout(arr, allow_record=False)
+    n = layout.length
+    fixed, var = [], []
+    node = layout
+    while True:
+        if isinstance(node, ak.contents.IndexedArray):
+            node = node.project()
+        elif isinstance(node, ak.contents.RegularArray):
+            fixed.append(node.size)
+            node = _cut(node.content, 0, node.length * node.size)
+        elif isinstance(node, (ak.contents.ListOffsetArray, ak.contents.ListArray)):
+            if node.parameter("__array__") in ("string", "bytestring"):
+                raise TypeError("awkward strings are not supported (numeric leaves only)")
+            if isinstance(node, ak.contents.ListArray):
+                node = node.to_ListOffsetArray64(True)          # starts/stops: copies
+            off = np.asarray(node.offsets.data)
+            lo, hi = int(off[0]), int(off[-1])
+            if lo:
+                off = off - lo
+            if off.dtype != np.int32:
+                if hi - lo > np.iinfo(np.int32).max:
+                    raise ValueError(f"awkward list has {hi - lo} items, more than int32 "
+                                     "offsets can address")
+                off = off.astype(np.int32)
+            var.append(off)
+            node = _cut(node.content, lo, hi)
+        else:
+            break
+        if fixed and var:
+            raise TypeError(f"awkward type {layout.form.type} mixes regular and variable "
+                            "dims; xdap supports 'N * M * T' or 'var * var * T'")
+    values, validity = _leaf(node, layout)
+    if values.ndim > 1:                        # a NumpyArray with an inner shape
+        if var:
+            raise TypeError(f"awkward type {layout.form.type} mixes variable and regular dims")
+        fixed += list(values.shape[1:])
+        values = values.reshape(-1)
+    dtype = dtype_from_numpy(values.dtype)
+    optional = validity is not None
+    if var:
+        info = TypeInfo("ragged", (), len(var) + 1, dtype, optional)
+        p = Parts(info, values, validity, (np.array([0, n], np.int32),) + tuple(var))
+    else:
+        shape = (n,) + tuple(fixed)
+        p = Parts(TypeInfo("fixed", shape, 0, dtype, optional), values.reshape(shape), validity)
+    if type is not None:
+        from .arrow import _apply_type
+        p = _apply_type(p, type)
+    return p
+
+
+def _cut(node, lo: int, hi: int):
+    """node[lo:hi], but the node itself when that is all of it: slicing an
+    option node makes awkward rebuild it (a copy of the mask)."""
+    return node if lo == 0 and hi == node.length else node[lo:hi]
+
+
+def _leaf(node, layout):
+    """(numpy values, validity bitmap or None) of the leaf node."""
+    if isinstance(node, ak.contents.BitMaskedArray) and node.valid_when and node.lsb_order:
+        values, _ = _leaf(node.content[: node.length], layout)
+        bits = np.asarray(node.mask.data)[: (node.length + 7) // 8]
+        return values, bits
+    if isinstance(node, (ak.contents.BitMaskedArray, ak.contents.ByteMaskedArray,
+                         ak.contents.IndexedOptionArray, ak.contents.UnmaskedArray)):
+        valid = ~np.asarray(node.mask_as_bool(valid_when=False)) \
+            if not isinstance(node, ak.contents.UnmaskedArray) else np.ones(node.length, bool)
+        inner = node.project() if not isinstance(node, ak.contents.UnmaskedArray) else node.content
+        values, _ = _leaf(inner, layout)
+        if not isinstance(node, ak.contents.UnmaskedArray):   # re-expand: nulls get a 0 slot
+            full = np.zeros((node.length,) + values.shape[1:], values.dtype)
+            full[valid] = values
+            values = full
+        return values, pack_validity(valid)
+    if isinstance(node, ak.contents.EmptyArray):
+        return np.zeros(0, np.float64), None
+    if isinstance(node, ak.contents.NumpyArray):
+        if node.parameter("__array__") in ("char", "byte"):
+            raise TypeError("awkward strings are not supported (numeric leaves only)")
+        return np.asarray(node.data), None
+    if isinstance(node, (ak.contents.ListOffsetArray, ak.contents.ListArray,
+                         ak.contents.RegularArray)):
+        raise TypeError(f"awkward type {layout.form.type}: option types above a list level "
+                        "(null lists) are not supported; xnd has optional values only")
+    raise TypeError(f"awkward layout {type(node).__name__} ({layout.form.type}) is not "
+                    "supported: numeric leaves, regular/var lists and option leaves only")
+
+
+def distarray_from_awkward(arr, comm=None, type=None):
+    """A DistArray of every rank's awkward array, rows stacked in rank order
+    (collective; see ``xdap.protocols.arrow.distarray_from_arrow``).
+
+    >>> import awkward as ak
+    >>> from mpi4py import MPI
+    >>> distarray_from_awkward(ak.Array([[1, 2], [3]]), comm=MPI.COMM_SELF).global_shape
+    (2, None)
+    """
+    from .. import comm as _comm
+    from .arrow import stack_rows
+    comm = _comm.resolve(comm)
+    p = None
+    with _comm.collective_checks(comm):
+        p = parts_from_awkward(arr, type)
+    return stack_rows(p, comm)
