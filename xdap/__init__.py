@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 from .array import DistArray, from_global
 from .distribution import Distribution, make_distribution
 from .protocols.dap import from_distarray
+from .io import load
 
-__all__ = ["DistArray", "Distribution", "from_global", "from_distarray", "make_distribution",
+__all__ = ["DistArray", "Distribution", "from_global", "from_distarray", "make_distribution", "load",
            "__version__"]

@@ -102,6 +102,13 @@ class DistArray:
         from .protocols.dap import export
         return export(self, version)
 
+    def save(self, path) -> None:
+        """Save to the directory ``path``: type, distribution and data,
+        crash-safe and checksummed (collective; see ``xdap.io.save``).
+        Read it back with ``xdap.load(path)``, on any number of ranks."""
+        from .io import save
+        save(self, path)
+
     def to_global(self):
         """The whole array as an xnd container on every rank (collective; copies).
 

