@@ -1,0 +1,2 @@
+/* Prototype read by `xdap kernel config square.h`. */
+extern double square(double);
