@@ -109,6 +109,15 @@ class DistArray:
         from .io import save
         save(self, path)
 
+    def redistribute(self, dist=None, grid=None, comm=None, *, method="auto", **per_dim):
+        """This array in another distribution, as a new DistArray (collective;
+        copies).  ``dist``: a spec per dimension (with ``grid`` and per-dim
+        options, as ``from_global``) or an ``xdap.Distribution``; ``comm``: a
+        subset of ``self.comm`` (ranks outside pass ``MPI.COMM_NULL`` and get
+        None).  See ``xdap.movement.redistribute``."""
+        from .movement.redistribute import redistribute
+        return redistribute(self, dist, grid, comm, method=method, **per_dim)
+
     def to_global(self):
         """The whole array as an xnd container on every rank (collective; copies).
 

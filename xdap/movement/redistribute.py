@@ -1,0 +1,461 @@
+"""Redistribution executor: move a DistArray to another distribution.
+
+The plan (``xdap.movement.plan``) says which elements go from which rank to
+which; this module only moves bytes, in ONE collective on the source
+array's communicator:
+
+* ``method="datatypes"``: one ``Alltoallw`` with derived datatypes built
+  from the plan -- a subarray for a rectangular slab (what mpi4py-fft's
+  ``Transfer`` does for pencils), nested ``hindexed`` runs otherwise.  MPI
+  reads and writes the arrays in place: no packing by us.
+* ``method="packed"``: NumPy gathers each peer's elements into one buffer,
+  one ``Alltoallv``, NumPy scatters them into the result; the rank's own
+  share is copied directly, never through MPI.
+* ``method="auto"`` (default): datatypes when every message is a few long
+  runs (block-like layouts), packed when messages are scattered elements
+  (cyclic with small blocks, unstructured) -- measured in
+  ``benchmarks/movement.py``.  The choice depends only on the plan, so
+  every rank makes the same one.
+
+Optional values: the validity moves as a second exchange of one byte per
+element with the same plan (bitmaps are unpacked before and packed after).
+Ragged arrays (``var * var * T``, distributed by rows): rows move whole,
+always packed: one ``Alltoallv`` per var level for the lengths (the
+receiver cannot know them in advance), one for the values, one for the
+validity if optional; offsets are rebuilt from the received lengths.
+
+The result is a new array (the source is not modified); every element of
+every target buffer is filled, communication padding and shared copies
+included.
+
+>>> import numpy as np, xdap
+>>> from mpi4py import MPI
+>>> a = xdap.from_global(np.arange(12.0).reshape(3, 4), comm=MPI.COMM_SELF)
+>>> b = a.redistribute(dist=("c", "b"))
+>>> b.distribution.maps[0].dist_type, b.to_global().value == a.to_global().value
+('c', True)
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from .. import comm as _comm
+from ..comm import MPI
+from ..containers import Parts, container, pack_validity, take_rows
+from ..distribution import Distribution, make_distribution
+from .plan import (Layout, RedistributionPlan, as_positions, index_len, layout_of,
+                   redistribution_plan, runs)
+
+__all__ = ["redistribute", "Redistributor", "METHODS"]
+
+METHODS = ("auto", "datatypes", "packed")
+
+# An element type as an MPI datatype of the same size: we only copy bytes.
+_BY_SIZE = {1: MPI.UINT8_T, 2: MPI.UINT16_T, 4: MPI.UINT32_T, 8: MPI.UINT64_T}
+# "auto" uses derived datatypes while the average run is at least this many
+# bytes (shorter runs: numpy packing wins; see benchmarks/movement.py).
+_MIN_RUN_BYTES = 256
+
+
+def _base_type(itemsize: int):
+    t = _BY_SIZE.get(itemsize)
+    if t is None:
+        t = MPI.BYTE.Create_contiguous(itemsize).Commit()
+        _BY_SIZE[itemsize] = t
+    return t
+
+
+# --------------------------------------------------------------------------
+# numpy side: take / put a transfer's elements
+# --------------------------------------------------------------------------
+
+def _take(values: np.ndarray, index: tuple) -> np.ndarray:
+    """The transfer's elements of ``values`` (C order); a view when every
+    dimension is a slice, else a copy."""
+    v = values[tuple(i if isinstance(i, slice) else slice(None) for i in index)]
+    for k, i in enumerate(index):
+        if not isinstance(i, slice):
+            v = np.take(v, i, axis=k)
+    return v
+
+
+def _put(out: np.ndarray, index: tuple, chunk: np.ndarray) -> None:
+    shape = tuple(len(range(i.start, i.stop, i.step)) if isinstance(i, slice) else len(i)
+                  for i in index)
+    chunk = chunk.reshape(shape)
+    if all(isinstance(i, slice) for i in index):
+        out[index] = chunk
+    else:
+        out[np.ix_(*[as_positions(i) for i in index])] = chunk
+
+
+# --------------------------------------------------------------------------
+# MPI datatypes from transfers
+# --------------------------------------------------------------------------
+
+def _datatype(base, shape: tuple, itemsize: int, index: tuple):
+    """A committed datatype selecting the transfer's elements of a
+    C-contiguous buffer of ``shape`` (displacement 0)."""
+    if all(isinstance(i, slice) and i.step == 1 for i in index):
+        return base.Create_subarray(list(shape), [i.stop - i.start for i in index],
+                                    [i.start for i in index]).Commit()
+    strides = [itemsize * int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape))]
+    t, temps = base, []
+    for k in reversed(range(len(shape))):
+        starts, lengths = runs(index[k])
+        if k != len(shape) - 1:           # one step along dim k = one inner row
+            t = t.Create_resized(0, strides[k])
+            temps.append(t)
+        t = t.Create_hindexed(lengths.tolist(), (starts * strides[k]).tolist())
+        temps.append(t)
+    t.Commit()
+    for x in temps[:-1]:
+        x.Free()
+    return t
+
+
+def _avg_run_bytes(plan: RedistributionPlan, itemsize: int) -> float:
+    """Mean length in bytes of the contiguous runs MPI would copy (innermost
+    dimension runs times the inner extent), over every message of the plan."""
+    total_bytes, total_runs = 0, 0
+    for r in plan.src.ranks:
+        for t in plan.sends(int(r)):
+            # each position of the outer dims starts new runs of the innermost
+            n_runs = len(runs(t.index[-1])[0])
+            for i in t.index[:-1]:
+                n_runs *= index_len(i)
+            total_runs += n_runs
+            total_bytes += t.size * itemsize
+    return total_bytes / max(total_runs, 1)
+
+
+# --------------------------------------------------------------------------
+# the executor
+# --------------------------------------------------------------------------
+
+class Redistributor:
+    """Executes one plan on the parent communicator ``comm`` (this rank's
+    share).  Reusable; derived datatypes are built once per element size and
+    kept until the executor is dropped."""
+
+    def __init__(self, plan: RedistributionPlan, comm):
+        self.plan, self.comm = plan, comm
+        if comm.size < plan.nparent:
+            raise ValueError(f"the plan needs a communicator of at least {plan.nparent} ranks, "
+                             f"got {comm.size}")
+        r = comm.rank
+        self.sends, self.recvs = plan.sends(r), plan.recvs(r)
+        si, di = plan.src.index_of(r), plan.dst.index_of(r)
+        self.src_shape = plan.src.local_shape(si) if si is not None else None
+        self.dst_shape = plan.dst.local_shape(di) if di is not None else None
+        self._types: dict = {}
+        self._auto: dict = {}
+
+    # -- method choice (identical on every rank: it reads the global plan) --
+    def choose(self, method: str, itemsize: int) -> str:
+        if method != "auto":
+            return method
+        if itemsize not in self._auto:
+            big = _avg_run_bytes(self.plan, itemsize) >= _MIN_RUN_BYTES
+            self._auto[itemsize] = "datatypes" if big else "packed"
+        return self._auto[itemsize]
+
+    # -- fixed-size arrays --------------------------------------------------
+    def run(self, values: np.ndarray | None, dtype, method: str = "auto") -> np.ndarray | None:
+        """Move ``values`` (this rank's source buffer, C-contiguous; None
+        outside the source layout) and return this rank's target buffer
+        (None outside the target layout).  Copies into a new array."""
+        dtype = np.dtype(dtype)
+        out = None if self.dst_shape is None else np.empty(self.dst_shape, dtype)
+        if values is None:
+            values = np.empty(0, dtype)
+        if self.choose(method, dtype.itemsize) == "datatypes":
+            self._alltoallw(values, out, dtype)
+        else:
+            self._alltoallv(values, out, dtype)
+        return out
+
+    def _alltoallw(self, values, out, dtype):
+        size = self.comm.size
+        key = dtype.itemsize
+        if key not in self._types:
+            base = _base_type(key)
+            stypes, rtypes = [base] * size, [base] * size
+            for t in self.sends:
+                stypes[t.peer] = _datatype(base, self.src_shape, key, t.index)
+            for t in self.recvs:
+                rtypes[t.peer] = _datatype(base, self.dst_shape, key, t.index)
+            scounts = [0] * size
+            rcounts = [0] * size
+            for t in self.sends:
+                scounts[t.peer] = 1
+            for t in self.recvs:
+                rcounts[t.peer] = 1
+            self._types[key] = (stypes, rtypes, scounts, rcounts)
+        stypes, rtypes, scounts, rcounts = self._types[key]
+        zeros = [0] * size
+        recvbuf = out if out is not None else np.empty(0, dtype)
+        self.comm.Alltoallw([values, (scounts, zeros), stypes],
+                            [recvbuf, (rcounts, zeros), rtypes])
+
+    def _alltoallv(self, values, out, dtype):
+        me = self.comm.rank
+        size = self.comm.size
+        scounts, rcounts = np.zeros(size, np.int64), np.zeros(size, np.int64)
+        chunks = []
+        own = None
+        for t in self.sends:
+            if t.peer == me:
+                own = t
+                continue
+            chunks.append(np.ravel(_take(values, t.index)))
+            scounts[t.peer] = t.size * dtype.itemsize
+        for t in self.recvs:
+            if t.peer != me:
+                rcounts[t.peer] = t.size * dtype.itemsize
+        if own is not None:                 # our own share never goes through MPI
+            mine = [t for t in self.recvs if t.peer == me][0]
+            _put(out, mine.index, _take(values, own.index))
+        sendbuf = np.concatenate(chunks) if chunks else np.empty(0, dtype)
+        recvbuf = np.empty(int(rcounts.sum()) // dtype.itemsize, dtype)
+        sdispl = np.concatenate([[0], np.cumsum(scounts)[:-1]])
+        rdispl = np.concatenate([[0], np.cumsum(rcounts)[:-1]])
+        self.comm.Alltoallv([sendbuf.view(np.uint8), (scounts, sdispl), MPI.BYTE],
+                            [recvbuf.view(np.uint8), (rcounts, rdispl), MPI.BYTE])
+        at = 0
+        for t in self.recvs:
+            if t.peer == me:
+                continue
+            _put(out, t.index, recvbuf[at:at + t.size])
+            at += t.size
+
+    # -- ragged arrays (rows) -----------------------------------------------
+    def run_rows(self, p: Parts | None, info) -> Parts | None:
+        """Move whole rows of a ragged container (parts ``p``; None outside
+        the source layout); returns the target rows' Parts or None."""
+        comm, size = self.comm, self.comm.size
+        nlev = info.var_ndim
+        pieces = [take_rows(p, as_positions(t.index[0])) for t in self.sends]
+        speer = [t.peer for t in self.sends]
+        rpeer = [t.peer for t in self.recvs]
+        # items per receiving peer at the current level, starting with rows
+        rcount = {q: t.size for q, t in zip(rpeer, self.recvs)}
+        lengths_in = []
+        for level in range(1, nlev):
+            send = [np.diff(pc.offsets[level].astype(np.int64)) for pc in pieces]
+            got = _exchange(comm, speer, send, rpeer, [rcount[q] for q in rpeer], np.int64)
+            lengths_in.append(got)
+            rcount = {q: int(g.sum()) for q, g in zip(rpeer, got)}
+        vals = _exchange(comm, speer, [pc.values for pc in pieces], rpeer,
+                         [rcount[q] for q in rpeer], info.numpy_dtype)
+        masks = None
+        if info.optional:
+            masks = _exchange(comm, speer, [pc.valid_mask().view(np.uint8) for pc in pieces],
+                              rpeer, [rcount[q] for q in rpeer], np.uint8)
+        if self.dst_shape is None:
+            return None
+        nrows = sum(t.size for t in self.recvs)
+        offsets = [np.array([0, nrows], np.int32)]
+        for got in lengths_in:
+            flat = np.concatenate(got) if got else np.zeros(0, np.int64)
+            offsets.append(np.concatenate([[0], np.cumsum(flat)]).astype(np.int32))
+        values = np.concatenate(vals) if vals else np.zeros(0, info.numpy_dtype)
+        validity = None
+        if masks is not None:
+            m = np.concatenate(masks) if masks else np.zeros(0, np.uint8)
+            validity = pack_validity(m.view(bool))
+        arrived = Parts(info, values, validity, tuple(offsets))
+        where = np.concatenate([as_positions(t.index[0]) for t in self.recvs]) \
+            if self.recvs else np.zeros(0, np.int64)
+        # arrived rows are in (peer, target position) order; put them in buffer order
+        return take_rows(arrived, np.argsort(where, kind="stable"))
+
+    def free(self) -> None:
+        """Release the derived datatypes (also done when garbage collected)."""
+        if MPI.Is_finalized():
+            self._types.clear()
+            return
+        for stypes, rtypes, _, _ in self._types.values():
+            for t in stypes + rtypes:
+                if t not in _BY_SIZE.values():
+                    t.Free()
+        self._types.clear()
+
+    def __del__(self):
+        try:
+            self.free()
+        except Exception:
+            pass
+
+
+def _exchange(comm, speer, send, rpeer, rcounts, dtype):
+    """One Alltoallv of per-peer 1-d arrays; returns the received arrays in
+    ``rpeer`` order (``rcounts`` items each)."""
+    dtype = np.dtype(dtype)
+    size = comm.size
+    sc, rc = np.zeros(size, np.int64), np.zeros(size, np.int64)
+    for q, s in zip(speer, send):
+        sc[q] = len(s) * dtype.itemsize
+    for q, n in zip(rpeer, rcounts):
+        rc[q] = n * dtype.itemsize
+    sendbuf = np.concatenate([np.ascontiguousarray(s, dtype) for s in send]) if send \
+        else np.zeros(0, dtype)
+    recvbuf = np.empty(int(rc.sum()) // dtype.itemsize, dtype)
+    sd = np.concatenate([[0], np.cumsum(sc)[:-1]])
+    rd = np.concatenate([[0], np.cumsum(rc)[:-1]])
+    comm.Alltoallv([sendbuf.view(np.uint8), (sc, sd), MPI.BYTE],
+                   [recvbuf.view(np.uint8), (rc, rd), MPI.BYTE])
+    out, at = [], 0
+    for q in rpeer:
+        n = int(rc[q]) // dtype.itemsize
+        out.append(recvbuf[at:at + n])
+        at += n
+    return out
+
+
+# --------------------------------------------------------------------------
+# caches
+# --------------------------------------------------------------------------
+
+_EXECUTORS: OrderedDict = OrderedDict()
+_EXECUTOR_CACHE_SIZE = 16
+
+
+def _executor(plan: RedistributionPlan, comm) -> Redistributor:
+    key = (plan.src.fingerprint(), plan.dst.fingerprint(), comm.py2f(), comm.size, comm.rank)
+    ex = _EXECUTORS.get(key)
+    if ex is None or ex.plan is not plan:
+        ex = Redistributor(plan, comm)
+        _EXECUTORS[key] = ex
+        while len(_EXECUTORS) > _EXECUTOR_CACHE_SIZE:
+            _EXECUTORS.popitem(last=False)[1].free()
+    else:
+        _EXECUTORS.move_to_end(key)
+    return ex
+
+
+def _source_layout(d: Distribution) -> Layout:
+    # Distributions are immutable: remember the layout on the object.
+    lay = getattr(d, "_xdap_layout", None)
+    if lay is None:
+        lay = layout_of(d)
+        d._xdap_layout = lay
+    return lay
+
+
+# --------------------------------------------------------------------------
+# the entry point
+# --------------------------------------------------------------------------
+
+def redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto", **per_dim):
+    """``a`` in another distribution, as a new DistArray (collective on
+    ``a.comm``; copies).
+
+    dist      the target: a ``'b'/'c'/'u'/'n'`` spec per dimension (with
+              ``grid`` and per-dimension options ``block_size``, ``padding``,
+              ``periodic``, ``indices``, ``sizes`` as in ``from_global``), or
+              an ``xdap.Distribution`` of the same global shape (then no
+              ``grid``/options); ragged arrays: one entry, for the rows
+    comm      the target communicator: None = ``a.comm``; any subset of
+              ``a.comm`` (e.g. from ``comm.Split``/``comm.Create``).  Ranks
+              of ``a.comm`` outside it pass ``MPI.COMM_NULL`` and get
+              ``None`` back (an inactive worker: it sends, receives nothing)
+    method    "auto", "datatypes" (one Alltoallw, no packing) or "packed"
+              (numpy packing + one Alltoallv)
+
+    Plans are cached on both distributions: a second call with the same
+    source and target distributions reuses the plan and its MPI datatypes.
+    Invalid targets raise the same ValueError/TypeError on every rank.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(10), comm=MPI.COMM_SELF)
+    >>> b = redistribute(a, dist=("b",), padding=((1, 1),))
+    >>> b.local.value == list(range(10))
+    True
+    """
+    from ..array import DistArray
+
+    A = a.comm
+    inside = not (comm is not None and comm == MPI.COMM_NULL)
+    target = dst_layout = None
+    shape = a.distribution.global_shape
+    with _comm.collective_checks(A):
+        if method not in METHODS:
+            raise ValueError(f"redistribute: method must be one of {METHODS}, got {method!r}")
+        if inside:
+            target = _target_distribution(a, shape, dist, grid, comm, per_dim)
+            B = target.comm
+            if B.size > A.size:
+                raise ValueError(f"redistribute: the target communicator ({B.size} ranks) must be "
+                                 f"a subset of the array's ({A.size} ranks)")
+            parent = np.array(MPI.Group.Translate_ranks(B.Get_group(), list(range(B.size)),
+                                                        A.Get_group()), dtype=np.int64)
+            if (parent == MPI.UNDEFINED).any() or (parent < 0).any():
+                raise ValueError("redistribute: the target communicator must be a subset of the "
+                                 "array's communicator (a rank of it is not in a.comm)")
+            dst_layout = layout_of(target, parent)
+    fps = A.allgather(None if dst_layout is None else
+                      (dst_layout.fingerprint(), tuple(dst_layout.ranks.tolist())))
+    members = [r for r, f in enumerate(fps) if f is not None]
+    with _comm.collective_checks(A):
+        if not members:
+            raise ValueError("redistribute: no rank is in the target communicator "
+                             "(every rank passed MPI.COMM_NULL)")
+        first = fps[members[0]]
+        if any(fps[r] != first for r in members):
+            raise ValueError("redistribute: the ranks of the target communicator passed "
+                             "different target distributions (all must pass the same)")
+        if sorted(members) != sorted(first[1]):
+            raise ValueError(f"redistribute: ranks {sorted(set(first[1]) ^ set(members))} of "
+                             f"a.comm disagree about membership in the target communicator "
+                             f"(pass MPI.COMM_NULL exactly on the ranks outside it)")
+    if len(members) != A.size:
+        dst_layout = A.bcast(dst_layout, root=members[0])
+    plan = redistribution_plan(_source_layout(a.distribution), dst_layout)
+    ex = _executor(plan, A)
+    info = a.info
+    if info.kind == "ragged":
+        out = ex.run_rows(a._parts, info)
+        if not inside:
+            return None
+        return DistArray(target, container(out))
+    values = np.ascontiguousarray(a._parts.values)
+    out = ex.run(values, info.numpy_dtype, method)
+    validity = None
+    if info.optional:
+        mask = a._parts.valid_mask()
+        got = ex.run(np.ascontiguousarray(mask).view(np.uint8), np.uint8, method)
+        validity = None if got is None else pack_validity(got.view(bool))
+    if not inside:
+        return None
+    return DistArray(target, container(Parts(info.with_shape(out.shape), out, validity)))
+
+
+def _target_distribution(a, shape, dist, grid, comm, per_dim) -> Distribution:
+    if isinstance(dist, Distribution):
+        if grid is not None or per_dim:
+            raise ValueError("redistribute: give either a Distribution or dist/grid/options, "
+                             f"not both (got grid={grid!r}, options {sorted(per_dim)})")
+        if comm is not None and dist.comm.Compare(comm) not in (MPI.IDENT, MPI.CONGRUENT):
+            raise ValueError("redistribute: comm differs from the target Distribution's comm")
+        if dist.global_shape != shape:
+            raise ValueError(f"redistribute: the target distribution's global shape "
+                             f"{dist.global_shape} differs from the array's {shape}")
+        target = dist
+    else:
+        if a.info.kind == "ragged" and dist is not None and len(tuple(dist)) != 1:
+            raise ValueError(f"redistribute: a ragged array is distributed by rows: dist needs "
+                             f"one entry, got {dist!r}")
+        unknown = set(per_dim) - {"block_size", "padding", "periodic", "indices", "sizes"}
+        if unknown:
+            raise TypeError(f"redistribute: unknown option(s) {sorted(unknown)} (known: "
+                            "block_size, padding, periodic, indices, sizes)")
+        target = make_distribution(shape, dist, grid, a.comm if comm is None else comm,
+                                   **per_dim)
+    if a.info.kind == "ragged" and target.ndim != 1:
+        raise ValueError(f"redistribute: a ragged array needs a 1-d target distribution, "
+                         f"got {target.ndim} dimensions")
+    return target
