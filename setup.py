@@ -32,12 +32,25 @@ xndbuf = Extension(
                         "-Wno-missing-field-initializers", "-Wno-unused-parameter"],
 )
 
+# The fast elementwise dispatcher (xdap/_apply.c) also needs gumath.
+gumath_dir = package_dir("gumath")
+apply_ext = Extension(
+    "xdap._apply",
+    sources=["xdap/_apply.c"],
+    include_dirs=stack + [gumath_dir],
+    library_dirs=stack + [gumath_dir],
+    libraries=["gumath", "ndtypes", "xnd"],
+    runtime_library_dirs=stack + [gumath_dir],
+    extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror",
+                        "-Wno-missing-field-initializers"],
+)
+
 setup(
     name="xdap",
     version="0.1.0",
     description="Typed distributed arrays: xnd containers over MPI, DAP and __partitioned__",
     packages=find_packages(include=["xdap", "xdap.*"]),
-    ext_modules=[xndbuf],
+    ext_modules=[xndbuf, apply_ext],
     python_requires="==3.11.*",
     entry_points={"console_scripts": ["xdap = xdap.cli:main"]},
 )

@@ -1,0 +1,876 @@
+/*
+ * xdap._apply -- the fast path for elementwise gumath kernels.
+ *
+ * gumath's own call path (the gufunc object) types the whole container,
+ * allocates a zeroed output through the generic xnd allocator and walks the
+ * dimensions for every call.  For elementwise kernels (every argument of the
+ * signature is `... * T`) all of that can be done once: the kernel is
+ * selected per tuple of leaf dtypes (cached), the leaves of fixed, ragged
+ * and optional containers are one flat array, and the Strided loop of the
+ * selected kernel runs over them directly.
+ *
+ *   Func(source, name=None)
+ *       source: a gumath gufunc object (e.g. a generated module's function)
+ *       or a PyCapsule "xdap.gm_tbl_t" plus the function name.
+ *
+ *   Func(*args, out=None) -> xnd
+ *       args: xnd containers of one common layout (same fixed shape, or the
+ *       same var offsets) or 0-d xnd scalars (broadcast).  The result has
+ *       that layout with the kernel's output dtype; it is optional (`?T`)
+ *       when any argument is, with validity = AND of the arguments' bitmaps
+ *       (the kernel runs on every leaf, NA or not, so the loop stays
+ *       branch-free).  Var offsets are copied into the result's type (4
+ *       bytes a list); values are never copied.  `out` (an xnd of the result
+ *       layout and dtype) is written in place and returned.
+ *
+ *   Exceptions that tell the Python layer to take another route:
+ *       NoKernel (TypeError)        no kernel for these dtypes
+ *       NotElementwise (TypeError)  a kernel exists but is not `... * T`
+ *       NeedsCopy (ValueError)      a non-contiguous view: copy it first
+ *
+ * Private details of the pinned 0.2.0.dev3 stack mirrored here (and nowhere
+ * else in xdap): gumath's gufunc object layout {tbl, name}, xnd's memory
+ * block layout (read-only imports), and that xnd frees data with
+ * ndt_aligned_free, which reads the raw pointer stored just below the
+ * aligned one and hands it to free().
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "ndtypes.h"
+#include "pyndtypes.h"
+#include "xnd.h"
+#include "pyxnd.h"
+#include "gumath.h"
+
+/* ------------------------------------------------------------------------ */
+/* Mirrors of private layouts (0.2.0.dev3)                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    const gm_tbl_t *tbl;
+    char *name;
+} MirrorGufunc;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *type;
+    xnd_master_t *xnd;
+    Py_buffer *view;
+} MirrorMemoryBlock;
+
+typedef struct {
+    PyObject_HEAD
+    MirrorMemoryBlock *mblock;
+    PyObject *type;
+    xnd_t xnd;
+} MirrorXnd;
+
+static PyObject *NoKernel, *NotElementwise, *NeedsCopy;
+
+#define MAX_IN 8
+#define MAX_OUT 4
+#define MAX_CACHE 32
+#define GIL_RELEASE_N 16384
+
+/* ------------------------------------------------------------------------ */
+/* Operand layout                                                            */
+/* ------------------------------------------------------------------------ */
+
+enum kind { SCALAR, FIXED, VAR };
+
+typedef struct {
+    enum kind kind;
+    int ndim;
+    int64_t n;                 /* leaves */
+    char *ptr;                 /* first leaf */
+    const ndt_t *type;         /* the whole container's type */
+    const ndt_t *leaf;         /* leaf type (maybe optional) */
+    const uint8_t *bitmap;     /* validity of the leaves, or NULL */
+    int optional;
+} operand_t;
+
+static int
+is_readonly(PyObject *x)
+{
+    MirrorMemoryBlock *mb = ((MirrorXnd *)x)->mblock;
+    return mb != NULL && mb->view != NULL && mb->view->readonly;
+}
+
+/* Describe x as a flat array of leaves; NeedsCopy for views we cannot flatten. */
+static int
+describe(PyObject *x, operand_t *op)
+{
+    if (!Xnd_Check(x)) {
+        PyErr_Format(PyExc_TypeError, "kernel arguments must be xnd containers, got %s",
+                     Py_TYPE(x)->tp_name);
+        return -1;
+    }
+    const xnd_t *xv = CONST_XND(x);
+    const ndt_t *t = xv->type;
+    op->type = t;
+    op->ndim = t->ndim;
+    if (t->ndim == 0) {
+        op->kind = SCALAR;
+        op->n = 1;
+        op->leaf = t;
+        op->optional = ndt_is_optional(t);
+        if (op->optional && xv->bitmap.data == NULL) {
+            PyErr_SetString(PyExc_ValueError, "optional scalar without a bitmap");
+            return -1;
+        }
+        if (op->optional && xv->index != 0) {
+            PyErr_SetString(NeedsCopy, "optional scalar view");
+            return -1;
+        }
+        op->ptr = xv->ptr + xv->index * t->datasize;
+        op->bitmap = op->optional ? xv->bitmap.data : NULL;
+        return 0;
+    }
+    if (t->tag == VarDim) {
+        const ndt_t *u = t;
+        int64_t lists = 1;
+        if (xv->index != 0) {
+            PyErr_SetString(NeedsCopy, "a view into a ragged container");
+            return -1;
+        }
+        while (u->ndim > 0) {
+            if (u->tag != VarDim || u->Concrete.VarDim.nslices != 0) {
+                PyErr_SetString(NeedsCopy, "sliced or mixed var dimensions");
+                return -1;
+            }
+            const int32_t *off = u->Concrete.VarDim.offsets;
+            if (u->Concrete.VarDim.noffsets != lists + 1 || off[0] != 0) {
+                PyErr_SetString(NeedsCopy, "a view into a ragged container");
+                return -1;
+            }
+            lists = off[lists];
+            u = u->VarDim.type;
+        }
+        op->kind = VAR;
+        op->n = lists;
+        op->leaf = u;
+        op->ptr = xv->ptr;
+    }
+    else {
+        const ndt_t *u = t;
+        int64_t n = 1;
+        int contiguous = 1;
+        while (u->ndim > 0) {
+            if (u->tag != FixedDim) {
+                PyErr_SetString(PyExc_TypeError, "kernel arguments need fixed or var dimensions");
+                return -1;
+            }
+            n *= u->FixedDim.shape;
+            u = u->FixedDim.type;
+        }
+        /* C-contiguous: each step is the product of the inner shapes. */
+        int64_t expect = 1;
+        const ndt_t *dims[NDT_MAX_DIM];
+        int k = 0;
+        for (const ndt_t *v = t; v->ndim > 0; v = v->FixedDim.type) {
+            dims[k++] = v;
+        }
+        for (int i = k - 1; i >= 0; i--) {
+            if (dims[i]->FixedDim.shape > 1 && dims[i]->Concrete.FixedDim.step != expect) {
+                contiguous = 0;
+            }
+            expect *= dims[i]->FixedDim.shape;
+        }
+        if (!contiguous) {
+            PyErr_SetString(NeedsCopy, "a non-contiguous view");
+            return -1;
+        }
+        op->kind = FIXED;
+        op->n = n;
+        op->leaf = u;
+        op->ptr = xv->ptr + xv->index * u->datasize;
+        if (ndt_is_optional(u) && xv->index != 0) {
+            PyErr_SetString(NeedsCopy, "a view into an optional container");
+            return -1;
+        }
+    }
+    op->optional = ndt_is_optional(op->leaf);
+    op->bitmap = NULL;
+    if (op->optional) {
+        if (xv->bitmap.data == NULL && op->n > 0) {
+            PyErr_SetString(PyExc_ValueError, "optional container without a bitmap");
+            return -1;
+        }
+        op->bitmap = xv->bitmap.data;
+    }
+    return 0;
+}
+
+/* Same dims (fixed shapes or var offsets)?  Writes what differs into msg. */
+static int
+same_dims(const operand_t *a, const operand_t *b, char *msg, size_t len)
+{
+    if (a->kind != b->kind || a->ndim != b->ndim) {
+        snprintf(msg, len, "operands differ in dimensions: %s with %d dims vs %s with %d dims",
+                 a->kind == VAR ? "ragged" : "fixed", a->ndim,
+                 b->kind == VAR ? "ragged" : "fixed", b->ndim);
+        return 0;
+    }
+    const ndt_t *u = a->type, *v = b->type;
+    for (int d = 0; d < a->ndim; d++) {
+        if (a->kind == FIXED) {
+            if (u->FixedDim.shape != v->FixedDim.shape) {
+                snprintf(msg, len, "operands differ in shape: dimension %d has %lld vs %lld items",
+                         d, (long long)u->FixedDim.shape, (long long)v->FixedDim.shape);
+                return 0;
+            }
+            u = u->FixedDim.type;
+            v = v->FixedDim.type;
+        }
+        else {
+            int32_t n = u->Concrete.VarDim.noffsets;
+            if (n != v->Concrete.VarDim.noffsets ||
+                (u->Concrete.VarDim.offsets != v->Concrete.VarDim.offsets &&
+                 memcmp(u->Concrete.VarDim.offsets, v->Concrete.VarDim.offsets,
+                        (size_t)n * sizeof(int32_t)) != 0)) {
+                snprintf(msg, len, "operands differ in list lengths at var dimension %d", d);
+                return 0;
+            }
+            u = u->VarDim.type;
+            v = v->VarDim.type;
+        }
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Memory: uninitialised, aligned, freed by xnd (see the header comment)     */
+/* ------------------------------------------------------------------------ */
+
+#define DATA_ALIGN 64
+
+static char *
+alloc_data(int64_t size)
+{
+    if (size <= 0) {
+        size = 1;
+    }
+    size_t req = (size_t)size + DATA_ALIGN + sizeof(uintptr_t);
+    char *raw = ndt_alloc_size(req);
+    if (raw == NULL) {
+        return NULL;
+    }
+    uintptr_t aligned = ((uintptr_t)raw + sizeof(uintptr_t) + DATA_ALIGN - 1)
+                        & ~(uintptr_t)(DATA_ALIGN - 1);
+    ((uintptr_t *)aligned)[-1] = (uintptr_t)raw;
+#ifdef MADV_HUGEPAGE
+    /* Large outputs: ask for huge pages, as NumPy does, so the first touch
+       of the fresh pages costs fewer faults. */
+    if (size >= (1 << 22)) {
+        uintptr_t page = 4096;
+        uintptr_t lo = (aligned + page - 1) & ~(page - 1);
+        uintptr_t hi = (aligned + (uintptr_t)size) & ~(page - 1);
+        if (hi > lo) {
+            (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+        }
+    }
+#endif
+    return (char *)aligned;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Func: a multimethod with a per-dtype cache of selected kernels            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    int nin;
+    enum ndt tags[MAX_IN];
+    int status;                     /* 0 ok, 1 no kernel, 2 not elementwise */
+    gm_strided_kernel_t strided;
+    int nout;
+    enum ndt out_tags[MAX_OUT];
+    int64_t out_size[MAX_OUT];
+} entry_t;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *source;               /* keeps the gufunc / capsule alive */
+    const gm_tbl_t *tbl;
+    char *name;
+    int ncache;
+    entry_t cache[MAX_CACHE];
+} FuncObject;
+
+static PyTypeObject Func_Type;
+
+static PyObject *
+func_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"source", "name", NULL};
+    PyObject *source;
+    const char *name = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|z", kwlist, &source, &name)) {
+        return NULL;
+    }
+    const gm_tbl_t *tbl;
+    if (PyCapsule_CheckExact(source)) {
+        tbl = PyCapsule_GetPointer(source, "xdap.gm_tbl_t");
+        if (tbl == NULL) {
+            return NULL;
+        }
+        if (name == NULL) {
+            PyErr_SetString(PyExc_TypeError, "Func(table_capsule, name): name is required");
+            return NULL;
+        }
+    }
+    else if (strcmp(Py_TYPE(source)->tp_name, "_gumath.gufunc") == 0) {
+        MirrorGufunc *g = (MirrorGufunc *)source;
+        tbl = g->tbl;
+        if (name == NULL) {
+            name = g->name;
+        }
+    }
+    else {
+        PyErr_Format(PyExc_TypeError,
+            "Func: expected a gumath gufunc or a 'xdap.gm_tbl_t' capsule, got %s",
+            Py_TYPE(source)->tp_name);
+        return NULL;
+    }
+    FuncObject *self = (FuncObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->name = PyMem_Malloc(strlen(name) + 1);
+    if (self->name == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    strcpy(self->name, name);
+    Py_INCREF(source);
+    self->source = source;
+    self->tbl = tbl;
+    self->ncache = 0;
+    return (PyObject *)self;
+}
+
+static void
+func_dealloc(FuncObject *self)
+{
+    Py_XDECREF(self->source);
+    PyMem_Free(self->name);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* `... * T` for every argument of the signature? */
+static int
+is_elementwise(const ndt_t *sig)
+{
+    if (sig->tag != Function) {
+        return 0;
+    }
+    for (int64_t i = 0; i < sig->Function.nargs; i++) {
+        const ndt_t *a = sig->Function.types[i];
+        if (a->tag != EllipsisDim || a->EllipsisDim.type->ndim != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static const char *
+tag_name(enum ndt tag)
+{
+    switch (tag) {
+    case Bool: return "bool";
+    case Int8: return "int8"; case Int16: return "int16";
+    case Int32: return "int32"; case Int64: return "int64";
+    case Uint8: return "uint8"; case Uint16: return "uint16";
+    case Uint32: return "uint32"; case Uint64: return "uint64";
+    case Float16: return "float16"; case Float32: return "float32"; case Float64: return "float64";
+    case Complex32: return "complex32"; case Complex64: return "complex64";
+    case Complex128: return "complex128";
+    default: return "?";
+    }
+}
+
+static void
+raise_no_kernel(FuncObject *self, const entry_t *e, PyObject *exc)
+{
+    char buf[256];
+    size_t k = 0;
+    k += snprintf(buf + k, sizeof buf - k, "%s(", self->name);
+    for (int i = 0; i < e->nin && k < sizeof buf; i++) {
+        k += snprintf(buf + k, sizeof buf - k, "%s%s", i ? ", " : "", tag_name(e->tags[i]));
+    }
+    if (k < sizeof buf) {
+        snprintf(buf + k, sizeof buf - k, ")");
+    }
+    PyErr_SetString(exc, buf);
+}
+
+static entry_t *
+lookup(FuncObject *self, int nin, const enum ndt *tags)
+{
+    for (int c = 0; c < self->ncache; c++) {
+        entry_t *e = &self->cache[c];
+        if (e->nin != nin) {
+            continue;
+        }
+        int i = 0;
+        while (i < nin && e->tags[i] == tags[i]) {
+            i++;
+        }
+        if (i == nin) {
+            return e;
+        }
+    }
+    /* Select once: match the signatures against the bare leaf dtypes. */
+    NDT_STATIC_CONTEXT(ctx);
+    entry_t fresh;
+    memset(&fresh, 0, sizeof fresh);
+    fresh.nin = nin;
+    const ndt_t *in_types[MAX_IN];
+    xnd_t stack[MAX_IN];
+    int ok = 1;
+    for (int i = 0; i < nin; i++) {
+        fresh.tags[i] = tags[i];
+        in_types[i] = ndt_primitive(tags[i], 0, &ctx);
+        if (in_types[i] == NULL) {
+            for (int j = 0; j < i; j++) {
+                ndt_del((ndt_t *)in_types[j]);
+            }
+            (void)Ndt_SetError(&ctx);
+            return NULL;
+        }
+        stack[i] = xnd_error;
+        stack[i].type = in_types[i];
+    }
+    ndt_apply_spec_t spec = ndt_apply_spec_empty;
+    gm_kernel_t k = gm_select(&spec, self->tbl, self->name, in_types, nin, stack, &ctx);
+    if (k.set == NULL) {
+        ndt_err_clear(&ctx);
+        fresh.status = 1;
+        ok = 0;
+    }
+    else if (k.set->Strided == NULL || !is_elementwise(k.set->sig) || spec.nout < 1 ||
+             spec.nout > MAX_OUT) {
+        fresh.status = 2;
+        ok = 0;
+    }
+    if (ok) {
+        fresh.strided = k.set->Strided;
+        fresh.nout = spec.nout;
+        for (int i = 0; i < spec.nout; i++) {
+            const ndt_t *o = spec.out[i];
+            if (o->ndim != 0 || ndt_is_optional(o) || !ndt_is_concrete(o)) {
+                fresh.status = 2;
+                break;
+            }
+            fresh.out_tags[i] = o->tag;
+            fresh.out_size[i] = o->datasize;
+        }
+    }
+    if (k.set != NULL) {
+        ndt_apply_spec_clear(&spec);
+    }
+    for (int i = 0; i < nin; i++) {
+        ndt_del((ndt_t *)in_types[i]);
+    }
+    entry_t *slot = &self->cache[self->ncache < MAX_CACHE ? self->ncache++ : MAX_CACHE - 1];
+    *slot = fresh;
+    return slot;
+}
+
+/* The result type: the operands' dims around `leaf` (offsets copied). */
+static ndt_t *
+result_type(const operand_t *like, enum ndt tag, int optional, ndt_context_t *ctx)
+{
+    ndt_t *t = ndt_primitive(tag, 0, ctx);
+    if (t == NULL) {
+        return NULL;
+    }
+    if (optional) {
+        t = ndt_option(t);
+        if (t == NULL) {
+            return NULL;
+        }
+    }
+    if (like == NULL || like->kind == SCALAR) {
+        return t;
+    }
+    const ndt_t *dims[NDT_MAX_DIM];
+    int k = 0;
+    for (const ndt_t *v = like->type; v->ndim > 0;
+         v = v->tag == FixedDim ? v->FixedDim.type : v->VarDim.type) {
+        dims[k++] = v;
+    }
+    for (int i = k - 1; i >= 0; i--) {
+        if (like->kind == FIXED) {
+            t = ndt_fixed_dim(t, dims[i]->FixedDim.shape, INT64_MAX, ctx);
+        }
+        else {
+            int32_t n = dims[i]->Concrete.VarDim.noffsets;
+            int32_t *copy = ndt_alloc(n, sizeof(int32_t));
+            if (copy == NULL) {
+                ndt_del(t);
+                ndt_err_format(ctx, NDT_MemoryError, "out of memory");
+                return NULL;
+            }
+            memcpy(copy, dims[i]->Concrete.VarDim.offsets, (size_t)n * sizeof(int32_t));
+            t = ndt_var_dim(t, InternalOffsets, n, copy, 0, NULL, ctx);
+        }
+        if (t == NULL) {
+            return NULL;
+        }
+    }
+    return t;
+}
+
+static void
+combine_validity(uint8_t *dst, int64_t n, const operand_t *ops, int nin)
+{
+    const int64_t nbytes = (n + 7) / 8;
+    int first = 1;
+    for (int i = 0; i < nin; i++) {
+        const operand_t *op = &ops[i];
+        if (!op->optional) {
+            continue;
+        }
+        if (op->kind == SCALAR) {
+            if (!(op->bitmap[0] & 1)) {
+                memset(dst, 0, (size_t)nbytes);
+                return;
+            }
+            continue;
+        }
+        if (first) {
+            memcpy(dst, op->bitmap, (size_t)nbytes);
+            first = 0;
+        }
+        else {
+            for (int64_t b = 0; b < nbytes; b++) {
+                dst[b] &= op->bitmap[b];
+            }
+        }
+    }
+    if (first) {
+        memset(dst, 0xFF, (size_t)nbytes);
+    }
+}
+
+static PyObject *
+func_call(FuncObject *self, PyObject *args, PyObject *kwds)
+{
+    PyObject *out = NULL;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) > 0) {
+        out = PyDict_GetItemString(kwds, "out");
+        if (out == NULL || PyDict_GET_SIZE(kwds) != 1) {
+            PyErr_SetString(PyExc_TypeError, "the only keyword argument is out=");
+            return NULL;
+        }
+        if (out == Py_None) {
+            out = NULL;
+        }
+    }
+    const Py_ssize_t nin = PyTuple_GET_SIZE(args);
+    if (nin < 1 || nin > MAX_IN) {
+        PyErr_Format(PyExc_TypeError, "%s: expected 1 to %d arguments, got %zd",
+                     self->name, MAX_IN, nin);
+        return NULL;
+    }
+    operand_t ops[MAX_IN];
+    enum ndt tags[MAX_IN];
+    const operand_t *like = NULL;
+    int optional = 0;
+    for (Py_ssize_t i = 0; i < nin; i++) {
+        if (describe(PyTuple_GET_ITEM(args, i), &ops[i]) < 0) {
+            return NULL;
+        }
+        tags[i] = ops[i].leaf->tag;
+        optional |= ops[i].optional;
+        if (ops[i].kind != SCALAR) {
+            if (like == NULL) {
+                like = &ops[i];
+            }
+            else {
+                char msg[160];
+                if (!same_dims(like, &ops[i], msg, sizeof msg)) {
+                    PyErr_SetString(PyExc_ValueError, msg);
+                    return NULL;
+                }
+            }
+        }
+    }
+    entry_t *e = lookup(self, (int)nin, tags);
+    if (e == NULL) {
+        return NULL;
+    }
+    if (e->status == 1) {
+        raise_no_kernel(self, e, NoKernel);
+        return NULL;
+    }
+    if (e->status == 2) {
+        raise_no_kernel(self, e, NotElementwise);
+        return NULL;
+    }
+    const int64_t n = like ? like->n : 1;
+    const int nout = e->nout;
+    PyObject *results[MAX_OUT] = {NULL};
+    operand_t outs[MAX_OUT];
+
+    if (out != NULL) {
+        /* Write into existing containers: same dims, the kernel's dtype. */
+        int tuple = PyTuple_Check(out);
+        if ((tuple && PyTuple_GET_SIZE(out) != nout) || (!tuple && nout != 1)) {
+            PyErr_Format(PyExc_ValueError, "%s: out= needs %d container(s)", self->name, nout);
+            return NULL;
+        }
+        for (int j = 0; j < nout; j++) {
+            PyObject *o = tuple ? PyTuple_GET_ITEM(out, j) : out;
+            if (describe(o, &outs[j]) < 0) {
+                return NULL;
+            }
+            if (like != NULL) {
+                char msg[160];
+                if (!same_dims(like, &outs[j], msg, sizeof msg)) {
+                    PyErr_Format(PyExc_ValueError, "out= does not fit the operands: %s", msg);
+                    return NULL;
+                }
+            }
+            else if (outs[j].kind != SCALAR) {
+                PyErr_SetString(PyExc_ValueError, "out= does not fit the operands: they are scalars");
+                return NULL;
+            }
+            if (outs[j].leaf->tag != e->out_tags[j]) {
+                PyErr_Format(PyExc_TypeError, "out= has dtype %s, the kernel %s writes %s",
+                             tag_name(outs[j].leaf->tag), self->name, tag_name(e->out_tags[j]));
+                return NULL;
+            }
+            if (optional && !outs[j].optional) {
+                PyErr_Format(PyExc_ValueError,
+                    "out= must be optional (?%s): the operands have missing values",
+                    tag_name(e->out_tags[j]));
+                return NULL;
+            }
+            if (is_readonly(o)) {
+                PyErr_SetString(PyExc_ValueError, "out= is read-only");
+                return NULL;
+            }
+            Py_INCREF(o);
+            results[j] = o;
+        }
+    }
+    else {
+        PyTypeObject *tp = Py_TYPE(PyTuple_GET_ITEM(args, 0));
+        for (int j = 0; j < nout; j++) {
+            NDT_STATIC_CONTEXT(ctx);
+            ndt_t *t = result_type(like, e->out_tags[j], optional, &ctx);
+            if (t == NULL) {
+                (void)Ndt_SetError(&ctx);
+                goto error;
+            }
+            xnd_t x = xnd_error;
+            x.index = 0;
+            x.type = t;
+            x.ptr = alloc_data(n * e->out_size[j]);
+            if (x.ptr == NULL) {
+                ndt_del(t);
+                PyErr_NoMemory();
+                goto error;
+            }
+            if (optional) {
+                x.bitmap.data = ndt_alloc((n + 7) / 8 > 0 ? (n + 7) / 8 : 1, 1);
+                if (x.bitmap.data == NULL) {
+                    ndt_aligned_free(x.ptr);
+                    ndt_del(t);
+                    PyErr_NoMemory();
+                    goto error;
+                }
+            }
+            results[j] = Xnd_FromXnd(tp, &x);   /* owns type, data and bitmap */
+            if (results[j] == NULL) {
+                goto error;
+            }
+            if (describe(results[j], &outs[j]) < 0) {
+                goto error;
+            }
+        }
+    }
+
+    char *ptrs[MAX_IN + MAX_OUT];
+    intptr_t steps[MAX_IN + MAX_OUT];
+    intptr_t dims[1] = {(intptr_t)n};
+    for (Py_ssize_t i = 0; i < nin; i++) {
+        ptrs[i] = ops[i].ptr;
+        steps[i] = ops[i].kind == SCALAR ? 0 : (intptr_t)ops[i].leaf->datasize;
+    }
+    for (int j = 0; j < nout; j++) {
+        ptrs[nin + j] = outs[j].ptr;
+        steps[nin + j] = (intptr_t)e->out_size[j];
+    }
+    int rc = 0;
+    if (n > 0) {
+        if (n >= GIL_RELEASE_N) {
+            Py_BEGIN_ALLOW_THREADS
+            rc = e->strided(ptrs, dims, steps, NULL);
+            Py_END_ALLOW_THREADS
+        }
+        else {
+            rc = e->strided(ptrs, dims, steps, NULL);
+        }
+    }
+    if (rc != 0) {
+        PyErr_Format(PyExc_RuntimeError, "kernel %s failed (status %d)", self->name, rc);
+        goto error;
+    }
+    for (int j = 0; j < nout; j++) {
+        if (outs[j].optional) {
+            combine_validity((uint8_t *)outs[j].bitmap, n, ops, (int)nin);
+        }
+    }
+    if (out != NULL) {
+        for (int j = 0; j < nout; j++) {
+            Py_DECREF(results[j]);
+        }
+        Py_INCREF(out);
+        return out;
+    }
+    if (nout == 1) {
+        return results[0];
+    }
+    PyObject *tup = PyTuple_New(nout);
+    if (tup == NULL) {
+        goto error;
+    }
+    for (int j = 0; j < nout; j++) {
+        PyTuple_SET_ITEM(tup, j, results[j]);
+    }
+    return tup;
+
+error:
+    for (int j = 0; j < nout; j++) {
+        Py_XDECREF(results[j]);
+    }
+    return NULL;
+}
+
+static PyObject *
+func_name(FuncObject *self, void *closure)
+{
+    (void)closure;
+    return PyUnicode_FromString(self->name);
+}
+
+static PyObject *
+func_select(FuncObject *self, PyObject *args)
+{
+    /* select(dtype_name, ...) -> tuple of output dtype names (or raises). */
+    const Py_ssize_t nin = PyTuple_GET_SIZE(args);
+    if (nin < 1 || nin > MAX_IN) {
+        PyErr_SetString(PyExc_TypeError, "select: 1 to 8 dtype names");
+        return NULL;
+    }
+    enum ndt tags[MAX_IN];
+    for (Py_ssize_t i = 0; i < nin; i++) {
+        const char *s = PyUnicode_AsUTF8(PyTuple_GET_ITEM(args, i));
+        if (s == NULL) {
+            return NULL;
+        }
+        NDT_STATIC_CONTEXT(ctx);
+        ndt_t *t = ndt_from_string(s, &ctx);
+        if (t == NULL) {
+            return Ndt_SetError(&ctx);
+        }
+        int scalar = t->ndim == 0 && !ndt_is_optional(t);
+        tags[i] = t->tag;
+        ndt_del(t);
+        if (!scalar) {
+            PyErr_Format(PyExc_TypeError, "select: %s is not a dtype", s);
+            return NULL;
+        }
+    }
+    entry_t *e = lookup(self, (int)nin, tags);
+    if (e == NULL) {
+        return NULL;
+    }
+    if (e->status != 0) {
+        raise_no_kernel(self, e, e->status == 1 ? NoKernel : NotElementwise);
+        return NULL;
+    }
+    PyObject *res = PyTuple_New(e->nout);
+    if (res == NULL) {
+        return NULL;
+    }
+    for (int j = 0; j < e->nout; j++) {
+        PyTuple_SET_ITEM(res, j, PyUnicode_FromString(tag_name(e->out_tags[j])));
+    }
+    return res;
+}
+
+static PyGetSetDef func_getset[] = {
+    {"name", (getter)func_name, NULL, "the multimethod's name", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef func_methods[] = {
+    {"select", (PyCFunction)func_select, METH_VARARGS,
+     "select(*dtypes) -> output dtypes of the elementwise kernel for these input dtypes"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject Func_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "xdap._apply.Func",
+    .tp_basicsize = sizeof(FuncObject),
+    .tp_dealloc = (destructor)func_dealloc,
+    .tp_call = (ternaryfunc)func_call,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An elementwise gumath multimethod called without gumath's dispatch overhead.",
+    .tp_new = func_new,
+    .tp_getset = func_getset,
+    .tp_methods = func_methods,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_apply", "Fast elementwise application of gumath kernels.", -1,
+    NULL, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__apply(void)
+{
+    if (import_ndtypes() < 0 || import_xnd() < 0) {
+        return NULL;
+    }
+    PyObject *gm = PyImport_ImportModule("gumath");
+    if (gm == NULL) {
+        return NULL;
+    }
+    Py_DECREF(gm);
+    if (PyType_Ready(&Func_Type) < 0) {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) {
+        return NULL;
+    }
+    NoKernel = PyErr_NewException("xdap._apply.NoKernel", PyExc_TypeError, NULL);
+    NotElementwise = PyErr_NewException("xdap._apply.NotElementwise", PyExc_TypeError, NULL);
+    NeedsCopy = PyErr_NewException("xdap._apply.NeedsCopy", PyExc_ValueError, NULL);
+    if (NoKernel == NULL || NotElementwise == NULL || NeedsCopy == NULL) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&Func_Type);
+    if (PyModule_AddObject(m, "Func", (PyObject *)&Func_Type) < 0 ||
+        PyModule_AddObject(m, "NoKernel", NoKernel) < 0 ||
+        PyModule_AddObject(m, "NotElementwise", NotElementwise) < 0 ||
+        PyModule_AddObject(m, "NeedsCopy", NeedsCopy) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(NoKernel);
+    Py_INCREF(NotElementwise);
+    Py_INCREF(NeedsCopy);
+    return m;
+}

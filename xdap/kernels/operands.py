@@ -1,0 +1,166 @@
+"""Operands of a kernel call: what each argument is, whether they fit
+together, and which dtype mixed operands are computed in (pure: no MPI).
+
+An operand is a DistArray (its local container is used on each rank), a
+plain xnd container, a NumPy array (viewed as a container without copying;
+masked arrays become ``?T``) or a Python scalar (broadcast).
+
+Mixed dtypes follow gumath's rule of *exact* conversions only: an operand
+is converted only to a type that holds every value of its type exactly
+(int32 -> float64 yes, int64 -> float64 no).
+
+>>> common_dtype("int16", "float32"), common_dtype("uint8", "int8")
+('float32', 'int16')
+>>> common_dtype("int64", "float64") is None
+True
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..containers import as_container
+from ..types import type_info
+
+__all__ = ["common_dtype", "exact_float", "scalar_dtype", "to_container", "layout_key",
+           "describe_layout"]
+
+_INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+_UINT_BITS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
+_FLOAT_MANT = {"float32": 24, "float64": 53, "complex128": 53}
+
+
+def _bits(d):
+    """(class, value bits needed) of a dtype: 'b', 'i', 'u', 'f', 'c'."""
+    if d == "bool":
+        return "b", 1
+    if d in _INT_BITS:
+        return "i", _INT_BITS[d] - 1
+    if d in _UINT_BITS:
+        return "u", _UINT_BITS[d]
+    if d in ("float32", "float64"):
+        return "f", _FLOAT_MANT[d]
+    if d == "complex128":
+        return "c", 53
+    return None, None
+
+
+def exact_float(d: str):
+    """The smallest of float32/float64 holding every value of d exactly, or
+    None (64-bit integers). Floats map to themselves.
+
+    >>> exact_float("uint16"), exact_float("int32"), exact_float("int64")
+    ('float32', 'float64', None)
+    """
+    cls, bits = _bits(d)
+    if cls == "f":
+        return d
+    if cls in ("b", "i", "u"):
+        if bits <= 24:
+            return "float32"
+        if bits <= 53:
+            return "float64"
+    return None
+
+
+def _fits(src: str, dst: str) -> bool:
+    """True when every value of src is exactly representable in dst."""
+    if src == dst:
+        return True
+    cs, bs = _bits(src)
+    cd, bd = _bits(dst)
+    if cs is None or cd is None:
+        return False
+    if cs == "b":
+        return True
+    if cd == "b":
+        return False
+    if cs in ("i", "u") and cd in ("i", "u"):
+        if cs == "i" and cd == "u":
+            return False
+        return bs <= bd
+    if cs == "c":
+        return cd == "c"
+    if cd in ("f", "c"):
+        if cs == "f":
+            return bs <= bd
+        return bs <= bd       # integer value bits within the mantissa
+    return False
+
+
+# Candidates, smallest first; integers before floats so that mixed integer
+# operands stay integers (uint32 with int32 -> int64, as in NumPy).
+_ORDER = ["bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
+          "float32", "float64", "complex128"]
+
+
+def common_dtype(a: str, b: str):
+    """The smallest dtype both a and b convert to exactly, or None.
+
+    >>> common_dtype("uint32", "int32"), common_dtype("float32", "int32")
+    ('int64', 'float64')
+    >>> common_dtype("uint64", "int8") is None
+    True
+    """
+    if a == b:
+        return a
+    for d in _ORDER:
+        if _fits(a, d) and _fits(b, d):
+            return d
+    return None
+
+
+def scalar_dtype(value, other: str):
+    """The dtype a Python scalar takes next to an array of dtype ``other``
+    (NumPy 2's weak scalars, with exact conversions): an int adopts an
+    integer or float array's dtype, a float adopts a float dtype or the
+    exact float of an integer dtype, a complex gives complex128.
+
+    >>> scalar_dtype(2, "int16"), scalar_dtype(2.5, "int16"), scalar_dtype(2.5, "float32")
+    ('int16', 'float32', 'float32')
+    """
+    cls, _ = _bits(other)
+    if isinstance(value, (bool, np.bool_)):
+        return other
+    if isinstance(value, numbers.Integral):
+        return "int64" if cls == "b" else other
+    if isinstance(value, numbers.Real):
+        if cls in ("f", "c"):
+            return other
+        return exact_float(other) or "float64"
+    if isinstance(value, numbers.Complex):
+        return "complex128"
+    raise TypeError(f"unsupported scalar operand {value!r} of type {type(value).__name__}")
+
+
+def is_scalar(x) -> bool:
+    return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, np.ndarray)
+
+
+def to_container(x):
+    """A plain operand as an xnd container (NumPy arrays: zero-copy when
+    C-contiguous; lists are converted by xnd's type inference)."""
+    from xnd import xnd
+    if isinstance(x, xnd):
+        return x
+    if isinstance(x, (np.ndarray, list, tuple)):
+        return as_container(x)
+    raise TypeError(f"unsupported operand of type {type(x).__name__}: expected a DistArray, "
+                    "an xnd container, a NumPy array or a Python scalar")
+
+
+def layout_key(info) -> tuple:
+    """What two operands must share to be combined elementwise: the kind
+    and the fixed shape / number of var dims (not the dtype)."""
+    return (info.kind, info.shape, info.var_ndim)
+
+
+def describe_layout(info) -> str:
+    if info.kind == "fixed":
+        return " * ".join(str(s) for s in info.shape) + " * T"
+    return "var * " * info.var_ndim + "T"
+
+
+def info_of(x):
+    return type_info(x)
