@@ -2,6 +2,8 @@
 
     xdap info    versions of xdap, the xnd stack and MPI
     xdap demo    the main job: run it under mpiexec (``make demo`` = 4 ranks)
+    xdap kernel config HEADER.h [-o FILE.cfg]   skeleton kernel config
+    xdap kernel build FILE.cfg [--out DIR]      build a gumath kernel module
 
 The demo distributes a ragged dataset with missing values
 (``var * var * ?float64``) block-wise and cyclically, exports each over the
@@ -116,6 +118,50 @@ def _demo(args):
     return 0 if ok else 1
 
 
+def _kernel_config(args):
+    """`xdap kernel config HEADER.h [-o FILE.cfg]`: skeleton .cfg from a header."""
+    from .codegen import write_skeleton
+    try:
+        out = write_skeleton(args.header, args.output)
+    except ValueError as e:
+        print(f"xdap kernel config: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {out}")
+    return 0
+
+
+def _kernel_build(args):
+    """`xdap kernel build FILE.cfg [--out DIR]`: generate, compile, link."""
+    import pathlib
+    import shlex
+
+    from .codegen import BuildError, build
+    out_dir = pathlib.Path(args.out) if args.out else pathlib.Path(args.cfg).resolve().parent
+    try:
+        target = build(args.cfg, out_dir, extra_cflags=shlex.split(args.cflags),
+                       extra_ldflags=shlex.split(args.ldflags))
+    except (ValueError, BuildError) as e:
+        print(f"xdap kernel build: {e}", file=sys.stderr)
+        return 2
+    print(f"built {target}")
+    return 0
+
+
+def _add_kernel_commands(sub):
+    kernel = sub.add_parser("kernel", help="author gumath kernels from C functions (docs/kernels.md)")
+    ksub = kernel.add_subparsers(dest="kernel_command", required=True)
+    cfg = ksub.add_parser("config", help="write a skeleton .cfg from a C header's prototypes")
+    cfg.add_argument("header", help="C header with the function prototypes")
+    cfg.add_argument("-o", "--output", help="cfg file to write (default: HEADER-kernels.cfg)")
+    cfg.set_defaults(run=_kernel_config)
+    bld = ksub.add_parser("build", help="build the extension module a .cfg describes")
+    bld.add_argument("cfg", help="the kernel configuration (.cfg)")
+    bld.add_argument("--out", help="directory for the module (default: the cfg's directory)")
+    bld.add_argument("--cflags", default="", help="extra compiler flags, e.g. --cflags='-O3 -march=native'")
+    bld.add_argument("--ldflags", default="", help="extra linker flags, e.g. --ldflags='-lm'")
+    bld.set_defaults(run=_kernel_build)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="xdap", description="Typed distributed arrays over MPI.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -125,6 +171,7 @@ def main(argv=None) -> int:
     demo.add_argument("--mean-length", type=float, default=10.0)
     demo.add_argument("--missing", type=float, default=0.1, help="fraction of missing values")
     demo.set_defaults(run=_demo)
+    _add_kernel_commands(sub)
     args = parser.parse_args(argv)
     return args.run(args)
 
