@@ -1,0 +1,282 @@
+"""Broadcast, sum-reduce and all-sum-reduce (the DistDL primitives), each
+with its adjoint.
+
+Two faces:
+
+* on local data (a NumPy array or a fixed-type xnd container) with
+  partitions from ``xdap.comm`` -- ``broadcast(x, P_send, P_recv)`` with the
+  teams of ``P_x.create_broadcast_partition_to(P_y)``, ``sum_reduce(x,
+  P_send, P_recv)`` with ``P_x.create_reduction_partition_to(P_y)``,
+  ``all_sum_reduce(x, P)`` with ``P.create_allreduction_partition(axes)``.
+  A worker outside the teams gets an empty array (shape (0,)): inactive
+  workers are a no-op, as in DistDL.
+* on a DistArray over grid axes: the teams are the ranks that differ only
+  in the coordinates of ``axes`` (any subset of the grid axes, none or
+  all); each rank's block is the data. ``broadcast(a, axes)`` copies the
+  block of the team's first rank (coordinate 0 on ``axes``) to the team,
+  ``sum_reduce(a, axes)`` sums the team's blocks into that rank (the others
+  get zeros), ``all_sum_reduce(a, axes)`` gives every member the sum.  The
+  result has ``a``'s distribution: a linear operator on per-rank blocks
+  (replicated or partial-sum data), exactly the DistDL semantics.
+
+Adjoints (<F x, y> = <x, F* y> summed over all workers): broadcast and
+sum-reduce are each other's adjoint with the teams swapped; all-sum-reduce
+is self-adjoint.  Every call copies: outputs are new arrays.
+
+>>> import numpy as np
+>>> from mpi4py import MPI
+>>> from xdap.comm import Partition
+>>> P = Partition(MPI.COMM_SELF).create_cartesian_topology_partition((1,))
+>>> P_send, P_recv = P.create_broadcast_partition_to(P)
+>>> broadcast(np.arange(3.0), P_send, P_recv)
+array([0., 1., 2.])
+>>> all_sum_reduce(np.ones(2), P.create_allreduction_partition(()))
+array([1., 1.])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import comm as _comm
+from ..array import DistArray
+from ..comm import MPI, Partition
+from ..containers import Parts, as_container, container, parts
+
+__all__ = ["broadcast", "broadcast_adjoint", "sum_reduce", "sum_reduce_adjoint",
+           "all_sum_reduce", "all_sum_reduce_adjoint"]
+
+# dtypes that travel with a small integer code in the shape/dtype handshake
+_CODES = [np.dtype(c) for c in ("?", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8",
+                                "f2", "f4", "f8", "c8", "c16")]
+_MAXDIM = 16
+
+
+# --------------------------------------------------------------------------
+# local data in and out
+# --------------------------------------------------------------------------
+
+def _as_array(x):
+    """A NumPy view of a NumPy array or of a fixed, non-optional xnd container."""
+    if isinstance(x, np.ndarray):
+        return np.ascontiguousarray(x)
+    p = parts(x)
+    if p.info.kind != "fixed" or p.info.optional:
+        raise TypeError(f"collectives move fixed, non-optional data; got type '{x.type}'")
+    return p.values
+
+
+def _like(x, out):
+    """``out`` as the kind of thing ``x`` is: xnd (zero-copy) for xnd input,
+    NumPy otherwise (also when this worker passed no data)."""
+    if x is not None and not isinstance(x, np.ndarray) and hasattr(x, "type"):
+        return as_container(out)
+    return out
+
+
+def _meta(a):
+    """The handshake vector of an array: ndim, dtype code, shape."""
+    if a.ndim > _MAXDIM:
+        raise ValueError(f"collectives: at most {_MAXDIM} dimensions, got {a.ndim}")
+    m = np.zeros(2 + _MAXDIM, np.int64)
+    m[0], m[1] = a.ndim, _CODES.index(a.dtype)
+    m[2:2 + a.ndim] = a.shape
+    return m
+
+
+def _handshake(teams):
+    """Agree on (shape, dtype) in every team at once: nonblocking MAX
+    all-reduces of (meta, -meta), so a worker in two teams cannot deadlock.
+    Workers without data pass None."""
+    n = 2 + _MAXDIM
+    bufs, reqs = [], []
+    for comm, meta in teams:
+        send = np.full(2 * n, np.iinfo(np.int64).min, np.int64)   # neutral for MAX
+        if meta is not None:
+            send[:n], send[n:] = meta, -meta
+        recv = np.empty_like(send)
+        reqs.append(comm.Iallreduce(send, recv, op=MPI.MAX))
+        bufs.append(recv)
+    MPI.Request.Waitall(reqs)
+    out = []
+    for recv in bufs:
+        hi, lo = recv[:n], -recv[n:]
+        if hi[0] < 0:
+            raise ValueError("collectives: no worker of the team holds data")
+        if not np.array_equal(hi, lo):
+            raise ValueError("collectives: the workers of a team hold arrays of different "
+                             "shapes or dtypes (they must agree)")
+        out.append((tuple(int(s) for s in hi[2:2 + int(hi[0])]), _CODES[int(hi[1])]))
+    return out
+
+
+def _empty(like=None):
+    return np.empty(0, np.float64 if like is None else like.dtype)
+
+
+def _same_team(P, Q) -> bool:
+    return P is Q or (P.active and Q.active and P.members == Q.members)
+
+
+# --------------------------------------------------------------------------
+# the functional primitives over partitions (and the DistArray dispatch)
+# --------------------------------------------------------------------------
+
+def broadcast(x, P_send=None, P_recv=None, *, axes=None):
+    """Copy the data of each P_send root to every member of its team.
+
+    x        this worker's data if it is active in P_send (ignored otherwise)
+    returns  the received copy where P_recv is active, else an empty array
+
+    ``broadcast(a, axes)`` with a DistArray: see the module docstring.
+    """
+    if isinstance(x, DistArray):
+        return grid_broadcast(x, P_send if axes is None else axes)
+    same = _same_team(P_send, P_recv)
+    a = _as_array(x) if P_send.active else None
+    teams = [(P_send.comm, _meta(a))] if P_send.active else []
+    if P_recv.active and not same:
+        teams.append((P_recv.comm, None))
+    agreed = _handshake(teams)
+    reqs, out = [], None
+    if P_send.active:
+        if same:                          # this worker roots its own receive team
+            out = a.copy()
+            reqs.append(P_send.comm.Ibcast(out, root=0))
+        else:
+            reqs.append(P_send.comm.Ibcast(a, root=0))
+    if P_recv.active and not same:
+        out = np.empty(*agreed[-1])
+        reqs.append(P_recv.comm.Ibcast(out, root=0))
+    MPI.Request.Waitall(reqs)
+    return _like(x, out if out is not None else _empty(a))
+
+
+def sum_reduce(x, P_send=None, P_recv=None, *, axes=None):
+    """Sum the data of each team's members into the team's root.
+
+    x        this worker's data if it is active in P_send (it contributes
+             to that team; ignored otherwise)
+    returns  the sum where this worker roots P_recv, else an empty array
+
+    ``sum_reduce(a, axes)`` with a DistArray: see the module docstring.
+    """
+    if isinstance(x, DistArray):
+        return grid_sum_reduce(x, P_send if axes is None else axes)
+    same = _same_team(P_send, P_recv)
+    a = _as_array(x) if P_send.active else None
+    teams = [(P_send.comm, _meta(a))] if P_send.active else []
+    if P_recv.active and not same:
+        teams.append((P_recv.comm, None))
+    agreed = _handshake(teams)
+    reqs, out = [], None
+    if P_send.active:
+        out = np.empty_like(a) if P_send.rank == 0 else None
+        reqs.append(P_send.comm.Ireduce(a, out, op=MPI.SUM, root=0))
+    if P_recv.active and not same:
+        out = np.empty(*agreed[-1])
+        # this worker's own data went to another team: it adds zeros here
+        reqs.append(P_recv.comm.Ireduce(np.zeros_like(out), out, op=MPI.SUM, root=0))
+    MPI.Request.Waitall(reqs)
+    return _like(x, out if P_recv.active else _empty(a))
+
+
+def all_sum_reduce(x, P=None, *, axes=None):
+    """Every member of P gets the sum of all members' data (empty array on
+    inactive workers).  ``all_sum_reduce(a, axes)`` with a DistArray: see
+    the module docstring."""
+    if isinstance(x, DistArray):
+        return grid_all_sum_reduce(x, P if axes is None else axes)
+    if not P.active:
+        return _like(x, _empty())
+    a = _as_array(x)
+    out = np.empty_like(a)
+    P.comm.Allreduce(a, out, op=MPI.SUM)
+    return _like(x, out)
+
+
+def broadcast_adjoint(y, P_send=None, P_recv=None, *, axes=None):
+    """Adjoint of ``broadcast(., P_send, P_recv)``: the copies are summed
+    back into each P_send root.  DistArray: ``sum_reduce(a, axes)``."""
+    if isinstance(y, DistArray):
+        return grid_sum_reduce(y, P_send if axes is None else axes)
+    return sum_reduce(y, P_recv, P_send)
+
+
+def sum_reduce_adjoint(y, P_send=None, P_recv=None, *, axes=None):
+    """Adjoint of ``sum_reduce(., P_send, P_recv)``: each root's data is
+    copied back to the members of its team.  DistArray: ``broadcast(a, axes)``."""
+    if isinstance(y, DistArray):
+        return grid_broadcast(y, P_send if axes is None else axes)
+    return broadcast(y, P_recv, P_send)
+
+
+def all_sum_reduce_adjoint(y, P=None, *, axes=None):
+    """Adjoint of ``all_sum_reduce``: itself."""
+    return all_sum_reduce(y, P, axes=axes)
+
+
+# --------------------------------------------------------------------------
+# DistArray face: teams along grid axes
+# --------------------------------------------------------------------------
+
+def _grid_team(a, axes):
+    """The team of ranks that differ from this one only on grid ``axes``,
+    ordered by their coordinates on those axes (C order): team rank 0 is
+    the rank with coordinate 0 on every axis in ``axes``."""
+    d = a.distribution
+    keep = [k for k in range(len(d.grid)) if k not in axes]
+    me = d.coords
+    coords = [d.coords_of(r) for r in range(a.comm.size)]
+    team = [r for r in range(a.comm.size) if all(coords[r][k] == me[k] for k in keep)]
+    team.sort(key=lambda r: tuple(coords[r][k] for k in axes))
+    return Partition._derived(a.comm, team)
+
+
+def _blocks(a, axes, what):
+    """Validate (collectively); return (values, grid axes, team partition)."""
+    norm = None
+    with _comm.collective_checks(a.comm):
+        if a.info.kind != "fixed" or a.info.optional:
+            raise TypeError(f"{what}: needs a fixed, non-optional DistArray; got '{a.type}'")
+        norm = _comm._norm_axes(axes, len(a.grid), what)
+    shapes = a.comm.allgather(a.distribution.local_shape)
+    P = _grid_team(a, norm)
+    with _comm.collective_checks(a.comm):
+        mine = a.distribution.local_shape
+        if any(shapes[r] != mine for r in P.members):
+            raise ValueError(f"{what}: ranks {list(P.members)} combine their blocks along grid "
+                             f"axes {norm} but hold different local shapes "
+                             f"{[shapes[m] for m in P.members]}; they must agree")
+    return parts(a.local).values, P
+
+
+def _rewrap(a, values):
+    return DistArray(a.distribution, container(Parts(a.info.with_shape(values.shape), values)))
+
+
+def grid_broadcast(a, axes=None):
+    """DistArray face of ``broadcast`` (see the module docstring); copies."""
+    v, P = _blocks(a, axes, "broadcast")
+    with P:
+        out = v.copy()
+        P.comm.Bcast(out, root=0)
+    return _rewrap(a, out)
+
+
+def grid_sum_reduce(a, axes=None):
+    """DistArray face of ``sum_reduce``: the team's sum on its first rank,
+    zeros elsewhere; copies."""
+    v, P = _blocks(a, axes, "sum_reduce")
+    with P:
+        out = np.zeros_like(v)
+        P.comm.Reduce(v, out if P.rank == 0 else None, op=MPI.SUM, root=0)
+    return _rewrap(a, out)
+
+
+def grid_all_sum_reduce(a, axes=None):
+    """DistArray face of ``all_sum_reduce``: every team member gets the sum."""
+    v, P = _blocks(a, axes, "all_sum_reduce")
+    with P:
+        out = np.empty_like(v)
+        P.comm.Allreduce(v, out, op=MPI.SUM)
+    return _rewrap(a, out)

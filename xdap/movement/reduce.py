@@ -1,0 +1,380 @@
+"""Reductions of DistArrays: sum, prod, min, max, mean, count, any, all --
+over every axis (an xnd scalar on every rank) or chosen axes (a DistArray
+over the remaining axes).
+
+* NA-aware: missing values of ``?T`` data are skipped; ``count`` counts the
+  valid ones.
+* Ragged-aware: ``var * var * T`` reduces over everything (``axis=None``)
+  or over the var dimension of each row (``axis=1``) -> a row-distributed
+  ``N * T`` DistArray with the rows' distribution.
+* Each global cell counts once: communication padding is skipped, an
+  index held by several ranks (unstructured, not one-to-one) is taken from
+  its lowest holder.
+
+Result types (NumPy's rules for the accumulator): sum/prod -> the dtype
+``numpy.sum`` gives (int64 for small ints and bool, uint64 for unsigned);
+count -> int64; any/all -> bool; mean -> float64 (complex128 for complex);
+min/max -> the input dtype.  Reducing nothing gives the identity (sum 0,
+prod 1, count 0, any False, all True); min, max and mean of nothing raise
+ValueError for plain data and give NA (``?T`` result) for optional data --
+a reduction of optional data with min/max/mean always returns ``?T``, as
+do per-row min/max/mean of ragged data (an empty row gives NA).  min/max of
+complex data is a TypeError (MPI has no ordering for complex numbers).
+
+>>> import numpy as np, xdap
+>>> from mpi4py import MPI
+>>> a = xdap.from_global(np.ma.masked_equal([[1.0, 2.0], [0.0, 4.0]], 0.0), comm=MPI.COMM_SELF)
+>>> reduce(a, "sum"), reduce(a, "count"), reduce(a, "mean").value
+(xnd(7.0, type='float64'), xnd(3, type='int64'), 2.3333333333333335)
+>>> reduce(a, "max", axis=1).to_global().value
+[2.0, 4.0]
+>>> r = xdap.from_global([[1, 2], [], [5]], type="var * var * int64", comm=MPI.COMM_SELF)
+>>> reduce(r, "sum", axis=1).to_global().value, reduce(r, "min", axis=1).to_global().value
+([3, 0, 5], [1, None, 5])
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xnd import xnd
+
+from .. import comm as _comm
+from ..array import DistArray
+from ..comm import MPI, Partition
+from ..containers import Parts, container, expand_ranges, leaf_ranges, pack_validity, parts
+from ..distribution import Distribution
+from ..maps import BlockMap, UnstructuredMap
+from ..types import dtype_from_numpy, type_info
+
+__all__ = ["reduce", "OPS"]
+
+OPS = ("sum", "prod", "min", "max", "mean", "count", "any", "all")
+
+_MPI_OP = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX,
+           "any": MPI.LOR, "all": MPI.LAND, "count": MPI.SUM}
+_NP_OP = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum,
+          "any": np.logical_or, "all": np.logical_and, "count": np.add}
+
+
+# --------------------------------------------------------------------------
+# per-op local rules (pure numpy)
+# --------------------------------------------------------------------------
+
+def _acc_dtype(op, dt):
+    if op in ("sum", "prod"):
+        return np.add.reduce(np.zeros(1, dt)).dtype
+    if op == "mean":
+        return np.dtype(np.complex128 if dt.kind == "c" else np.float64)
+    if op == "count":
+        return np.dtype(np.int64)
+    if op in ("any", "all"):
+        return np.dtype(bool)
+    return dt
+
+
+def _identity(op, dt):
+    if op in ("sum", "mean", "count"):
+        return 0
+    if op == "prod":
+        return 1
+    if op in ("any", "all"):
+        return op == "all"
+    if dt.kind == "f":
+        return np.inf if op == "min" else -np.inf
+    if dt.kind == "b":
+        return op == "min"
+    info = np.iinfo(dt)
+    return info.max if op == "min" else info.min
+
+
+def _local(op, v, mask, axes):
+    """(partial, count) of values v (mask: valid cells or None) over axes;
+    count is None unless the op needs it (mean, and min/max of optional data)."""
+    dt = v.dtype
+    acc = _acc_dtype(op, dt)
+    where = True if mask is None else mask
+    count = None
+    if op == "count":
+        part = (np.full([n for k, n in enumerate(v.shape) if k not in axes],
+                        math.prod(v.shape[k] for k in axes), np.int64)
+                if mask is None else np.count_nonzero(mask, axis=axes))
+        return np.asarray(part, np.int64), None
+    if op == "mean" or (op in ("min", "max") and mask is not None):
+        count = (np.asarray(np.count_nonzero(mask, axis=axes), np.int64) if mask is not None
+                 else None)
+    if op in ("sum", "mean", "prod"):
+        ufunc = np.multiply if op == "prod" else np.add
+        part = ufunc.reduce(v, axis=axes, dtype=acc, where=where) if mask is not None \
+            else ufunc.reduce(v, axis=axes, dtype=acc)
+    elif op in ("min", "max"):
+        part = _NP_OP[op].reduce(v, axis=axes, initial=_identity(op, dt), where=where)
+    else:                                                   # any / all
+        nz = v != 0
+        part = _NP_OP[op].reduce(nz, axis=axes, where=where) if mask is not None \
+            else _NP_OP[op].reduce(nz, axis=axes)
+    return np.asarray(part), count
+
+
+def _allreduce(comm, arr, op):
+    """In-place-free MPI all-reduce of a NumPy array (pickled fallback for
+    dtypes MPI does not know, e.g. float16)."""
+    arr = np.ascontiguousarray(arr)
+    if comm.size == 1:
+        return arr
+    try:
+        from mpi4py.util.dtlib import from_numpy_dtype
+        from_numpy_dtype(arr.dtype)
+    except Exception:
+        pieces = comm.allgather(arr)
+        return _NP_OP[op].reduce(np.stack(pieces), axis=0)
+    out = np.empty_like(arr)
+    comm.Allreduce(arr, out, op=_MPI_OP[op])
+    return out
+
+
+def _finish(op, total, count, optional, nothing_msg):
+    """(values, valid mask or None) from the combined partials."""
+    if op == "mean":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            vals = total / np.where(count == 0, 1, count)
+        empty = count == 0
+    elif op in ("min", "max"):
+        vals = total
+        empty = None if count is None else count == 0
+    else:
+        return total, None
+    if optional:
+        return vals, ~np.asarray(empty)
+    if empty is not None and np.any(empty):
+        raise ValueError(nothing_msg)
+    return vals, None
+
+
+# --------------------------------------------------------------------------
+# which local cells count
+# --------------------------------------------------------------------------
+
+def _canonical(d: Distribution, k: int):
+    """Local positions along dim k whose global cell this rank counts: a
+    slice (zero-copy) or an index array (shared unstructured indices)."""
+    m, p = d.maps[k], d.coords[k]
+    if isinstance(m, UnstructuredMap) and not m.one_to_one:
+        g = m.global_indices(p)
+        return np.flatnonzero(m.owners(g)[0] == p)
+    return m.owned_local_slice(p)
+
+
+def _select(v, sel):
+    if all(isinstance(s, slice) for s in sel):
+        return v[tuple(sel)]
+    return v[np.ix_(*[np.arange(v.shape[k])[s] if isinstance(s, slice) else s
+                      for k, s in enumerate(sel)])]
+
+
+def _norm_axis(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        if not isinstance(a, (int, np.integer)) or isinstance(a, bool) or not -ndim <= a < ndim:
+            raise ValueError(f"reduce: axis {a!r} out of range for a {ndim}-d array")
+        out.append(int(a) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"reduce: repeated axis in {axis!r}")
+    return tuple(sorted(out))
+
+
+# --------------------------------------------------------------------------
+# the entry point
+# --------------------------------------------------------------------------
+
+def reduce(a: DistArray, op: str, axis=None):
+    """Reduce ``a`` with ``op`` (one of OPS) over ``axis`` (None = all, an
+    int or a tuple).  Collective.  Returns an xnd scalar on every rank when
+    every axis is reduced, else a DistArray over the remaining axes (its
+    ranks along the reduced grid axes hold the same, replicated values)."""
+    axes = None
+    with _comm.collective_checks(a.comm):
+        if op not in OPS:
+            raise ValueError(f"reduce: unknown operation {op!r}; use one of {', '.join(OPS)}")
+        if a.info.kind == "ragged":
+            axes = _norm_axis(axis, a.info.var_ndim)
+            if axes != tuple(range(a.info.var_ndim)) and not (a.info.var_ndim == 2 and axes == (1,)):
+                raise ValueError(f"reduce: a ragged array '{a.type}' reduces over everything "
+                                 "(axis=None) or, for var * var * T, over each row (axis=1); "
+                                 f"got axis={axis!r}")
+        else:
+            axes = _norm_axis(axis, a.ndim)
+        if op in ("min", "max") and a.info.numpy_dtype.kind == "c":
+            raise TypeError(f"reduce: {op} is not defined for complex data ({a.info.dtype})")
+    if a.info.kind == "ragged":
+        if axes == (1,) and a.info.var_ndim == 2:
+            return _ragged_rows(a, op)
+        return _ragged_all(a, op)
+    return _fixed(a, op, axes)
+
+
+def _scalar(op, vals, valid, dt):
+    name = dtype_from_numpy(vals.dtype)
+    if valid is None:
+        return xnd(vals.item() if vals.ndim == 0 else vals.reshape(()).item(), type=name)
+    return xnd(vals.item() if bool(valid) else None, type="?" + name)
+
+
+def _fixed(a, op, axes):
+    d = a.distribution
+    p = a._parts
+    ndim = a.ndim
+    sel = [_canonical(d, k) if k in axes else d.maps[k].owned_local_slice(d.coords[k])
+           for k in range(ndim)]
+    v = _select(p.values, sel)
+    mask = p.valid_mask()
+    mask = None if mask is None else _select(mask, sel)
+    part, count = _local(op, v, mask, axes)
+    # the ranks that differ only on the reduced axes' grid coordinates
+    if len(axes) == ndim or all(d.grid[k] == 1 for k in range(ndim) if k not in axes):
+        team, P = a.comm, None
+    elif all(d.grid[k] == 1 for k in axes):
+        team, P = MPI.COMM_SELF, None
+    else:
+        P = _team(d, axes)
+        team = P.comm
+    try:
+        mpi_op = "sum" if op == "mean" else op
+        total = _allreduce(team, part, mpi_op)
+        count = None if count is None else _allreduce(team, count, "sum")
+    finally:
+        if P is not None:
+            P.close()
+    what = f"{op} of an empty selection (the reduced axes {axes} of global shape {a.global_shape} " \
+           "hold no values) is undefined; use optional data to get NA"
+    vals, valid = _finish(op, total, count, a.info.optional, what)
+    if len(axes) == ndim:
+        return _scalar(op, np.asarray(vals), valid, None)
+    return _as_distarray(a, axes, vals, valid)
+
+
+def _team(d, axes):
+    me = d.coords
+    keep = [k for k in range(d.ndim) if k not in axes]
+    coords = [d.coords_of(r) for r in range(d.comm.size)]
+    return Partition._derived(d.comm, [r for r in range(d.comm.size)
+                                       if all(coords[r][k] == me[k] for k in keep)])
+
+
+def _as_distarray(a, axes, vals, valid):
+    """The reduced partial of every rank as a DistArray over the kept dims:
+    the kept maps without communication padding; when the reduced grid axes
+    hold R > 1 ranks, the first kept dimension becomes an unstructured map
+    over grid * R positions in which the R ranks of a team hold the same
+    indices (replicated, one_to_one False)."""
+    d = a.distribution
+    keep = [k for k in range(d.ndim) if k not in axes]
+    maps = []
+    for k in keep:
+        m = d.maps[k]
+        if isinstance(m, BlockMap):
+            m = BlockMap(m.size, m.grid_size, bounds=m.bounds)
+        maps.append(m)
+    R = math.prod(d.grid[k] for k in axes)
+    coords = np.array([d.coords_of(r) for r in range(d.comm.size)], np.int64).reshape(d.comm.size, -1)
+    table = coords[:, keep]
+    if R > 1:
+        red = coords[:, list(axes)]
+        lin = np.ravel_multi_index(red.T, [d.grid[k] for k in axes])
+        m0 = maps[0]
+        table = table.copy()
+        table[:, 0] = table[:, 0] * R + lin
+        maps[0] = UnstructuredMap(m0.size, [m0.global_indices(c // R)
+                                            for c in range(m0.grid_size * R)], one_to_one=False)
+    vals = np.ascontiguousarray(vals)
+    name = dtype_from_numpy(vals.dtype)
+    info = type_info(" * ".join([str(s) for s in vals.shape] + [("?" if valid is not None else "") + name]))
+    local = container(Parts(info, vals, None if valid is None else pack_validity(valid)))
+    return DistArray(Distribution(maps, d.comm, rank_coords=table), local)
+
+
+# --------------------------------------------------------------------------
+# ragged
+# --------------------------------------------------------------------------
+
+def _row_selection(a):
+    """Leaves of the rows this rank counts: a slice or an index array."""
+    d, p = a.distribution, a._parts
+    rows = _canonical(d, 0)
+    if isinstance(rows, slice):
+        ends = leaf_ranges(p.offsets, np.array([rows.start, rows.stop - 1], np.int64)) \
+            if rows.stop > rows.start else None
+        if ends is None:
+            return slice(0, 0)
+        return slice(int(ends[0][0]), int(ends[1][1]))
+    start, stop = leaf_ranges(p.offsets, rows)
+    return expand_ranges(start, stop - start)
+
+
+def _ragged_all(a, op):
+    p = a._parts
+    leaves = _row_selection(a)
+    v = p.values[leaves]
+    mask = p.valid_mask()
+    mask = None if mask is None else mask[leaves]
+    part, count = _local(op, v, mask, (0,))
+    if op in ("min", "max") and count is None:
+        count = np.asarray(v.size, np.int64)           # to detect "nothing at all"
+    total = _allreduce(a.comm, part, "sum" if op == "mean" else op)
+    count = None if count is None else _allreduce(a.comm, count, "sum")
+    vals, valid = _finish(op, total, count, a.info.optional,
+                          f"{op} of a ragged array without any value is undefined; "
+                          "use optional data to get NA")
+    return _scalar(op, np.asarray(vals), valid, None)
+
+
+def _ragged_rows(a, op):
+    """Per-row reduction of var * var * T (no communication)."""
+    p = a._parts
+    n = p.nrows
+    start, stop = leaf_ranges(p.offsets, np.arange(n))
+    lengths = stop - start
+    v, mask = p.values, p.valid_mask()
+    dt = v.dtype
+    acc = _acc_dtype(op, dt)
+    if op in ("any", "all"):
+        v = v != 0
+    ident = _identity(op, dt)
+    filled = v if mask is None else np.where(mask, v, np.asarray(ident).astype(v.dtype))
+    counts = lengths if mask is None else _segment(np.add, mask.astype(np.int64), start, lengths, 0)
+    ufunc = {"sum": np.add, "mean": np.add, "prod": np.multiply, "min": np.minimum,
+             "max": np.maximum, "any": np.logical_or, "all": np.logical_and}.get(op)
+    if op == "count":
+        vals, valid = np.asarray(counts, np.int64), None
+    else:
+        red = _segment(ufunc, filled.astype(acc if op in ("sum", "prod", "mean") else filled.dtype,
+                                            copy=False), start, lengths, ident)
+        if op == "mean":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                vals = red / np.where(counts == 0, 1, counts)
+            valid = counts > 0
+        elif op in ("min", "max"):
+            vals, valid = red, counts > 0
+        else:
+            vals, valid = red, None
+    vals = np.ascontiguousarray(vals)
+    name = dtype_from_numpy(vals.dtype)
+    info = type_info(f"{n} * " + ("?" if valid is not None else "") + name)
+    local = container(Parts(info, vals, None if valid is None else pack_validity(valid)))
+    return DistArray(a.distribution, local)
+
+
+def _segment(ufunc, v, start, lengths, ident):
+    """ufunc over each [start, start + length) of v; identity for empty ones."""
+    out = np.full(len(start), ident, dtype=v.dtype)
+    nz = lengths > 0
+    if nz.any():
+        # reduceat over the non-empty rows only: consecutive non-empty rows
+        # are adjacent in v (empty rows hold no leaves between them)
+        idx = start[nz]
+        res = ufunc.reduceat(v[:int(start[nz][-1] + lengths[nz][-1])], idx)
+        out[nz] = res
+    return out
