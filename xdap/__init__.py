@@ -14,9 +14,10 @@ True
 __version__ = "0.1.0"
 
 from .array import DistArray, from_global
+from .comm import CartesianPartition, Partition
 from .distribution import Distribution, make_distribution
 from .protocols.dap import from_distarray
 from .io import load
 
-__all__ = ["DistArray", "Distribution", "from_global", "from_distarray", "make_distribution", "load",
+__all__ = ["Partition", "CartesianPartition", "DistArray", "Distribution", "from_global", "from_distarray", "make_distribution", "load",
            "__version__"]

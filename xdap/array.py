@@ -118,6 +118,57 @@ class DistArray:
         from .movement.redistribute import redistribute
         return redistribute(self, dist, grid, comm, method=method, **per_dim)
 
+    # -- halo exchange and reductions (xdap.movement; collective) -----------
+    def exchange_halos(self):
+        """Fill the ghost cells of padded block dimensions from their owners,
+        corners included, periodic edges wrapped; in place, returns self.
+        See ``xdap.movement.halo``."""
+        from .movement.halo import exchange_halos
+        return exchange_halos(self)
+
+    def accumulate_halos(self, mode="add", clear=False):
+        """Reverse halo exchange: owners combine their ghost copies' values
+        (mode "add" or "replace"); in place, returns self."""
+        from .movement.halo import accumulate_halos
+        return accumulate_halos(self, mode, clear)
+
+    def _reduce(self, op, axis):
+        from .movement.reduce import reduce
+        return reduce(self, op, axis)
+
+    def sum(self, axis=None):
+        """Sum over ``axis`` (None: all -> xnd scalar on every rank; else a
+        DistArray); NA skipped. See ``xdap.movement.reduce``."""
+        return self._reduce("sum", axis)
+
+    def prod(self, axis=None):
+        """Product over ``axis``; NA skipped."""
+        return self._reduce("prod", axis)
+
+    def min(self, axis=None):
+        """Minimum over ``axis``; NA skipped (NA when nothing is valid)."""
+        return self._reduce("min", axis)
+
+    def max(self, axis=None):
+        """Maximum over ``axis``; NA skipped (NA when nothing is valid)."""
+        return self._reduce("max", axis)
+
+    def mean(self, axis=None):
+        """Mean over ``axis`` of the valid values (float64)."""
+        return self._reduce("mean", axis)
+
+    def count(self, axis=None):
+        """Number of valid (non-NA) values over ``axis`` (int64)."""
+        return self._reduce("count", axis)
+
+    def any(self, axis=None):
+        """Whether any valid value is nonzero, over ``axis``."""
+        return self._reduce("any", axis)
+
+    def all(self, axis=None):
+        """Whether every valid value is nonzero, over ``axis``."""
+        return self._reduce("all", axis)
+
     def to_global(self):
         """The whole array as an xnd container on every rank (collective; copies).
 
