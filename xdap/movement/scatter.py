@@ -1,0 +1,222 @@
+"""Gather and scatter by global index: the unstructured-mesh ghost update.
+
+``Scatter(a, needed)`` is a reusable plan (after PETSc's VecScatter and
+Tpetra's Import/Export) between a DistArray distributed along dimension 0
+and the global indices this rank ``needed`` (any order, repeats allowed):
+
+* ``forward(a)`` -- gather: the values of ``a[needed]`` on this rank, in
+  the order of ``needed`` (a ghost update);
+* ``reverse(values, into=a, mode=...)`` -- scatter: push one contribution
+  per entry of ``needed`` back to the owners and combine it there.
+
+Who answers for an index: its canonical OWNER, ``Map.owners`` (the lowest
+grid rank holding it when an unstructured map is not one-to-one; never a
+communication-padding copy).  So ``forward`` always returns the owner's
+value, even if this rank holds a (possibly stale) copy of it.
+
+``reverse`` combines at the owner only, in the owner's buffer:
+
+* ``"add"``: owner value + the sum of all contributions,
+* ``"min"`` / ``"max"``: the minimum / maximum of the owner value and all
+  contributions,
+* ``"replace"``: the contribution from the highest rank (and, within that
+  rank, the last occurrence in ``needed``) replaces the owner value;
+  indices nobody contributed to keep their value.
+
+The values of non-owner copies are not inputs.  With ``refresh=True``
+(default) the copies -- shared indices of a ``one_to_one=False`` map and
+block communication padding along dimension 0 -- are then overwritten with
+the owners' new values, so every copy agrees; ``refresh=False`` leaves them
+stale (one collective less).
+
+Planning is collective (one alltoall of counts, one alltoallv of
+positions); ``forward`` and ``reverse`` each cost one alltoallv.  Fixed,
+non-optional types; dimensions after the first must not be distributed
+(they move along, e.g. a node field of shape ``(nodes, 3)``).
+
+>>> import numpy as np, xdap
+>>> from mpi4py import MPI
+>>> a = xdap.from_global(np.arange(10.0) * 10, dist=("c",), comm=MPI.COMM_SELF)
+>>> s = Scatter(a, [7, 2, 7])
+>>> s.forward(a)
+array([70., 20., 70.])
+>>> s.reverse(np.array([1.0, 2.0, 3.0]), into=a, mode="add")
+>>> np.asarray(a.local)[[2, 7]]
+array([22., 74.])
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import comm as _comm
+from ..comm import MPI
+from ..distribution import Distribution
+from ..maps import BlockMap, UnstructuredMap
+
+__all__ = ["Scatter", "MODES"]
+
+MODES = ("add", "replace", "min", "max")
+_UFUNC = {"add": np.add, "min": np.minimum, "max": np.maximum}
+
+
+def _last_occurrence(keys: np.ndarray, nkeys: int) -> np.ndarray:
+    """For keys in [0, nkeys) (each present), the position of the last
+    occurrence of each key."""
+    # fancy assignment with repeated keys does not promise which write
+    # wins; a maximum over positions does
+    last = np.full(nkeys, -1, np.int64)
+    np.maximum.at(last, keys, np.arange(len(keys), dtype=np.int64))
+    return last
+
+
+class Scatter:
+    """A reusable gather/scatter plan (collective to build; see the module
+    docstring).
+
+    a_or_distribution  a DistArray or an ``xdap.Distribution`` (only its
+                       dimension 0 may be distributed)
+    needed             the global indices (along dimension 0) this rank
+                       needs, 1-d integers, any order, repeats allowed
+    """
+
+    def __init__(self, a_or_distribution, needed):
+        d = getattr(a_or_distribution, "distribution", a_or_distribution)
+        if not isinstance(d, Distribution):
+            raise TypeError(f"Scatter needs a DistArray or a Distribution, got "
+                            f"{type(a_or_distribution).__name__}")
+        comm = d.comm
+        with _comm.collective_checks(comm):
+            if any(g != 1 for g in d.grid[1:]):
+                raise ValueError(f"Scatter: only dimension 0 may be distributed, the grid is "
+                                 f"{d.grid}")
+            info = getattr(a_or_distribution, "info", None)
+            if info is not None and (info.kind != "fixed" or info.optional):
+                raise TypeError(f"Scatter: fixed, non-optional types only, got "
+                                f"{a_or_distribution.type}")
+            needed = np.asarray(needed)
+            if needed.ndim != 1:
+                raise ValueError(f"Scatter: needed must be 1-d, got shape {needed.shape}")
+            if needed.size and needed.dtype.kind not in "iu":
+                raise TypeError(f"Scatter: needed must be integers, got dtype {needed.dtype}")
+            needed = needed.astype(np.int64)
+            n = d.global_shape[0]
+            if needed.size and (needed.min() < 0 or needed.max() >= n):
+                bad = int(needed[(needed < 0) | (needed >= n)][0])
+                raise ValueError(f"Scatter: needed index {bad} out of range [0, {n})")
+        self.distribution, self.comm = d, comm
+        self.n_needed = len(needed)
+        m = d.maps[0]
+        # one request per distinct index; `inverse` restores needed's order
+        uniq, self._inverse = np.unique(needed, return_inverse=True)
+        self._n_uniq = len(uniq)
+        grank, local = m.owners(uniq)
+        rank_of = np.array([d.rank_of((p,) + (0,) * (d.ndim - 1)) for p in range(m.grid_size)],
+                           dtype=np.int64)
+        owner = rank_of[grank]
+        self._order = np.argsort(owner, kind="stable")     # requests grouped by owner
+        self._recv_counts = np.bincount(owner, minlength=comm.size).astype(np.int64)
+        self._send_counts = np.array(comm.alltoall(self._recv_counts.tolist()), np.int64)
+        # owners learn which of their local positions each requester wants
+        self._send_local = np.empty(int(self._send_counts.sum()), np.int64)
+        self._alltoallv(local[self._order], self._recv_counts, self._send_local,
+                        self._send_counts)
+        self._row_shape = tuple(d.local_shape[1:])
+        self._copies = None            # the refresh plan, built on first use
+
+    # -- the one collective -------------------------------------------------
+    def _alltoallv(self, send, scounts, recv, rcounts, rowbytes: int | None = None):
+        """Alltoallv of rows; counts are in rows."""
+        rb = send.dtype.itemsize * int(np.prod(send.shape[1:], dtype=np.int64)) \
+            if rowbytes is None else rowbytes
+        sc, rc = scounts * rb, rcounts * rb
+        sd = np.concatenate([[0], np.cumsum(sc)[:-1]])
+        rd = np.concatenate([[0], np.cumsum(rc)[:-1]])
+        self.comm.Alltoallv([np.ascontiguousarray(send).view(np.uint8).reshape(-1), (sc, sd),
+                             MPI.BYTE],
+                            [recv.view(np.uint8).reshape(-1), (rc, rd), MPI.BYTE])
+
+    def _check_array(self, a, what: str) -> np.ndarray:
+        """a's local values (a writable view); same distribution as the plan."""
+        d = getattr(a, "distribution", None)
+        if d is not self.distribution:
+            with _comm.collective_checks(self.comm):
+                if d is None or not (d == self.distribution):
+                    raise ValueError(f"Scatter.{what}: the array's distribution differs from "
+                                     f"the one the plan was built for")
+                if a.info.kind != "fixed" or a.info.optional:
+                    raise TypeError(f"Scatter.{what}: fixed, non-optional types only, got "
+                                    f"{a.type}")
+        return a._parts.values
+
+    # -- gather -------------------------------------------------------------
+    def forward(self, a) -> np.ndarray:
+        """The owners' values of ``a`` at ``needed``, in that order: an array
+        of shape ``(len(needed),) + a.shape[1:]`` (collective; a new array)."""
+        values = self._check_array(a, "forward")
+        send = values[self._send_local]
+        got = np.empty((self._n_uniq,) + values.shape[1:], values.dtype)
+        self._alltoallv(send, self._send_counts, got, self._recv_counts)
+        uniq_vals = np.empty_like(got)
+        uniq_vals[self._order] = got
+        return uniq_vals[self._inverse]
+
+    # -- scatter ------------------------------------------------------------
+    def reverse(self, values, into, mode: str = "add", refresh: bool = True) -> None:
+        """Push ``values`` (one per entry of ``needed``, shape
+        ``(len(needed),) + into.shape[1:]``) to the owners and combine them
+        into ``into`` in place (collective; see the module docstring for the
+        modes and ``refresh``)."""
+        buf = self._check_array(into, "reverse")
+        with _comm.collective_checks(self.comm):
+            if mode not in MODES:
+                raise ValueError(f"Scatter.reverse: mode must be one of {MODES}, got {mode!r}")
+            values = np.asarray(values)
+            want = (self.n_needed,) + buf.shape[1:]
+            if values.shape != want:
+                raise ValueError(f"Scatter.reverse: values must have shape {want} (one per "
+                                 f"needed index), got {values.shape}")
+        values = values.astype(buf.dtype, copy=False)
+        # combine this rank's repeats first: one contribution per distinct index
+        if mode == "replace":
+            acc = values[_last_occurrence(self._inverse, self._n_uniq)]
+        elif mode == "add":
+            acc = np.zeros((self._n_uniq,) + buf.shape[1:], buf.dtype)
+            np.add.at(acc, self._inverse, values)
+        else:
+            # start from any contribution of each index, then fold in all
+            acc = values[_last_occurrence(self._inverse, self._n_uniq)]
+            _UFUNC[mode].at(acc, self._inverse, values)
+        got = np.empty((len(self._send_local),) + buf.shape[1:], buf.dtype)
+        self._alltoallv(acc[self._order], self._recv_counts, got, self._send_counts)
+        # arrivals are in requester-rank order: for "replace" the last one wins
+        if mode == "replace":
+            if len(self._send_local):
+                uniq, inv = np.unique(self._send_local, return_inverse=True)
+                buf[uniq] = got[_last_occurrence(inv, len(uniq))]
+        else:
+            _UFUNC[mode].at(buf, self._send_local, got)
+        if refresh:
+            self.refresh(into)
+
+    def refresh(self, a) -> None:
+        """Overwrite every non-owner copy in ``a`` (shared unstructured
+        indices, block communication padding along dimension 0) with the
+        owner's value (collective; no-op when the map has no copies)."""
+        m = self.distribution.maps[0]
+        has_copies = (isinstance(m, UnstructuredMap) and not m.one_to_one) or (
+            isinstance(m, BlockMap) and any(m.comm_padding(p) != (0, 0)
+                                            for p in range(m.grid_size)))
+        if not has_copies:
+            return
+        if self._copies is None:
+            d = self.distribution
+            p = d.coords[0]
+            g = m.global_indices(p)
+            owner, _ = m.owners(g)
+            mine = np.flatnonzero(owner != p)
+            self._copies = (mine, Scatter(d, g[mine]))
+        mine, plan = self._copies
+        values = self._check_array(a, "refresh")
+        values[mine] = plan.forward(a)
