@@ -18,6 +18,7 @@ from .comm import CartesianPartition, Partition
 from .distribution import Distribution, make_distribution
 from .protocols.dap import from_distarray
 from .io import load
+from .movement.scatter import Scatter
 
-__all__ = ["Partition", "CartesianPartition", "DistArray", "Distribution", "from_global", "from_distarray", "make_distribution", "load",
+__all__ = ["Partition", "CartesianPartition", "DistArray", "Distribution", "from_global", "from_distarray", "make_distribution", "load", "Scatter",
            "__version__"]

@@ -14,3 +14,11 @@ from .reduce import reduce
 __all__ = ["broadcast", "broadcast_adjoint", "sum_reduce", "sum_reduce_adjoint",
            "all_sum_reduce", "all_sum_reduce_adjoint",
            "HaloPlan", "halo_plan", "exchange_halos", "accumulate_halos", "reduce"]
+
+# redistribution and gather/scatter by global index (M2)
+from .plan import Layout, RedistributionPlan, layout_of, redistribution_plan
+from .redistribute import Redistributor, redistribute
+from .scatter import Scatter
+
+__all__ += ["Layout", "RedistributionPlan", "layout_of", "redistribution_plan",
+            "Redistributor", "redistribute", "Scatter"]
