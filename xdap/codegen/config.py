@@ -407,7 +407,7 @@ def _read_kernel(r, section, name, sec, module_kinds, module_ellipses, typemap):
     for v in variants:
         key = tuple(a.dtype for a in v.inputs)
         if key in seen:
-            raise r.error(section, "prototypes", f"{v.prototype.name} and {seen[key]} take the same input "
+            raise r.error(section, "prototypes", f"{seen[key]} and {v.prototype.name} take the same input "
                           f"types {key}; gumath would never select the second")
         seen[key] = v.prototype.name
     return KernelConfig(

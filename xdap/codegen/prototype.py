@@ -60,7 +60,7 @@ def _normalise_type(words) -> str:
 
 def _split_decl(text: str):
     """Split 'const float *x' into (type words, pointer?, const?, name|None)."""
-    text = re.sub(r"\[\s*\]", " * ", text)          # float x[] == float *x
+    text = re.sub(r"(\w*)\s*\[\s*\]", r" * \1", text)  # float x[] == float *x
     if re.search(r"\[[^\]]*\]", text):
         raise ValueError(f"fixed-size array parameters are not supported: {text.strip()!r}")
     text = text.replace("*", " * ")
