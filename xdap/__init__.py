@@ -17,8 +17,11 @@ from .array import DistArray, from_global
 from .comm import CartesianPartition, Partition
 from .distribution import Distribution, make_distribution
 from .protocols.dap import from_distarray
+from .protocols.partitioned import from_partitioned
+from .protocols.arrow import distarray_from_arrow as from_arrow
 from .io import load
 from .movement.scatter import Scatter
 
 __all__ = ["Partition", "CartesianPartition", "DistArray", "Distribution", "from_global", "from_distarray", "make_distribution", "load", "Scatter",
+           "from_partitioned", "from_arrow",
            "__version__"]

@@ -102,6 +102,26 @@ class DistArray:
         from .protocols.dap import export
         return export(self, version)
 
+    @property
+    def __partitioned__(self) -> dict:
+        """``__partitioned__`` export (tiles with zero-copy views of ``local``;
+        the first export over a communicator is collective, see
+        ``xdap.protocols.partitioned``)."""
+        from .protocols.partitioned import export
+        return export(self)
+
+    def to_arrow(self):
+        """This rank's owned part as a pyarrow array (zero-copy; see
+        ``xdap.protocols.arrow``)."""
+        from .protocols.arrow import to_arrow
+        return to_arrow(self)
+
+    def to_awkward(self):
+        """This rank's owned part as an awkward Array (zero-copy; see
+        ``xdap.protocols.awkward``)."""
+        from .protocols.awkward import to_awkward
+        return to_awkward(self)
+
     def save(self, path) -> None:
         """Save to the directory ``path``: type, distribution and data,
         crash-safe and checksummed (collective; see ``xdap.io.save``).
