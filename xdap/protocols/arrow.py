@@ -74,6 +74,17 @@ class ComplexType(pa.ExtensionType):
     def __reduce__(self):
         return ComplexType, (self.dtype,)
 
+    def __arrow_ext_scalar_class__(self):
+        return ComplexScalar
+
+
+class ComplexScalar(pa.ExtensionScalar):
+    """``as_py`` gives a Python complex (or None), so ``to_pylist`` reads naturally."""
+
+    def as_py(self, **kwargs):
+        pair = self.value.as_py() if self.value is not None else None
+        return None if pair is None else complex(pair[0], pair[1])
+
 
 for _name in ("complex64", "complex128"):
     try:   # registered so that Arrow IPC files and pickles keep the type
