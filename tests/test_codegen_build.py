@@ -93,6 +93,22 @@ def test_array_kernels(ops):
         ops.dot(f64(m[0]), f64(n[0, :3]))
 
 
+def test_rowwise_array_kernels_on_ragged_rows(ops):
+    """x(n)-only kernels under var...: D... * var * T, called once per row."""
+    rows = [[1.0, 2.0, 3.0], [], [3.0, 4.0], [0.5]]
+    r = xnd(rows)
+    got = ops.dot(r, r)
+    assert str(got.type) == "var * float64"
+    assert got.value == [float(np.dot(x, x)) for x in rows]
+    got = ops.cumsum(r)
+    assert str(got.type) == "var * var * float64"
+    assert got.value == [np.cumsum(x).tolist() for x in rows]
+    deep = [[[1.0, 2.0]], [[3.0], [4.0, 5.0]]]
+    assert ops.cumsum(xnd(deep)).value == [[np.cumsum(x).tolist() for x in g] for g in deep]
+    with pytest.raises(TypeError):   # rows of different lengths do not type-check
+        ops.dot(r, xnd([[1.0, 2.0], [], [3.0, 4.0], [1.0]]))
+
+
 def test_inplace_array_kernel_writes_through_views(ops):
     m = np.arange(12.0).reshape(3, 4)
     x = f64(m)

@@ -181,6 +181,10 @@ def test_hide_inferred_from_dimension(tmp_path):
         hide = n
     """))
     assert c.kernels[0].variants[0].hidden[0].hide_expr == "len(x, 0)"
+    # row-wise (all arrays 1-D over one name): var... takes ragged rows
+    assert [r[1] for r in kernel_table(c)] == [
+        "... * N * float64, ... * N * float64 -> ... * float64",
+        "D... * var * float64, D... * var * float64 -> D... * float64"]
 
 
 def test_skip_and_comments(tmp_path):

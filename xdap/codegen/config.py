@@ -92,15 +92,28 @@ class Variant:
         kernel is elementwise and gets a Strided loop."""
         return not self.hidden and not any(a.is_array for a in self.args)
 
-    def _arg_type(self, a: Arg, prefix: str) -> str:
-        dims = "".join(f"{self.dim_symbols[d]} * " for d in a.dims)
+    @property
+    def rowwise(self) -> bool:
+        """True when every array argument is 1-D over one shared dimension
+        name: then a named ellipsis (xndtools' var...) also takes ragged rows,
+        ``D... * var * T``, and the kernel runs once per row."""
+        dims = {a.dims for a in self.args if a.is_array}
+        return len(dims) == 1 and len(next(iter(dims))) == 1 and not next(iter(dims))[0].isdigit()
+
+    def _arg_type(self, a: Arg, prefix: str, var: bool) -> str:
+        dims = "".join("var * " if var else f"{self.dim_symbols[d]} * " for d in a.dims)
         return f"{prefix}{dims}{a.dtype}"
 
     def signature(self, ellipsis: str) -> str:
-        """The gumath signature for one ellipsis ('...', 'D...' or '')."""
+        """The gumath signature for one ellipsis ('...', 'D...', 'X...' or '').
+
+        Under a named ellipsis the core dimension of a row-wise kernel is
+        ``var``: fixed data match the '...' set, ragged rows this one.
+        """
         prefix = f"{ellipsis} * " if ellipsis else ""
-        ins = ", ".join(self._arg_type(a, prefix) for a in self.inputs)
-        outs = ", ".join(self._arg_type(a, prefix) for a in self.outputs) or "void"
+        var = ellipsis not in ("", "...") and self.rowwise
+        ins = ", ".join(self._arg_type(a, prefix, var) for a in self.inputs)
+        outs = ", ".join(self._arg_type(a, prefix, var) for a in self.outputs) or "void"
         return f"{ins} -> {outs}"
 
 

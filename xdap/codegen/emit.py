@@ -160,7 +160,19 @@ xdap_buf_get(xdap_buf_t *b, const xnd_t *x, int ndim, int64_t itemsize, bool fil
     b->itemsize = itemsize;
     b->nelem = 1;
     b->base = x->ptr + x->index * itemsize;
-    for (int d = 0; d < ndim; d++) {
+    if (ndim == 1 && t->tag == VarDim) {   /* one ragged row */
+        int64_t start, vstep;
+        const int64_t shape = ndt_var_indices(&start, &vstep, t, x->index, ctx);
+        if (shape < 0) {
+            return -1;
+        }
+        b->base = x->ptr + start * itemsize;
+        b->shape[0] = shape;
+        b->step[0] = vstep * itemsize;
+        b->nelem = shape;
+        t = t->VarDim.type;
+    }
+    else for (int d = 0; d < ndim; d++) {
         if (t->tag != FixedDim) {
             ndt_err_format(ctx, NDT_TypeError,
                            "xdap kernel: array arguments need fixed dimensions");
@@ -354,6 +366,21 @@ def _emit_array_xnd(kernel: KernelConfig, i: int, v: Variant) -> str:
         out += [f"    if (xdap_buf_get(&b{k}, &stack[{k}], {len(a.dims)}, (int64_t)sizeof({a.ctype}), "
                 f"{'true' if fill else 'false'}, ctx) < 0) {{",
                 "        goto done;", "    }"]
+    # Arguments sharing a dimension name must agree; the signature ensures
+    # it for fixed dims, not for ragged rows (var).
+    first = {}
+    for k, a, _, _ in array_slots:
+        for axis, d in enumerate(a.dims):
+            if d.isdigit():
+                continue
+            if d not in first:
+                first[d] = (k, axis, a.name)
+                continue
+            k0, axis0, name0 = first[d]
+            out += [f"    if (b{k}.shape[{axis}] != b{k0}.shape[{axis0}]) {{",
+                    f"        ndt_err_format(ctx, NDT_ValueError, \"{kernel.name}: {a.name} and {name0} "
+                    f"differ in dimension {d}\");",
+                    "        goto done;", "    }"]
     for a in v.args:
         if a.role == "inout" and a.is_array:
             i_, o_ = s.input[a.name], s.output[a.name]
