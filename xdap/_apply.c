@@ -23,6 +23,9 @@
  *       bytes a list); values are never copied.  `out` (an xnd of the result
  *       layout and dtype) is written in place and returned.
  *
+ *   Outputs: small ones are owned by xnd (one allocation, no Python call);
+ *   large ones by a Buffer the container views (see new_buffer_xnd).
+ *
  *   Exceptions that tell the Python layer to take another route:
  *       NoKernel (TypeError)        no kernel for these dtypes
  *       NotElementwise (TypeError)  a kernel exists but is not `... * T`
@@ -263,19 +266,99 @@ alloc_data(int64_t size)
     uintptr_t aligned = ((uintptr_t)raw + sizeof(uintptr_t) + DATA_ALIGN - 1)
                         & ~(uintptr_t)(DATA_ALIGN - 1);
     ((uintptr_t *)aligned)[-1] = (uintptr_t)raw;
-#ifdef MADV_HUGEPAGE
-    /* Large outputs: ask for huge pages, as NumPy does, so the first touch
-       of the fresh pages costs fewer faults. */
-    if (size >= (1 << 22)) {
-        uintptr_t page = 4096;
-        uintptr_t lo = (aligned + page - 1) & ~(page - 1);
-        uintptr_t hi = (aligned + (uintptr_t)size) & ~(page - 1);
+    return (char *)aligned;
+}
+
+/* Large outputs must not be owned by xnd itself: xnd frees owned data with
+   xnd_clear, which visits every element (O(n), as slow as the kernel).  A
+   Buffer owns them instead and the xnd container is a view of it, made with
+   xnd.from_buffer (the route NumPy arrays take into xnd). */
+#define BUFFER_MIN_BYTES (1 << 16)
+
+typedef struct {
+    PyObject_HEAD
+    char *raw;            /* what to free */
+    char *data;           /* aligned start */
+    Py_ssize_t len;
+    uint8_t *bitmap;      /* validity, or NULL */
+} BufferObject;
+
+static void
+buffer_dealloc(BufferObject *self)
+{
+    free(self->raw);
+    free(self->bitmap);
+    PyObject_Free(self);
+}
+
+static int
+buffer_getbuf(BufferObject *self, Py_buffer *view, int flags)
+{
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->data, self->len, 0, flags);
+}
+
+static PyBufferProcs buffer_as_buffer = {
+    .bf_getbuffer = (getbufferproc)buffer_getbuf,
+    .bf_releasebuffer = NULL,
+};
+
+static PyTypeObject Buffer_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "xdap._apply.Buffer",
+    .tp_basicsize = sizeof(BufferObject),
+    .tp_dealloc = (destructor)buffer_dealloc,
+    .tp_as_buffer = &buffer_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Uninitialised memory behind a large kernel output.",
+};
+
+static PyObject *xnd_type_object = NULL;   /* xnd.xnd */
+
+/* An xnd container of type t (stolen) over fresh uninitialised memory. */
+static PyObject *
+new_buffer_xnd(ndt_t *t, int64_t nbytes, int64_t n, int optional)
+{
+    BufferObject *b = PyObject_New(BufferObject, &Buffer_Type);
+    if (b == NULL) {
+        ndt_del(t);
+        return NULL;
+    }
+    b->raw = malloc((size_t)nbytes + DATA_ALIGN);
+    b->bitmap = optional ? malloc((size_t)((n + 7) / 8 + 1)) : NULL;
+    b->len = (Py_ssize_t)nbytes;
+    if (b->raw == NULL || (optional && b->bitmap == NULL)) {
+        Py_DECREF(b);
+        ndt_del(t);
+        return PyErr_NoMemory();
+    }
+    b->data = (char *)(((uintptr_t)b->raw + DATA_ALIGN - 1) & ~(uintptr_t)(DATA_ALIGN - 1));
+#if defined(MADV_HUGEPAGE)
+    if (nbytes >= (1 << 22)) {      /* as NumPy: fewer page faults on first touch */
+        uintptr_t lo = ((uintptr_t)b->data + 4095) & ~(uintptr_t)4095;
+        uintptr_t hi = ((uintptr_t)b->data + (uintptr_t)nbytes) & ~(uintptr_t)4095;
         if (hi > lo) {
             (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
         }
     }
 #endif
-    return (char *)aligned;
+    PyObject *x0 = PyObject_CallMethod(xnd_type_object, "from_buffer", "O", (PyObject *)b);
+    Py_DECREF(b);
+    if (x0 == NULL) {
+        ndt_del(t);
+        return NULL;
+    }
+    PyObject *x = Xnd_ViewMoveNdt(x0, t);   /* steals t */
+    Py_DECREF(x0);
+    if (x == NULL) {
+        return NULL;
+    }
+    if (optional) {
+        MirrorXnd *mx = (MirrorXnd *)x;
+        mx->xnd.bitmap.data = ((BufferObject *)mx->mblock->view->obj)->bitmap;
+        mx->xnd.bitmap.size = 0;
+        mx->xnd.bitmap.next = NULL;
+    }
+    return x;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -669,6 +752,13 @@ func_call(FuncObject *self, PyObject *args, PyObject *kwds)
                 (void)Ndt_SetError(&ctx);
                 goto error;
             }
+            if (n * e->out_size[j] >= BUFFER_MIN_BYTES) {
+                results[j] = new_buffer_xnd(t, n * e->out_size[j], n, optional);
+                if (results[j] == NULL || describe(results[j], &outs[j]) < 0) {
+                    goto error;
+                }
+                continue;
+            }
             xnd_t x = xnd_error;
             x.index = 0;
             x.type = t;
@@ -847,7 +937,16 @@ PyInit__apply(void)
         return NULL;
     }
     Py_DECREF(gm);
-    if (PyType_Ready(&Func_Type) < 0) {
+    PyObject *xnd_module = PyImport_ImportModule("xnd");
+    if (xnd_module == NULL) {
+        return NULL;
+    }
+    xnd_type_object = PyObject_GetAttrString(xnd_module, "xnd");
+    Py_DECREF(xnd_module);
+    if (xnd_type_object == NULL) {
+        return NULL;
+    }
+    if (PyType_Ready(&Func_Type) < 0 || PyType_Ready(&Buffer_Type) < 0) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&module);
