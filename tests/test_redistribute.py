@@ -219,7 +219,7 @@ def test_errors_raise_on_every_rank(comm):
         # membership disagreement: rank 0 claims to be outside, yet is in the target comm
         with pytest.raises(ValueError, match="membership|different"):
             a.redistribute(dist=("c",), comm=MPI.COMM_NULL if comm.rank == 0 else comm)
-    r = xdap.from_global([[1.0], [2.0, 3.0]], type="var * var * float64", comm=comm)
+    r = xdap.from_global([[1.0], [2.0, 3.0]] * 4, type="var * var * float64", comm=comm)
     with pytest.raises(ValueError, match="ragged array is distributed by rows"):
         r.redistribute(dist=("b", "b"))
     with pytest.raises(ValueError, match="no rank is in the target"):
