@@ -1,11 +1,26 @@
-"""Build xdap: the Python package and its C extension `xdap._xndbuf`.
+"""Build xdap: the Python package and its C extensions.
 
-The extension compiles against the headers and shared libraries that the
-pinned ndtypes/xnd wheels ship inside their packages (see
-tools/build_stack.sh), so it needs them installed first.
+- `xdap._xndbuf`: zero-copy bridges between xnd containers and flat buffers;
+- `xdap._apply`: the fast elementwise dispatcher of xdap.kernels;
+- `xdap.kernels._unary`, `_binary`, `_compare`: the kernel library, generated
+  at build time from kernel-configs/*.cfg by xdap.codegen (the C functions
+  are kernels/xdap_kernels.h).
+
+They compile against the headers and shared libraries that the pinned
+ndtypes/xnd/gumath wheels ship inside their packages (see
+tools/build_stack.sh), so those must be installed first.
+
+The kernel library is compiled with -O3 -fno-math-errno (IEEE NaN/inf kept,
+unlike -ffast-math) and, on x86_64 glibc, linked with libmvec so gcc's
+vectorised loops call its SIMD sin/exp/...; XDAP_KERNEL_ARCH sets -march
+(default "native": the build runs on the machine that uses it; set e.g.
+"x86-64-v2" for a portable build, or "" for the compiler's default).
 """
-import os
+import glob
 import importlib.util
+import os
+import platform
+import sys
 
 from setuptools import Extension, find_packages, setup
 
@@ -45,12 +60,50 @@ apply_ext = Extension(
                         "-Wno-missing-field-initializers"],
 )
 
+
+
+def load_codegen():
+    """xdap.codegen without importing xdap (its __init__ needs the built
+    extensions and MPI); codegen itself uses the standard library only."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location(
+        "xdap_codegen", os.path.join(here, "xdap", "codegen", "__init__.py"),
+        submodule_search_locations=[os.path.join(here, "xdap", "codegen")])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["xdap_codegen"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def kernel_library():
+    """One Extension per kernel-configs/*.cfg, generated into build/kernels-src."""
+    codegen = load_codegen()
+    arch = os.environ.get("XDAP_KERNEL_ARCH", "native")
+    cflags = ["-O3", "-fno-math-errno"] + ([f"-march={arch}"] if arch else [])
+    ldflags = []
+    if platform.machine() == "x86_64" and sys.platform.startswith("linux") and (
+            glob.glob("/lib/x86_64-linux-gnu/libmvec.so*") or glob.glob("/usr/lib*/libmvec.so*")):
+        ldflags = ["-lmvec", "-lm"]
+    else:
+        cflags.append("-DXDAP_NO_LIBMVEC")
+    exts = []
+    for cfg in sorted(glob.glob("kernel-configs/*.cfg")):
+        spec = codegen.extension_spec(cfg, os.path.join("build", "kernels-src"))
+        fields = {k: spec[k] for k in codegen.EXTENSION_KEYS}
+        fields["name"] = "xdap.kernels." + spec["name"]
+        fields["extra_compile_args"] = list(spec["extra_compile_args"]) + cflags
+        fields["extra_link_args"] = list(spec["extra_link_args"]) + ldflags
+        fields["depends"] = ["kernels/xdap_kernels.h", cfg]
+        exts.append(Extension(**fields))
+    return exts
+
+
 setup(
     name="xdap",
     version="0.1.0",
     description="Typed distributed arrays: xnd containers over MPI, DAP and __partitioned__",
     packages=find_packages(include=["xdap", "xdap.*"]),
-    ext_modules=[xndbuf, apply_ext],
+    ext_modules=[xndbuf, apply_ext] + kernel_library(),
     python_requires="==3.11.*",
     entry_points={"console_scripts": ["xdap = xdap.cli:main"]},
 )
