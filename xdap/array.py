@@ -220,6 +220,37 @@ class DistArray:
         uniq, first = np.unique(rows, return_index=True)
         return container(take_rows(allp, first[np.argsort(uniq)]))
 
+    # -- elementwise operators: thin delegates to xdap.kernels (collective) --
+    # Each returns a new DistArray with this distribution; comparisons give
+    # bool. `==` is elementwise, so DistArray keeps identity hashing.
+    __hash__ = object.__hash__
+
+    def _kernel(self, name, *args):
+        import numbers
+        if not all(isinstance(a, (DistArray, numbers.Number)) for a in args):
+            return NotImplemented    # e.g. a == None: Python's default, not a kernel call
+        from . import kernels
+        return getattr(kernels, name)(*args)
+
+    def __add__(self, other): return self._kernel("add", self, other)
+    def __radd__(self, other): return self._kernel("add", other, self)
+    def __sub__(self, other): return self._kernel("subtract", self, other)
+    def __rsub__(self, other): return self._kernel("subtract", other, self)
+    def __mul__(self, other): return self._kernel("multiply", self, other)
+    def __rmul__(self, other): return self._kernel("multiply", other, self)
+    def __truediv__(self, other): return self._kernel("divide", self, other)
+    def __rtruediv__(self, other): return self._kernel("divide", other, self)
+    def __pow__(self, other): return self._kernel("power", self, other)
+    def __rpow__(self, other): return self._kernel("power", other, self)
+    def __neg__(self): return self._kernel("negative", self)
+    def __abs__(self): return self._kernel("absolute", self)
+    def __eq__(self, other): return self._kernel("equal", self, other)
+    def __ne__(self, other): return self._kernel("not_equal", self, other)
+    def __lt__(self, other): return self._kernel("less", self, other)
+    def __le__(self, other): return self._kernel("less_equal", self, other)
+    def __gt__(self, other): return self._kernel("greater", self, other)
+    def __ge__(self, other): return self._kernel("greater_equal", self, other)
+
     def __repr__(self):
         return (f"<DistArray type='{self.type}' global_shape={self.global_shape} "
                 f"grid={self.grid} rank={self.comm.rank} local_shape={self.distribution.local_shape}>")

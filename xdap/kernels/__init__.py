@@ -1,14 +1,28 @@
 """xdap.kernels: gumath kernels applied per rank to DistArrays and containers.
 
-``apply(func, *args, out=None)`` runs any gumath callable (our library's,
-a module built with ``xdap kernel build``, or gumath's own) elementwise on
-every rank's local container; see ``xdap.kernels.apply``.
+- ``apply(func, *args, out=None)`` runs any gumath callable (our library's,
+  a module built with ``xdap kernel build``, or gumath's own) on every
+  rank's local container; see ``xdap.kernels.apply``.
+- The library, one function per kernel: unary ``fabs absolute negative exp
+  exp2 expm1 log log2 log10 log1p sqrt cbrt sin cos tan asin acos atan sinh
+  cosh tanh asinh acosh atanh erf erfc lgamma tgamma ceil floor trunc round
+  nearbyint``; binary ``add subtract multiply divide power fmod maximum
+  minimum copysign atan2 hypot``; comparisons ``equal not_equal less
+  less_equal greater greater_equal`` (-> bool). Type rules in docs/kernels.md.
 
->>> import numpy as np, gumath
->>> from xdap.kernels import apply
->>> apply(gumath.sin, np.array([0.0])).value
-[0.0]
+>>> import numpy as np, xdap
+>>> from mpi4py import MPI
+>>> from xdap import kernels
+>>> a = xdap.from_global([[0.0, None], [], [1.0]], type="var * var * ?float64", comm=MPI.COMM_SELF)
+>>> kernels.multiply(a, 2.0).local
+xnd([[0.0, None], [], [2.0]], type='var * var * ?float64')
+>>> kernels.sin(np.array([1, 2], dtype=np.int64))
+Traceback (most recent call last):
+...
+TypeError: no kernel for int64 in sin (no sin(int64)): gumath converts only exactly (int32 -> float64 yes, int64 -> float64 no); convert explicitly, e.g. to float64, if you accept rounding
 """
 from .apply import apply
+from .library import *  # noqa: F401,F403  (the kernel functions)
+from .library import BINARY, COMPARE, UNARY, gufunc
 
-__all__ = ["apply"]
+__all__ = ["apply", "gufunc"] + list(UNARY + BINARY + COMPARE)

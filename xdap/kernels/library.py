@@ -1,0 +1,119 @@
+"""The kernel library as Python functions: ``sin(x, out=None)``,
+``add(x, y, out=None)``, ... (one per gumath function of the compiled
+modules ``_unary``, ``_binary`` and ``_compare``, generated at build time
+from kernel-configs/*.cfg).
+
+Each function takes DistArrays (collective: the result has the operands'
+distribution), xnd containers, NumPy arrays and Python scalars, for fixed,
+ragged (``var * var * T``) and optional (``?T``) data; see
+``xdap.kernels.apply`` for the rules. Plain xnd containers of matching
+dtypes go straight to the compiled fast path.
+
+>>> import numpy as np
+>>> from xnd import xnd
+>>> from xdap.kernels import sin, add, less
+>>> add(xnd([[1.0, None], [2.0]], dtype="?float64"), 1.0)
+xnd([[2.0, None], [3.0]], type='var * var * ?float64')
+>>> less(np.array([1, 5], dtype=np.int32), 3).value
+[True, False]
+"""
+from __future__ import annotations
+
+from xnd import xnd as _xnd
+
+from .apply import apply
+
+UNARY = ("fabs", "absolute", "negative", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+         "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+         "asinh", "acosh", "atanh", "erf", "erfc", "lgamma", "tgamma", "ceil", "floor", "trunc",
+         "round", "nearbyint")
+BINARY = ("add", "subtract", "multiply", "divide", "power", "fmod", "maximum", "minimum",
+          "copysign", "atan2", "hypot")
+COMPARE = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
+
+__all__ = list(UNARY + BINARY + COMPARE) + ["gufunc", "UNARY", "BINARY", "COMPARE"]
+
+_MODULES = {}
+
+
+def _module(name):
+    m = _MODULES.get(name)
+    if m is None:
+        import importlib
+        try:
+            m = importlib.import_module(f"xdap.kernels.{name}")
+        except ImportError as e:
+            raise ImportError(f"the kernel library xdap.kernels.{name} is not built: run "
+                              "`.venv/bin/python setup.py build_ext --inplace` (or `make`)") from e
+        _MODULES[name] = m
+    return m
+
+
+def gufunc(name: str):
+    """The gumath multimethod behind a library function (gumath's own
+    dispatch; e.g. ``gufunc("sin")(xnd([1.0]))``)."""
+    module = "_unary" if name in UNARY else "_binary" if name in BINARY else "_compare"
+    if name not in UNARY + BINARY + COMPARE:
+        raise ValueError(f"no library kernel named {name!r}")
+    return getattr(_module(module), name)
+
+
+def _make_unary(name):
+    state = {}
+
+    def kernel(x, out=None):
+        f = state.get("fast")
+        if f is None:
+            from .apply import fast
+            g = state["gufunc"] = gufunc(name)
+            f = state["fast"] = fast(g)
+        if type(x) is _xnd:
+            try:
+                return f(x) if out is None else f(x, out=out)
+            except state.setdefault("retry", _retry_errors()):
+                pass
+        return apply(state["gufunc"], x, out=out)
+
+    kernel.__name__ = kernel.__qualname__ = name
+    kernel.__doc__ = (f"{name}(x, out=None): elementwise {name} (see xdap.kernels).\n\n"
+                      "x: DistArray, xnd container, NumPy array. Returns the same kind, with "
+                      "x's layout\nand distribution; out= is written in place and returned.")
+    return kernel
+
+
+def _make_binary(name):
+    state = {}
+
+    def kernel(x, y, out=None):
+        f = state.get("fast")
+        if f is None:
+            from .apply import fast
+            g = state["gufunc"] = gufunc(name)
+            f = state["fast"] = fast(g)
+        if type(x) is _xnd and type(y) is _xnd:
+            try:
+                return f(x, y) if out is None else f(x, y, out=out)
+            except state.setdefault("retry", _retry_errors()):
+                pass
+        return apply(state["gufunc"], x, y, out=out)
+
+    kernel.__name__ = kernel.__qualname__ = name
+    kernel.__doc__ = (f"{name}(x, y, out=None): elementwise {name} (see xdap.kernels).\n\n"
+                      "x, y: DistArrays (one distribution, one type shape), xnd containers, "
+                      "NumPy arrays,\nPython scalars (broadcast). Mixed dtypes meet in their "
+                      "common exact type.")
+    return kernel
+
+
+def _retry_errors():
+    """The fast path's 'take another route' exceptions (dtype conversion,
+    non-contiguous views): apply() handles those cases."""
+    from .. import _apply
+    return (_apply.NoKernel, _apply.NeedsCopy, _apply.NotElementwise)
+
+
+for _n in UNARY:
+    globals()[_n] = _make_unary(_n)
+for _n in BINARY + COMPARE:
+    globals()[_n] = _make_binary(_n)
+del _n
