@@ -90,19 +90,19 @@ def _identity(op, dt):
 
 def _local(op, v, mask, axes):
     """(partial, count) of values v (mask: valid cells or None) over axes;
-    count is None unless the op needs it (mean, and min/max of optional data)."""
+    count (valid cells) is None unless the op needs it (mean, min, max)."""
     dt = v.dtype
     acc = _acc_dtype(op, dt)
     where = True if mask is None else mask
     count = None
+    if op in ("count", "mean", "min", "max"):
+        if mask is None:      # every cell counts: no pass over the data
+            count = np.full([n for k, n in enumerate(v.shape) if k not in axes],
+                            math.prod(v.shape[k] for k in axes), np.int64)
+        else:
+            count = np.asarray(np.count_nonzero(mask, axis=axes), np.int64)
     if op == "count":
-        part = (np.full([n for k, n in enumerate(v.shape) if k not in axes],
-                        math.prod(v.shape[k] for k in axes), np.int64)
-                if mask is None else np.count_nonzero(mask, axis=axes))
-        return np.asarray(part, np.int64), None
-    if op == "mean" or (op in ("min", "max") and mask is not None):
-        count = (np.asarray(np.count_nonzero(mask, axis=axes), np.int64) if mask is not None
-                 else None)
+        return count, None
     if op in ("sum", "mean", "prod"):
         ufunc = np.multiply if op == "prod" else np.add
         part = ufunc.reduce(v, axis=axes, dtype=acc, where=where) if mask is not None \
@@ -122,6 +122,8 @@ def _allreduce(comm, arr, op):
     arr = np.ascontiguousarray(arr)
     if comm.size == 1:
         return arr
+    if arr.dtype == bool and op in ("min", "max"):      # MPI orders no C_BOOL
+        op = "all" if op == "min" else "any"
     try:
         from mpi4py.util.dtlib import from_numpy_dtype
         from_numpy_dtype(arr.dtype)
@@ -321,8 +323,6 @@ def _ragged_all(a, op):
     mask = p.valid_mask()
     mask = None if mask is None else mask[leaves]
     part, count = _local(op, v, mask, (0,))
-    if op in ("min", "max") and count is None:
-        count = np.asarray(v.size, np.int64)           # to detect "nothing at all"
     total = _allreduce(a.comm, part, "sum" if op == "mean" else op)
     count = None if count is None else _allreduce(a.comm, count, "sum")
     vals, valid = _finish(op, total, count, a.info.optional,
