@@ -382,7 +382,11 @@ def redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto", **
     inside = not (comm is not None and comm == MPI.COMM_NULL)
     target = dst_layout = None
     shape = a.distribution.global_shape
-    with _comm.collective_checks(A):
+    # Local checks, then ONE allgather carrying every rank's verdict and target
+    # fingerprint; the decisions below read only gathered data, so every rank
+    # reaches the same one without another collective.
+    error = None
+    try:
         if method not in METHODS:
             raise ValueError(f"redistribute: method must be one of {METHODS}, got {method!r}")
         if inside:
@@ -397,21 +401,31 @@ def redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto", **
                 raise ValueError("redistribute: the target communicator must be a subset of the "
                                  "array's communicator (a rank of it is not in a.comm)")
             dst_layout = layout_of(target, parent)
-    fps = A.allgather(None if dst_layout is None else
-                      (dst_layout.fingerprint(), tuple(dst_layout.ranks.tolist())))
+    except (ValueError, TypeError) as e:
+        error = e
+    except BaseException as e:
+        error = ValueError(f"internal error on rank {A.rank}: {type(e).__name__}: {e}")
+    mine = (None if error is None else (isinstance(error, TypeError), str(error)),
+            None if dst_layout is None else
+            (dst_layout.fingerprint(), tuple(dst_layout.ranks.tolist())))
+    gathered = A.allgather(mine)
+    for r, (verdict, _) in enumerate(gathered):
+        if verdict is not None:
+            cls = TypeError if verdict[0] else ValueError
+            raise cls(f"{verdict[1]} (rank {r})") from error
+    fps = [f for _, f in gathered]
     members = [r for r, f in enumerate(fps) if f is not None]
-    with _comm.collective_checks(A):
-        if not members:
-            raise ValueError("redistribute: no rank is in the target communicator "
-                             "(every rank passed MPI.COMM_NULL)")
-        first = fps[members[0]]
-        if any(fps[r] != first for r in members):
-            raise ValueError("redistribute: the ranks of the target communicator passed "
-                             "different target distributions (all must pass the same)")
-        if sorted(members) != sorted(first[1]):
-            raise ValueError(f"redistribute: ranks {sorted(set(first[1]) ^ set(members))} of "
-                             f"a.comm disagree about membership in the target communicator "
-                             f"(pass MPI.COMM_NULL exactly on the ranks outside it)")
+    if not members:
+        raise ValueError("redistribute: no rank is in the target communicator "
+                         "(every rank passed MPI.COMM_NULL)")
+    first = fps[members[0]]
+    if any(fps[r] != first for r in members):
+        raise ValueError("redistribute: the ranks of the target communicator passed "
+                         "different target distributions (all must pass the same)")
+    if sorted(members) != sorted(first[1]):
+        raise ValueError(f"redistribute: ranks {sorted(set(first[1]) ^ set(members))} of "
+                         f"a.comm disagree about membership in the target communicator "
+                         f"(pass MPI.COMM_NULL exactly on the ranks outside it)")
     if len(members) != A.size:
         dst_layout = A.bcast(dst_layout, root=members[0])
     plan = redistribution_plan(_source_layout(a.distribution), dst_layout)
