@@ -36,8 +36,8 @@
 /* ------------------------------------------------------------------------ */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__FAST_MATH__) && !defined(XDAP_NO_LIBMVEC)
 #define XK_SIMD __attribute__((__simd__("notinbranch")))
-#define XK_VEC1(f) XK_SIMD extern double f(double); XK_SIMD extern float f##f(float);
-#define XK_VEC2(f) XK_SIMD extern double f(double, double); XK_SIMD extern float f##f(float, float);
+#define XK_VEC1(F) XK_SIMD extern double F(double); XK_SIMD extern float F##f(float);
+#define XK_VEC2(F) XK_SIMD extern double F(double, double); XK_SIMD extern float F##f(float, float);
 XK_VEC1(sin) XK_VEC1(cos) XK_VEC1(tan) XK_VEC1(asin) XK_VEC1(acos) XK_VEC1(atan)
 XK_VEC1(sinh) XK_VEC1(cosh) XK_VEC1(tanh) XK_VEC1(asinh) XK_VEC1(acosh) XK_VEC1(atanh)
 XK_VEC1(exp) XK_VEC1(exp2) XK_VEC1(expm1) XK_VEC1(log) XK_VEC1(log2) XK_VEC1(log10)

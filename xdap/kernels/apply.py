@@ -45,13 +45,24 @@ _FAST = {}
 
 def fast(func):
     """The cached fast-path handle (``xdap._apply.Func``) of a gumath callable."""
-    from .. import _apply
+    _apply = _apply_module()
     if isinstance(func, _apply.Func):
         return func
     hit = _FAST.get(id(func))        # gufuncs are unhashable: key by id, keep func alive
     if hit is None or hit[0] is not func:
         hit = _FAST[id(func)] = (func, _apply.Func(func))
     return hit[1]
+
+
+_MOD = []
+
+
+def _apply_module():
+    """xdap._apply, imported on first use (kept out of import time)."""
+    if not _MOD:
+        from .. import _apply
+        _MOD.append(_apply)
+    return _MOD[0]
 
 
 def _distarray_type():
@@ -75,12 +86,16 @@ def apply(func, *args, out=None):
             raise TypeError("out= is a DistArray but no operand is: pass DistArray operands")
         return local_apply(func, args, out)
     first = dists[0]
-    comm = first.comm
-    result = None
-    with _comm.collective_checks(comm):
-        check_distarrays(args, out, DistArray)
-        locals_ = [a.local if isinstance(a, DistArray) else a for a in args]
-        result = local_apply(func, locals_, None if out is None else out.local)
+    locals_ = [a.local if isinstance(a, DistArray) else a for a in args]
+    if len(dists) == 1 and out is None and all(a is first or is_scalar(a) for a in args):
+        # One DistArray (and scalars): the ranks agree on its dtype and layout
+        # class, so every rank reaches the same verdict without communicating.
+        result = local_apply(func, locals_, None)
+    else:
+        result = None
+        with _comm.collective_checks(first.comm):
+            check_distarrays(args, out, DistArray)
+            result = local_apply(func, locals_, None if out is None else out.local)
     if out is not None:
         return out
     if isinstance(result, tuple):
@@ -98,7 +113,8 @@ def derive(a, local):
     new = object.__new__(type(a))
     new.distribution = a.distribution
     new._local = local
-    new.info = type_info(local)
+    leaf = str(local.type).rsplit(" * ", 1)[-1]          # cheaper than type_info()
+    new.info = dataclasses.replace(a.info, dtype=leaf.lstrip("?"), optional=leaf.startswith("?"))
     new._parts = parts(local)
     new._leaf_index = a._leaf_index
     return new
@@ -137,10 +153,10 @@ def _same(a, b, what):
 def local_apply(func, args, out=None):
     """One rank's part: containers/NumPy arrays/scalars -> container(s)."""
     f = fast(func)
-    xs = [a if type(a) is xnd else a for a in args]
+    xs = list(args)
     if any(type(a) is not xnd for a in xs):
         xs = _as_containers(xs)
-    from .. import _apply
+    _apply = _apply_module()
     try:
         return f(*xs, out=out)
     except _apply.NeedsCopy:
