@@ -231,3 +231,51 @@ def test_plan_is_pure_and_errors_are_collective(comm):
             xdap.from_global(np.zeros(2), dist=("b",), padding=((1, 1),), periodic=(True,),
                              comm=comm).exchange_halos()
         b.exchange_halos()
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("mode", ["add", "replace"])
+def test_accumulate_optional(comm, mode):
+    from xdap.containers import pack_validity
+    shape = (8, 10)
+    g = np.ma.masked_array(np.zeros(shape), mask=np.zeros(shape, bool))
+    a = xdap.from_global(g, dist=("b", "b"), padding=((1, 1), (1, 1)), periodic=(True, False),
+                         comm=comm)
+    p = parts(a.local)
+    rng = np.random.default_rng(200 + comm.rank)
+    ghosts = ghost_mask(a)
+    src = source_index(a)
+    flat = np.ravel_multi_index(np.ix_(*src), shape)
+    valid = rng.random(p.values.shape) < 0.6
+    if mode == "add":
+        p.values[...] = rng.integers(1, 9, p.values.shape)
+    else:                        # equal copies of a cell: the order cannot matter
+        p.values[...] = np.where(ghosts, 1000.0 + flat, -1.0)
+        valid = np.where(ghosts, (flat % 3) != 0, valid)
+    p.validity[:] = pack_validity(valid)
+    before_v, before_m = p.values.copy(), valid.copy()
+    # reference from every rank's ghosts
+    add = np.zeros(shape)
+    any_valid = np.zeros(shape, bool)
+    copied = np.zeros(shape, bool)
+    for vals, m, gh, s in comm.allgather((before_v, before_m, ghosts, src)):
+        for pos in zip(*np.nonzero(gh)):
+            cell = tuple(s[k][pos[k]] for k in range(2))
+            copied[cell] = True
+            if m[pos]:
+                add[cell] += vals[pos]
+                any_valid[cell] = True
+    want_v, want_m = before_v.copy(), before_m.copy()
+    own = ~ghosts
+    if mode == "add":
+        hit = own & any_valid[np.ix_(*src)]
+        want_v[hit] = np.where(before_m, before_v, 0)[hit] + add[np.ix_(*src)][hit]
+        want_m[hit] = True
+    else:
+        hit = own & copied[np.ix_(*src)]
+        want_v[hit] = 1000.0 + flat[hit]
+        want_m[hit] = ((flat % 3) != 0)[hit]
+    a.accumulate_halos(mode)
+    got_m = p.valid_mask()
+    np.testing.assert_array_equal(got_m, want_m)
+    np.testing.assert_array_equal(p.values[got_m], want_v[got_m])
