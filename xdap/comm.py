@@ -102,7 +102,7 @@ class Partition:
     context manager); a partition that is garbage collected frees its
     communicator too, unless MPI is already finalized.
 
-    size     number of workers (0 when inactive)
+    size     number of workers in the team (known to inactive workers too)
     rank     this worker's rank in the team (None when inactive)
     active   whether this worker is a member
     shape    ``(size,)``: a team is a 1-d Cartesian topology
@@ -115,8 +115,8 @@ class Partition:
     >>> P.size, P.rank, P.active, P.shape, P.index
     (1, 0, True, (1,), 0)
     >>> with P.create_partition_inclusive([]) as Q:   # nobody: inactive everywhere
-    ...     Q.active, Q.size, Q.allgather_data(5)
-    (False, 0, [])
+    ...     Q.active, Q.size, Q.rank, Q.allgather_data(5)
+    (False, 0, None, [])
     """
 
     def __init__(self, comm=None):
@@ -246,7 +246,7 @@ class Partition:
         """The team of workers that all-sum-reduce together: here (1-d) the
         whole team when axis 0 is reduced (``axes`` None, 0 or (0,)), else
         this worker alone."""
-        return self.create_cartesian_topology_partition(self.shape).create_allreduction_partition(axes)
+        return _cartesian(self).create_allreduction_partition(axes)
 
     def create_broadcast_partition_to(self, P_y: "Partition"):
         """(P_send, P_recv) for a broadcast from this partition to ``P_y``

@@ -39,10 +39,9 @@ import math
 import numpy as np
 from xnd import xnd
 
-from .. import comm as _comm
 from ..array import DistArray
 from ..comm import MPI, Partition
-from ..containers import Parts, container, expand_ranges, leaf_ranges, pack_validity, parts
+from ..containers import Parts, container, expand_ranges, leaf_ranges, pack_validity
 from ..distribution import Distribution
 from ..maps import BlockMap, UnstructuredMap
 from ..types import dtype_from_numpy, type_info
@@ -197,28 +196,32 @@ def reduce(a: DistArray, op: str, axis=None):
     int or a tuple).  Collective.  Returns an xnd scalar on every rank when
     every axis is reduced, else a DistArray over the remaining axes (its
     ranks along the reduced grid axes hold the same, replicated values)."""
-    # The checks depend only on the arguments and on a.info, which the
-    # DistArray constructor made the same on every rank: every rank raises
-    # the same error without communicating (as for any collective, op and
-    # axis must be the same on every rank).
-    if True:
-        if op not in OPS:
-            raise ValueError(f"reduce: unknown operation {op!r}; use one of {', '.join(OPS)}")
-        if a.info.kind == "ragged":
-            axes = _norm_axis(axis, a.info.var_ndim)
-            if axes != tuple(range(a.info.var_ndim)) and not (a.info.var_ndim == 2 and axes == (1,)):
-                raise ValueError(f"reduce: a ragged array '{a.type}' reduces over everything "
-                                 "(axis=None) or, for var * var * T, over each row (axis=1); "
-                                 f"got axis={axis!r}")
-        else:
-            axes = _norm_axis(axis, a.ndim)
-        if op in ("min", "max") and a.info.numpy_dtype.kind == "c":
-            raise TypeError(f"reduce: {op} is not defined for complex data ({a.info.dtype})")
+    axes = _validate(a, op, axis)
     if a.info.kind == "ragged":
         if axes == (1,) and a.info.var_ndim == 2:
             return _ragged_rows(a, op)
         return _ragged_all(a, op)
     return _fixed(a, op, axes)
+
+
+def _validate(a, op, axis):
+    """The reduced axes, or the error every rank raises.  No communication:
+    the checks depend only on the arguments and on a.info, which the
+    DistArray constructor made the same on every rank (as for any
+    collective, op and axis must be the same on every rank)."""
+    if op not in OPS:
+        raise ValueError(f"reduce: unknown operation {op!r}; use one of {', '.join(OPS)}")
+    if a.info.kind == "ragged":
+        axes = _norm_axis(axis, a.info.var_ndim)
+        if axes != tuple(range(a.info.var_ndim)) and not (a.info.var_ndim == 2 and axes == (1,)):
+            raise ValueError(f"reduce: a ragged array '{a.type}' reduces over everything "
+                             "(axis=None) or, for var * var * T, over each row (axis=1); "
+                             f"got axis={axis!r}")
+    else:
+        axes = _norm_axis(axis, a.ndim)
+    if op in ("min", "max") and a.info.numpy_dtype.kind == "c":
+        raise TypeError(f"reduce: {op} is not defined for complex data ({a.info.dtype})")
+    return axes
 
 
 def _scalar(op, vals, valid, dt):
