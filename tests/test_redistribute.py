@@ -222,6 +222,10 @@ def test_errors_raise_on_every_rank(comm):
     r = xdap.from_global([[1.0], [2.0, 3.0]] * 4, type="var * var * float64", comm=comm)
     with pytest.raises(ValueError, match="ragged array is distributed by rows"):
         r.redistribute(dist=("b", "b"))
+    if comm.size > 1:
+        with pytest.raises(ValueError, match="empty ragged partition"):
+            r.redistribute(dist=("u",),
+                           indices=([list(range(8))] + [[]] * (comm.size - 1),))
     with pytest.raises(ValueError, match="no rank is in the target"):
         a.redistribute(dist=("c",), comm=MPI.COMM_NULL)
     # still usable after the errors

