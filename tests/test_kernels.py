@@ -399,3 +399,41 @@ def test_apply_user_gufunc_and_library_functions_listed():
     assert len(K.UNARY) == 33 and len(K.BINARY) == 11 and len(K.COMPARE) == 6
     for name in K.UNARY + K.BINARY + K.COMPARE:
         assert callable(getattr(K, name)) and gufunc(name) is not None
+
+
+def test_apply_falls_back_to_gumath_for_kernels_with_core_dims(tmp_path):
+    """A kernel with array arguments (`... * N * float64`) is not elementwise:
+    apply() hands the whole containers to gumath's own dispatch."""
+    import sys
+    from xdap.codegen import build
+    (tmp_path / "k2twice.h").write_text("void k2twice(int n, double *x, double *r);\n")
+    (tmp_path / "k2twice.c").write_text(
+        "void k2twice(int n, double *x, double *r) { for (int i = 0; i < n; i++) r[i] = 2 * x[i]; }\n")
+    (tmp_path / "k2twice.cfg").write_text("""
+[MODULE k2twice_mod]
+includes = k2twice.h
+sources = k2twice.c
+kinds = Xnd
+ellipses = ...
+
+[KERNEL twice]
+prototypes = void k2twice(int n, double * x, double * r);
+dimension = x(n), r(n)
+input_arguments = x
+output_arguments = r
+hide_arguments = n = len(x)
+""")
+    build(tmp_path / "k2twice.cfg", tmp_path)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import k2twice_mod
+    finally:
+        sys.path.remove(str(tmp_path))
+    x = np.arange(12.0).reshape(4, 3)
+    got = K.apply(k2twice_mod.twice, as_container(x))
+    np.testing.assert_array_equal(flat(got)[0], 2 * x.ravel())
+    out = np.zeros((4, 3))
+    K.apply(k2twice_mod.twice, as_container(x), out=as_container(out))
+    np.testing.assert_array_equal(out, 2 * x)
+    with pytest.raises(TypeError):                  # gumath's own verdict: no float32 kernel
+        K.apply(k2twice_mod.twice, as_container(x.astype(np.float32)))

@@ -531,8 +531,22 @@ lookup(FuncObject *self, int nin, const enum ndt *tags)
     ndt_apply_spec_t spec = ndt_apply_spec_empty;
     gm_kernel_t k = gm_select(&spec, self->tbl, self->name, in_types, nin, stack, &ctx);
     if (k.set == NULL) {
+        /* No kernel for the bare dtypes.  If the function also has kernels
+           with core dimensions (e.g. `... * N * float32`), gumath's own
+           dispatch on the whole containers may still match: say so. */
         ndt_err_clear(&ctx);
         fresh.status = 1;
+        const gm_func_t *f = gm_tbl_find(self->tbl, self->name, &ctx);
+        if (f == NULL) {
+            ndt_err_clear(&ctx);
+        }
+        else {
+            for (int i = 0; i < f->nkernels; i++) {
+                if (!is_elementwise(f->kernels[i].sig)) {
+                    fresh.status = 2;
+                }
+            }
+        }
         ok = 0;
     }
     else if (k.set->Strided == NULL || !is_elementwise(k.set->sig) || spec.nout < 1 ||
