@@ -177,3 +177,20 @@ def test_distarray_grid_errors_on_every_rank(comm):
     c = xdap.from_global(np.arange(8.0), comm=comm)
     with pytest.raises(ValueError, match="out of range"):
         all_sum_reduce(c, (3,))
+
+
+@pytest.mark.mpi
+def test_team_disagreement_raises_without_hanging(comm):
+    P = Partition(comm)
+    X = P.create_cartesian_topology_partition((comm.size,))
+    Y = P.create_partition_inclusive([0]).create_cartesian_topology_partition((1,))
+    S, R = X.create_reduction_partition_to(Y)
+    x = np.ones(comm.rank + 1)                # different shapes on every rank
+    if comm.size == 1:
+        np.testing.assert_array_equal(sum_reduce(x, S, R), x)
+        return
+    with pytest.raises(ValueError, match="different shapes"):
+        sum_reduce(x, S, R)
+    # the teams still work afterwards
+    np.testing.assert_allclose(all_sum_reduce(np.ones(2), X.create_allreduction_partition()),
+                               [comm.size] * 2)

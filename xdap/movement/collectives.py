@@ -86,7 +86,10 @@ def _meta(a):
 def _handshake(teams):
     """Agree on (shape, dtype) in every team at once: nonblocking MAX
     all-reduces of (meta, -meta), so a worker in two teams cannot deadlock.
-    Workers without data pass None."""
+    Workers without data pass None.  Returns per team (shape, dtype), or an
+    error message when the team's workers disagree -- every member of that
+    team sees the same verdict, skips that team's data movement, and raises
+    only after its other team has finished (so nobody is left waiting)."""
     n = 2 + _MAXDIM
     bufs, reqs = [], []
     for comm, meta in teams:
@@ -99,14 +102,22 @@ def _handshake(teams):
     MPI.Request.Waitall(reqs)
     out = []
     for recv in bufs:
-        hi, lo = recv[:n], -recv[n:]
-        if hi[0] < 0:
-            raise ValueError("collectives: no worker of the team holds data")
-        if not np.array_equal(hi, lo):
-            raise ValueError("collectives: the workers of a team hold arrays of different "
-                             "shapes or dtypes (they must agree)")
+        hi = recv[:n]
+        if hi[0] < 0:                        # only neutral values: nobody had data
+            out.append("collectives: no worker of the team holds data")
+            continue
+        if not np.array_equal(hi, -recv[n:]):    # max(meta) != min(meta)
+            out.append("collectives: the workers of a team hold arrays of different shapes or "
+                       "dtypes (they must agree)")
+            continue
         out.append((tuple(int(s) for s in hi[2:2 + int(hi[0])]), _CODES[int(hi[1])]))
     return out
+
+
+def _raise_disagreement(agreed):
+    for v in agreed:
+        if isinstance(v, str):
+            raise ValueError(v)
 
 
 def _empty(like=None):
@@ -137,17 +148,19 @@ def broadcast(x, P_send=None, P_recv=None, *, axes=None):
     if P_recv.active and not same:
         teams.append((P_recv.comm, None))
     agreed = _handshake(teams)
+    ok = [not isinstance(v, str) for v in agreed]
     reqs, out = [], None
-    if P_send.active:
+    if P_send.active and ok[0]:
         if same:                          # this worker roots its own receive team
             out = a.copy()
             reqs.append(P_send.comm.Ibcast(out, root=0))
         else:
             reqs.append(P_send.comm.Ibcast(a, root=0))
-    if P_recv.active and not same:
+    if P_recv.active and not same and ok[-1]:
         out = np.empty(*agreed[-1])
         reqs.append(P_recv.comm.Ibcast(out, root=0))
     MPI.Request.Waitall(reqs)
+    _raise_disagreement(agreed)
     return _like(x, out if out is not None else _empty(a))
 
 
@@ -168,15 +181,17 @@ def sum_reduce(x, P_send=None, P_recv=None, *, axes=None):
     if P_recv.active and not same:
         teams.append((P_recv.comm, None))
     agreed = _handshake(teams)
+    ok = [not isinstance(v, str) for v in agreed]
     reqs, out = [], None
-    if P_send.active:
+    if P_send.active and ok[0]:
         out = np.empty_like(a) if P_send.rank == 0 else None
         reqs.append(P_send.comm.Ireduce(a, out, op=MPI.SUM, root=0))
-    if P_recv.active and not same:
+    if P_recv.active and not same and ok[-1]:
         out = np.empty(*agreed[-1])
         # this worker's own data went to another team: it adds zeros here
         reqs.append(P_recv.comm.Ireduce(np.zeros_like(out), out, op=MPI.SUM, root=0))
     MPI.Request.Waitall(reqs)
+    _raise_disagreement(agreed)
     return _like(x, out if P_recv.active else _empty(a))
 
 
