@@ -337,7 +337,11 @@ _EXECUTOR_CACHE_SIZE = 16
 
 
 def _executor(plan: RedistributionPlan, comm) -> Redistributor:
-    key = (plan.src.fingerprint(), plan.dst.fingerprint(), comm.py2f(), comm.size, comm.rank)
+    # The plan speaks of ranks of the parent communicator only, and derived
+    # datatypes belong to no communicator: an executor depends on the plan,
+    # the communicator's size and this rank -- not on which communicator
+    # object (a freed one's handle may be reused), so the current one is set.
+    key = (plan.src.fingerprint(), plan.dst.fingerprint(), comm.size, comm.rank)
     ex = _EXECUTORS.get(key)
     if ex is None or ex.plan is not plan:
         ex = Redistributor(plan, comm)
@@ -345,6 +349,7 @@ def _executor(plan: RedistributionPlan, comm) -> Redistributor:
         while len(_EXECUTORS) > _EXECUTOR_CACHE_SIZE:
             _EXECUTORS.popitem(last=False)[1].free()
     else:
+        ex.comm = comm
         _EXECUTORS.move_to_end(key)
     return ex
 
