@@ -110,10 +110,6 @@ def test_gpu_tutorial_add_on_distarrays(comm, dist):
     assert np.array_equal(np.asarray(R.to_global()), x + y)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "xdap.kernels.apply selects kernels by dtype only: for a kernel with core dims "
-    "(N * float32) gm_select fails, apply reports NoKernel instead of falling back to "
-    "gumath's own dispatch (K2's local_apply/_promoted); remove this mark when fixed"))
 @pytest.mark.mpi(ranks=(1, 2, 3, 4))
 def test_gpu_tutorial_add_through_apply(comm):
     """The same through xdap.kernels.apply (non-elementwise: gumath dispatch per rank)."""
