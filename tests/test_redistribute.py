@@ -232,3 +232,16 @@ def test_errors_raise_on_every_rank(comm):
         a.redistribute(dist=("c",), comm=MPI.COMM_NULL)
     # still usable after the errors
     check(a.redistribute(dist=("c",)), G)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+@pytest.mark.parametrize("method", ["datatypes", "packed"])
+def test_block_cyclic_runs(comm, method):
+    """Long runs (block_size 8): the own share is copied run by run."""
+    G = np.arange(16 * 64, dtype=np.float64).reshape(16, 64)
+    a = xdap.from_global(G, dist=("b", "n"), comm=comm)
+    b = a.redistribute(dist=("n", "c"), grid=(1, comm.size), block_size=(None, 8), method=method)
+    check(b, G)
+    c = b.redistribute(dist=("c", "n"), block_size=(4, None), method=method)
+    check(c, G)
+    check(c.redistribute(dist=("b", "n"), method=method), G)

@@ -92,6 +92,36 @@ def _put(out: np.ndarray, index: tuple, chunk: np.ndarray) -> None:
         out[np.ix_(*[as_positions(i) for i in index])] = chunk
 
 
+def _joint_runs(src, dst):
+    """Runs along which both position lists advance by one: (src starts,
+    dst starts, lengths)."""
+    s, d = as_positions(src), as_positions(dst)
+    if s.size == 0:
+        return s, d, s
+    brk = np.flatnonzero((np.diff(s) != 1) | (np.diff(d) != 1)) + 1
+    first = np.concatenate([[0], brk])
+    lengths = np.diff(np.concatenate([first, [s.size]]))
+    return s[first], d[first], lengths
+
+
+def _copy(values, src_index, out, dst_index, max_runs: int = 4096) -> None:
+    """out[dst_index] = values[src_index] (the rank's own share).  When one
+    dimension is a list of long runs (block-cyclic), copy run by run with
+    slices: far cheaper than fancy indexing of the whole block."""
+    arrays = [k for k, i in enumerate(src_index) if not isinstance(i, slice)] + \
+        [k for k, i in enumerate(dst_index) if not isinstance(i, slice)]
+    if len(set(arrays)) == 1:
+        k = arrays[0]
+        ss, ds, ls = _joint_runs(src_index[k], dst_index[k])
+        if len(ls) <= max_runs and len(ls) * 4 <= ls.sum():
+            src_sl, dst_sl = list(src_index), list(dst_index)
+            for a, b, n in zip(ss.tolist(), ds.tolist(), ls.tolist()):
+                src_sl[k], dst_sl[k] = slice(a, a + n), slice(b, b + n)
+                out[tuple(dst_sl)] = values[tuple(src_sl)]
+            return
+    _put(out, dst_index, _take(values, src_index))
+
+
 # --------------------------------------------------------------------------
 # MPI datatypes from transfers
 # --------------------------------------------------------------------------
@@ -212,7 +242,7 @@ class Redistributor:
         own = [t for t in self.sends if t.peer == me]
         if own:
             mine = [t for t in self.recvs if t.peer == me][0]
-            _put(out, mine.index, _take(values, own[0].index))
+            _copy(values, own[0].index, out, mine.index)
 
     def _alltoallv(self, values, out, dtype):
         me = self.comm.rank
