@@ -171,6 +171,18 @@ def test_empty_partitions():
     roundtrip(empty, dist=("b", "n"))
 
 
+@pytest.mark.mpi(ranks=(3, 4))
+def test_ragged_rank_without_rows_is_refused_on_every_rank(comm):
+    # ndtypes dev3 has no empty `var * var * T`: a clear error everywhere, not a crash on one rank
+    data = [[1.0], [2.0, 3.0]]
+    with pytest.raises(ValueError, match=r"at least one row of ragged data var \* var \* float64"
+                                         r".*rank 2"):
+        xdap.from_global(data, dist=("b",), comm=comm, type="var * var * float64")
+    with pytest.raises(ValueError, match="at least one row"):
+        xdap.from_global(data if comm.rank == 0 else None, root=0, comm=comm,
+                         type="var * var * float64")
+
+
 @pytest.mark.mpi(ranks=RANKS)
 def test_export_buffer_is_native_and_zero_copy():
     comm = MPI.COMM_WORLD

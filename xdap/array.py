@@ -14,8 +14,8 @@ import numpy as np
 from ndtypes import ndt
 
 from . import comm as _comm
-from .containers import (Parts, as_container, concat_parts, container, expand_ranges,
-                         pack_validity, parts, take_rows)
+from .containers import (Parts, as_container, check_ragged_rows, concat_parts, container,
+                         expand_ranges, pack_validity, parts, take_rows)
 from .distribution import Distribution, make_distribution
 from .types import TypeInfo, type_info
 
@@ -324,6 +324,9 @@ def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, 
         if dist is not None and info.kind == "ragged" and len(tuple(dist)) != 1:
             raise ValueError(f"ragged data is distributed by rows: dist needs one entry, got {dist!r}")
         d = make_distribution(shape, dist, grid, comm, **per_dim)
+        if info.kind == "ragged":
+            for r in range(comm.size):
+                check_ragged_rows(info, d.local_shape_of(r)[0], r)
     if root is None:
         mine = _select(p, d, comm.rank)
     else:

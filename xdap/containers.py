@@ -110,8 +110,25 @@ def container(p: Parts):
     if p.info.kind == "fixed":
         info = p.info.with_shape(values.shape)
         return _xndbuf.from_buffers(info.type_string(), None, values, validity)
+    check_ragged_rows(p.info, p.nrows)
     offsets = tuple(np.ascontiguousarray(o, dtype=np.int32) for o in p.offsets)
     return _xndbuf.from_buffers(p.info.leaf, offsets, values, validity)
+
+
+def check_ragged_rows(info: TypeInfo, nrows: int, rank=None) -> None:
+    """Refuse a ragged partition without rows, which ndtypes cannot represent.
+
+    ndtypes 0.2.0.dev3 needs at least two offsets in every var dimension, so a
+    ``var * var * T`` container with zero rows does not exist (xnd itself
+    fails with "var_dim: noffsets < 2").  Callers that distribute rows check
+    this for every rank up front, so all ranks raise together.
+    """
+    if info.kind == "ragged" and nrows == 0:
+        where = "" if rank is None else f" (rank {rank})"
+        raise ValueError(
+            f"every rank needs at least one row of ragged data {info.type_string()}: a "
+            f"partition would be empty{where}, and ndtypes 0.2.0.dev3 cannot represent an "
+            "empty nested var dimension; use fewer ranks or give every rank a row")
 
 
 def as_container(data, type=None, dtype=None):
