@@ -24,12 +24,23 @@ import zlib
 
 import numpy as np
 
-__all__ = ["write_file", "read_into", "read_all", "fsync_dir", "as_bytes", "crash_point",
+__all__ = ["as_path", "write_file", "read_into", "read_all", "fsync_dir", "as_bytes", "crash_point",
            "CHUNK"]
 
 # Large enough that syscall and crc32 call overhead vanish, small enough that
 # CRC-ing a chunk right after writing it still finds it in the CPU cache.
 CHUNK = 16 << 20
+
+
+def as_path(path) -> str:
+    """``path`` as a str; TypeError naming the rule otherwise."""
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        path = None
+    if not isinstance(path, str):
+        raise TypeError("path must be a str or an os.PathLike of str (a directory name)")
+    return path
 
 
 def as_bytes(a) -> memoryview:

@@ -20,7 +20,7 @@ from ..maps import BlockMap, CyclicMap
 from ..types import TypeInfo
 from . import manifest as mf
 from .arrow_file import from_ipc
-from .files import read_all, read_into
+from .files import as_path, read_all, read_into
 from .npy import parse_npy_header
 from .plan import index_tuple, needed_indices, read_plan, selection_size
 
@@ -53,9 +53,7 @@ def load(path, comm=None, dist=None, grid=None, **per_dim) -> DistArray:
     comm = _comm.resolve(comm)
     body = None
     with _comm.collective_checks(comm):
-        path = os.fspath(path)
-        if not isinstance(path, str):
-            raise TypeError(f"path must be a str or os.PathLike of str, got {path!r}")
+        path = as_path(path)
         if comm.rank == 0:
             body = _read_manifest(path)
     body = comm.bcast(body, root=0)
@@ -200,10 +198,9 @@ def _read_ragged(path, body, info, plan, local_shape) -> Parts:
     if len(got) == 1 and _is_whole((plan[0][1][0],), local_shape):
         return got[0][1]                                   # zero-copy over the file's bytes
     if not got:
-        offsets = (np.zeros(2, np.int32),) + tuple(np.zeros(1, np.int32)
-                                                   for _ in range(info.var_ndim - 1))
-        validity = np.zeros(0, np.uint8) if info.optional else None
-        return Parts(info, np.zeros(0, info.numpy_dtype), validity, offsets)
+        raise ValueError(f"load: this rank's part of the ragged array would have no rows, and "
+                         "xnd 0.2.0.dev3 cannot hold a ragged container of zero rows; load onto "
+                         "fewer ranks or a distribution that gives every rank a row")
     positions = np.concatenate([g for g, _ in got])
     allp = concat_parts([pp for _, pp in got])
     order = np.argsort(positions, kind="stable")

@@ -27,7 +27,7 @@ from ..containers import pack_validity, take_rows
 from ..maps import UnstructuredMap
 from . import manifest as mf
 from .arrow_file import to_ipc
-from .files import crash_point, fsync_dir, write_file
+from .files import as_path, crash_point, fsync_dir, write_file
 from .npy import npy_header
 from .plan import index_tuple, piece_positions
 
@@ -59,9 +59,7 @@ def save(a, path) -> None:
     comm = a.comm
     prepared = None
     with _comm.collective_checks(comm):
-        path = os.fspath(path)
-        if not isinstance(path, str):
-            raise TypeError(f"path must be a str or os.PathLike of str, got {path!r}")
+        path = as_path(path)
         paths = comm.allgather(path)
         if any(p != paths[0] for p in paths):
             raise ValueError(f"save: ranks passed different paths: {paths}")
@@ -142,7 +140,7 @@ def _write_piece(a, path: str, generation: str) -> dict:
     name = os.path.join(path, mf.file_name(generation, f"piece{r}"))
     if a.info.kind == "ragged":
         rows = sels[0]
-        whole = rows == slice(0, p.nrows)
+        whole = isinstance(rows, slice) and rows == slice(0, p.nrows)
         piece = p if whole else take_rows(p, np.arange(p.nrows)[rows])
         rec = write_file(name + ".arrow", [to_ipc(piece)])
         return {"values": rec, "_shape": [int(piece.nrows)]}
