@@ -5,17 +5,15 @@
     xdap kernel config HEADER.h [-o FILE.cfg]   skeleton kernel config
     xdap kernel build FILE.cfg [--out DIR]      build a gumath kernel module
 
-The demo distributes a ragged dataset with missing values
-(``var * var * ?float64``) block-wise and cyclically, exports each over the
-Distributed Array Protocol, re-imports it twice -- once as a consumer that
-knows only the DAP spec (NumPy + mpi4py on the bare dict), once with
-``xdap.from_distarray`` -- checks both against the serial data and reports.
+The demo (``xdap/demo.py``) walks through typed ragged data, kernels,
+reductions, redistribution, DAP/Arrow/``__partitioned__`` exchange,
+save/load, halo exchange and an unstructured mesh, each stage checked against
+serial NumPy.
 """
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 import numpy as np
 
@@ -34,88 +32,9 @@ def _info(_args):
     return 0
 
 
-def make_ragged_dataset(nrows: int, mean_len: float, na_fraction: float, seed: int = 7):
-    """A reproducible ``var * var * ?float64`` dataset as flat parts."""
-    from .containers import Parts, pack_validity
-    from .types import type_info
-    rng = np.random.default_rng(seed)
-    lengths = rng.poisson(mean_len, nrows)
-    values = rng.standard_normal(int(lengths.sum()))
-    valid = rng.random(values.size) >= na_fraction
-    offsets = (np.array([0, nrows], np.int32),
-               np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
-    return Parts(type_info("var * var * ?float64"), values, pack_validity(valid), offsets)
-
-
-def spec_only_consumer(d: dict, comm):
-    """Read a DAP dict the way a consumer that knows only the spec would:
-    place each rank's buffer values at their global positions ('b' start or
-    'u' indices) and gather the whole 1-d array on every rank."""
-    dd = d["dim_data"][0]
-    buf = np.asarray(memoryview(d["buffer"]))
-    if dd["dist_type"] == "b":
-        positions = np.arange(dd["start"], dd["stop"])
-    else:
-        positions = np.asarray(dd["indices"])
-    pieces = comm.allgather((positions, buf))
-    out = np.empty(dd["size"], buf.dtype)
-    for pos, vals in pieces:
-        out[pos] = vals
-    return out
-
-
 def _demo(args):
-    from mpi4py import MPI
-
-    import xdap
-    from .containers import container, parts
-
-    comm = MPI.COMM_WORLD
-    rank, size = comm.rank, comm.size
-    say = print if rank == 0 else (lambda *a, **k: None)
-    serial = make_ragged_dataset(args.rows, args.mean_length, args.missing)
-    data = container(serial) if rank == 0 else None
-    total_leaves = serial.values.size
-    say(f"xdap {xdap.__version__} demo on {size} MPI rank(s)")
-    say(f"dataset: {args.rows} rows x ~{args.mean_length:g} values, "
-        f"{100 * args.missing:.0f}% missing -> {total_leaves} values, type 'var * var * ?float64'")
-    ok = True
-    for dist, label in ((("b",), "block"), (("c",), "cyclic")):
-        comm.Barrier()
-        t0 = time.perf_counter()
-        a = xdap.from_global(data, dist=dist, root=0, comm=comm)
-        t1 = time.perf_counter()
-        d = a.__distarray__()
-        t2 = time.perf_counter()
-        flat = spec_only_consumer(d, comm)
-        t3 = time.perf_counter()
-        b = xdap.from_distarray(d, comm=comm)
-        t4 = time.perf_counter()
-        back = b.to_global()
-        t5 = time.perf_counter()
-
-        zero_copy = bool(np.shares_memory(np.asarray(memoryview(d["buffer"])), parts(b.local).values))
-        got = parts(back)
-        same_layout = (np.array_equal(got.offsets[1], serial.offsets[1])
-                       and np.array_equal(got.valid_mask(), serial.valid_mask()))
-        valid = serial.valid_mask()
-        same_values = np.array_equal(got.values[valid], serial.values[valid])
-        spec_values = np.array_equal(flat[valid], serial.values[valid])
-        local_rows = comm.gather(a.distribution.local_shape[0], root=0)
-        local_leaves = comm.gather(len(parts(a.local).values), root=0)
-        good = comm.allreduce(int(same_layout and same_values and spec_values and zero_copy), MPI.MIN)
-        ok &= bool(good)
-        say(f"\n[{label}] {a!r}")
-        say(f"  rows per rank    {local_rows}   values per rank {local_leaves}")
-        say(f"  DAP leaf dim     dist_type '{d['dim_data'][0]['dist_type']}', size "
-            f"{d['dim_data'][0]['size']}; rows: {a.dim_data[0]['dist_type']!r}")
-        say(f"  spec-only read   {'OK' if spec_values else 'MISMATCH'} (values at their global positions)")
-        say(f"  xdap re-import   {'OK' if same_values and same_layout else 'MISMATCH'} "
-            f"(offsets, validity and values equal the serial data); buffer shared zero-copy: {zero_copy}")
-        say(f"  time [ms]        distribute {1e3 * (t1 - t0):.1f}, export {1e3 * (t2 - t1):.3f}, "
-            f"spec read {1e3 * (t3 - t2):.1f}, import {1e3 * (t4 - t3):.1f}, to_global {1e3 * (t5 - t4):.1f}")
-    say("\nresult: " + ("all checks passed" if ok else "FAILED"))
-    return 0 if ok else 1
+    from . import demo
+    return demo.run(args)
 
 
 def _kernel_config(args):
@@ -166,10 +85,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="xdap", description="Typed distributed arrays over MPI.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions of xdap, the xnd stack and MPI").set_defaults(run=_info)
-    demo = sub.add_parser("demo", help="distribute, export and re-import a ragged dataset (run under mpiexec)")
-    demo.add_argument("--rows", type=int, default=200_000)
-    demo.add_argument("--mean-length", type=float, default=10.0)
-    demo.add_argument("--missing", type=float, default=0.1, help="fraction of missing values")
+    demo = sub.add_parser("demo", help="the main job, checked against serial NumPy (run under mpiexec)")
+    from .demo import add_arguments
+    add_arguments(demo)
     demo.set_defaults(run=_demo)
     _add_kernel_commands(sub)
     args = parser.parse_args(argv)
