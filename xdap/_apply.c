@@ -21,7 +21,9 @@
  *       (the kernel runs on every leaf, NA or not, so the loop stays
  *       branch-free).  Var offsets are copied into the result's type (4
  *       bytes a list); values are never copied.  `out` (an xnd of the result
- *       layout and dtype) is written in place and returned.
+ *       layout and dtype) is written in place and returned; an input sharing
+ *       memory with it other than element for element is copied first
+ *       (NumPy's semantics), and its validity is combined through scratch.
  *
  *   Outputs: small ones are owned by xnd (one allocation, no Python call);
  *   large ones by a Buffer the container views (see new_buffer_xnd).
@@ -623,8 +625,49 @@ result_type(const operand_t *like, enum ndt tag, int optional, ndt_context_t *ct
     return t;
 }
 
+/* Do the byte ranges [a, a + na) and [b, b + nb) share a byte? */
+static int
+overlaps(const void *a, int64_t na, const void *b, int64_t nb)
+{
+    const char *pa = a, *pb = b;
+    return na > 0 && nb > 0 && pa < pb + nb && pb < pa + na;
+}
+
 static void
+combine_validity_into(uint8_t *dst, int64_t n, const operand_t *ops, int nin);
+
+/* dst = AND of the operands' validity.  When dst is (or overlaps) an
+   operand's bitmap -- out= is one of the operands -- the AND is computed
+   into scratch first: writing dst directly would overwrite that operand's
+   bits before they are read (add(a, b, out=b) lost b's missing values). */
+static int
 combine_validity(uint8_t *dst, int64_t n, const operand_t *ops, int nin)
+{
+    const int64_t nbytes = (n + 7) / 8;
+    int alias = 0;
+    for (int i = 0; i < nin; i++) {
+        const operand_t *op = &ops[i];
+        if (op->optional && overlaps(dst, nbytes, op->bitmap, op->kind == SCALAR ? 1 : nbytes)) {
+            alias = 1;
+        }
+    }
+    if (!alias) {
+        combine_validity_into(dst, n, ops, nin);
+        return 0;
+    }
+    uint8_t *tmp = malloc((size_t)nbytes + 1);
+    if (tmp == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    combine_validity_into(tmp, n, ops, nin);
+    memcpy(dst, tmp, (size_t)nbytes);
+    free(tmp);
+    return 0;
+}
+
+static void
+combine_validity_into(uint8_t *dst, int64_t n, const operand_t *ops, int nin)
 {
     const int64_t nbytes = (n + 7) / 8;
     int first = 1;
@@ -652,6 +695,48 @@ combine_validity(uint8_t *dst, int64_t n, const operand_t *ops, int nin)
     }
     if (first) {
         memset(dst, 0xFF, (size_t)nbytes);
+    }
+}
+
+/* out= sharing memory with an input: NumPy's semantics (the result is as if
+   the inputs were read before anything is written).  An input that is the
+   very same elements as an output (same start, same item size) is safe for
+   an elementwise loop and used as is; any other overlap -- shifted views,
+   reinterpreted items, a broadcast scalar inside the output -- is copied to
+   scratch first (ptrs[i] then points at the copy, freed by free_copies). */
+static int
+copy_overlapping_inputs(const operand_t *ops, int nin, const operand_t *outs, int nout,
+                        int64_t n, const entry_t *e, char **ptrs, char **copies)
+{
+    for (int i = 0; i < nin; i++) {
+        const int64_t isize = ops[i].leaf->datasize;
+        const int64_t ibytes = ops[i].kind == SCALAR ? isize : n * isize;
+        for (int j = 0; j < nout; j++) {
+            if (!overlaps(ops[i].ptr, ibytes, outs[j].ptr, n * e->out_size[j])) {
+                continue;
+            }
+            if (ops[i].kind != SCALAR && ops[i].ptr == outs[j].ptr && isize == e->out_size[j]) {
+                continue;
+            }
+            copies[i] = malloc((size_t)ibytes);
+            if (copies[i] == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            memcpy(copies[i], ops[i].ptr, (size_t)ibytes);
+            ptrs[i] = copies[i];
+            break;
+        }
+    }
+    return 0;
+}
+
+static void
+free_copies(char **copies, int nin)
+{
+    for (int i = 0; i < nin; i++) {
+        free(copies[i]);
+        copies[i] = NULL;
     }
 }
 
@@ -714,6 +799,7 @@ func_call(FuncObject *self, PyObject *args, PyObject *kwds)
     const int nout = e->nout;
     PyObject *results[MAX_OUT] = {NULL};
     operand_t outs[MAX_OUT];
+    char *copies[MAX_IN] = {NULL};
 
     if (out != NULL) {
         /* Write into existing containers: same dims, the kernel's dtype. */
@@ -808,6 +894,9 @@ func_call(FuncObject *self, PyObject *args, PyObject *kwds)
         ptrs[i] = ops[i].ptr;
         steps[i] = ops[i].kind == SCALAR ? 0 : (intptr_t)ops[i].leaf->datasize;
     }
+    if (out != NULL && copy_overlapping_inputs(ops, (int)nin, outs, nout, n, e, ptrs, copies) < 0) {
+        goto error;
+    }
     for (int j = 0; j < nout; j++) {
         ptrs[nin + j] = outs[j].ptr;
         steps[nin + j] = (intptr_t)e->out_size[j];
@@ -827,9 +916,11 @@ func_call(FuncObject *self, PyObject *args, PyObject *kwds)
         PyErr_Format(PyExc_RuntimeError, "kernel %s failed (status %d)", self->name, rc);
         goto error;
     }
+    free_copies(copies, (int)nin);
     for (int j = 0; j < nout; j++) {
-        if (outs[j].optional) {
-            combine_validity((uint8_t *)outs[j].bitmap, n, ops, (int)nin);
+        if (outs[j].optional &&
+            combine_validity((uint8_t *)outs[j].bitmap, n, ops, (int)nin) < 0) {
+            goto error;
         }
     }
     if (out != NULL) {
@@ -852,6 +943,7 @@ func_call(FuncObject *self, PyObject *args, PyObject *kwds)
     return tup;
 
 error:
+    free_copies(copies, (int)nin);
     for (int j = 0; j < nout; j++) {
         Py_XDECREF(results[j]);
     }

@@ -35,7 +35,7 @@ from xnd import xnd
 from .. import comm as _comm
 from .operands import (common_dtype, describe_layout, is_scalar, layout_key, scalar_dtype,
                        to_container)
-from ..containers import Parts, container, parts
+from ..containers import Parts, as_container, container, parts
 from ..types import type_info
 
 __all__ = ["apply", "fast"]
@@ -187,6 +187,10 @@ def _contiguous(x):
     """A whole C-contiguous copy of a view the fast path cannot flatten."""
     if x.type.ndim == 0:
         return xnd(x.value, type=str(x.type))
+    if str(x.type).startswith("var"):
+        # a sliced ragged view: xnd(value, type=...) cannot rebuild one with an
+        # empty list (ndtypes dev3), as_container can
+        return as_container(x.value, type=type_info(x).type_string())
     p = parts(x)
     return container(Parts(p.info, np.ascontiguousarray(p.values), p.validity, p.offsets))
 

@@ -1,0 +1,60 @@
+"""Review fixes in the kernel path (serial): out= aliasing its operands
+(values and validity bitmaps), ragged views, and the result-type sharing.
+References are NumPy computations on independent copies."""
+import numpy as np
+import pytest
+from xnd import xnd
+
+from xdap import kernels as K
+from xdap.containers import as_container, parts
+
+
+def test_out_that_is_an_operand_keeps_that_operands_missing_values():
+    # add(a, b, out=b): the result's validity is valid(a) AND valid(b); writing
+    # b's bitmap before reading it lost b's NA at index 1.
+    a = xnd([None, 1.0, 2.0, 3.0, 4.0], dtype="?float64")
+    b = xnd([1.0, None, 2.0, 3.0, None], dtype="?float64")
+    K.add(a, b, out=b)
+    assert b.value == [None, None, 4.0, 6.0, None]
+    c = xnd([None, 1.0, 2.0], dtype="?float64")
+    K.multiply(2.0, c, out=c)
+    assert c.value == [None, 2.0, 4.0]
+
+
+@pytest.mark.parametrize("n", [10, 40_000])          # small and Buffer-backed sizes
+@pytest.mark.parametrize("shift", [1, -1, 3])
+def test_out_partially_overlapping_an_input_gives_numpys_result(n, shift):
+    base = np.random.default_rng(n).uniform(1, 2, n + 3)
+    ref = base.copy()
+    if shift > 0:
+        src, dst = slice(0, n - shift), slice(shift, n)
+    else:
+        src, dst = slice(-shift, n), slice(0, n + shift)
+    np.add(ref[src], ref[src], out=ref[dst])          # NumPy: inputs read first
+    K.add(as_container(base[src]), as_container(base[src]), out=as_container(base[dst]))
+    np.testing.assert_array_equal(base, ref)
+
+
+def test_out_overlapping_with_another_item_size_is_copied_first():
+    # an int32 operand whose bytes are the float64 output's first half
+    buf = np.zeros(8)
+    ints = buf.view(np.int32)[:8]
+    ints[:] = np.arange(1, 9)
+    expect = np.arange(1, 9, dtype=np.float64) * 1.0
+    K.multiply(as_container(ints), 1.0, out=as_container(buf))
+    np.testing.assert_array_equal(buf, expect)
+
+
+def test_exact_alias_in_place_is_not_copied_and_correct():
+    a = np.arange(1.0, 50_001.0)
+    ref = a + a
+    K.add(as_container(a), as_container(a), out=as_container(a))
+    np.testing.assert_array_equal(a, ref)
+
+
+def test_sliced_ragged_view_is_copied_not_refused():
+    x = xnd([[1.0, 2.0], [3.0], [4.0, 5.0, 6.0]])
+    got = K.sin(x[1:]).value
+    assert [len(r) for r in got] == [1, 3]
+    np.testing.assert_allclose(sum(got, []), np.sin([3.0, 4.0, 5.0, 6.0]), rtol=1e-15)
+    assert K.add(x[:, 1:], 1.0).value == [[3.0], [], [6.0, 7.0]]
