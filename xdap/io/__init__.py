@@ -9,9 +9,10 @@ uses. The format is specified in docs/exchange.md ("Saving and loading").
 
 Modules: ``files`` (durable checksummed files), ``npy`` (headers),
 ``arrow_file`` (ragged pieces), ``manifest`` (the JSON), ``plan`` (which
-indices go where; pure), ``save`` and ``load`` (the collective executors).
+indices go where; pure), ``writer`` (``save``) and ``reader`` (``load``):
+the collective executors.
 """
-from .load import load
-from .save import save
+from .reader import load
+from .writer import save
 
 __all__ = ["save", "load"]

@@ -10,7 +10,7 @@ readable, never a torn one):
 3. rank 0 writes the new manifest to a temporary name, fsyncs it, renames it
    over ``manifest.json`` (atomic) and fsyncs the directory -- the switch;
 4. rank 0 removes every file of older generations (and leftovers of killed
-   writers) and fsyncs the directory.
+   writers) in a background thread, and fsyncs the directory.
 
 Until step 3 completes, ``manifest.json`` names the previous generation,
 whose files are untouched; after it, the new one, whose files are complete.
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 
 import numpy as np
 
@@ -31,7 +32,7 @@ from .files import as_path, crash_point, fsync_dir, write_file
 from .npy import npy_header
 from .plan import index_tuple, piece_positions
 
-__all__ = ["save"]
+__all__ = ["save", "finish_cleanup"]
 
 _OURS = re.compile(r"^g(\d{6})\.")
 _TMP = re.compile(r"^\.manifest\.g\d{6}\.tmp$")
@@ -185,14 +186,34 @@ def _switch(path: str, generation: str, body: dict) -> None:
     crash_point("after-switch")
     keep = {rec["name"] for piece in body["pieces"] for rec in piece["files"].values()}
     keep |= {rec["name"] for rec in body["maps_files"].values()}
-    _remove(path, [n for n in os.listdir(path)
-                   if (_OURS.match(n) or _TMP.match(n)) and n not in keep])
-    fsync_dir(path)
+    old = [n for n in os.listdir(path) if (_OURS.match(n) or _TMP.match(n)) and n not in keep]
+    # Deleting is housekeeping, not part of the save: on a filesystem
+    # mounted with 'discard' (ext4 here) unlinking 1 GiB takes ~1.1 s, more
+    # than writing it. A non-daemon thread does it, so the interpreter
+    # waits for it at exit; a killed process leaves the files to the next
+    # save, which removes every name its manifest does not list.
+    t = threading.Thread(target=_remove, args=(path, old, True), name="xdap-save-cleanup")
+    t.start()
+    _cleanups.append(t)
 
 
-def _remove(path: str, names) -> None:
+def finish_cleanup() -> None:
+    """Wait until the files of replaced generations are deleted."""
+    while _cleanups:
+        _cleanups.pop().join()
+
+
+def _remove(path: str, names, sync: bool = False) -> None:
     for n in names:
         try:
             os.remove(os.path.join(path, n))
         except FileNotFoundError:
             pass
+    if sync and names:
+        try:
+            fsync_dir(path)
+        except OSError:         # the directory itself was removed meanwhile
+            pass
+
+
+_cleanups: list = []

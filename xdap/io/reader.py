@@ -20,7 +20,7 @@ from ..maps import BlockMap, CyclicMap
 from ..types import TypeInfo
 from . import manifest as mf
 from .arrow_file import from_ipc
-from .files import as_path, read_all, read_into
+from .files import as_path, map_verified, read_into
 from .npy import parse_npy_header
 from .plan import index_tuple, needed_indices, read_plan, selection_size
 
@@ -154,8 +154,27 @@ def _is_whole(sels, shape) -> bool:
     return all(isinstance(s, slice) and s.start == 0 and s.stop == n for s, n in zip(sels, shape))
 
 
+def _map_npy(path: str, rec: dict, dtype, shape) -> np.ndarray:
+    """A whole verified .npy piece as a copy-on-write memory map (zero-copy)."""
+    data = map_verified(path, rec)
+    _check_header(path, rec, data[:rec["header_bytes"]], dtype, shape)
+    return data[rec["header_bytes"]:].view(dtype).reshape(shape)
+
+
 def _read_fixed(path, body, info, plan, local_shape) -> Parts:
     dtype = info.numpy_dtype
+    if len(plan) == 1 and _is_whole(plan[0][1], local_shape) \
+            and _is_whole(plan[0][2], body["pieces"][plan[0][0]]["shape"]):
+        # The buffer is exactly one saved piece (a load onto the saved
+        # distribution): map it instead of reading it into new memory.
+        piece = body["pieces"][plan[0][0]]
+        values = _map_npy(path, piece["files"]["values"], dtype, local_shape)
+        validity = None
+        if info.optional:
+            n = int(np.prod(local_shape))
+            validity = _read_npy(path, piece["files"]["validity"],
+                                 into=np.empty((n + 7) // 8, np.uint8))
+        return Parts(info.with_shape(local_shape), values, validity)
     values = np.empty(local_shape, dtype)
     mask = np.ones(local_shape, bool) if info.optional else None
     for rank, bsel, psel in plan:
@@ -184,7 +203,7 @@ def _read_ragged(path, body, info, plan, local_shape) -> Parts:
     for rank, (bsel,), (psel,) in plan:
         piece = body["pieces"][rank]
         rec = piece["files"]["values"]
-        data = read_all(path, rec)
+        data = map_verified(path, rec)
         try:
             pp = from_ipc(data, info)
         except (ValueError, OSError) as e:        # pyarrow's errors derive from these
