@@ -27,6 +27,7 @@ Always exits 0; missed targets print FAIL.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -40,53 +41,16 @@ from xdap.distribution import Distribution
 from xdap.maps import BlockMap
 from xdap.types import type_info
 
-if MPI.COMM_WORLD.size > 1:
-    COMM = MPI.COMM_WORLD
-else:
-    COMM = MPI.COMM_SELF
-RANK, P = COMM.rank, COMM.size
-MiB = 1 << 20
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _harness  # noqa: E402
+from _harness import COMM, MiB, P, RANK, run_main, say, verdict  # noqa: E402,F401
+
 TARGET = 2.0
 BUDGET = 0.6          # seconds of timed repetitions per case (after warm-up)
 
 
-def say(*a, **k):
-    if RANK == 0:
-        print(*a, **k, flush=True)
-
-
-def bench(fns, collective: bool, budget: float = BUDGET, warmup: int = 3,
-          min_reps: int = 20, max_reps: int = 2000, block: int = 5):
-    """Median and min seconds of each of ``fns``, timed INTERLEAVED in blocks
-    (1 untimed + ``block`` timed calls of f0, then of f1, then f0 again, ...) so
-    that slow drifts and scheduler noise (4 ranks on 2 cores) hit all of them
-    alike.  Under MPI: the largest per-rank median (and min)."""
-    for fn in fns:
-        for _ in range(warmup):
-            if collective:
-                COMM.Barrier()
-            fn()
-    # probe to size the run; every rank must agree on the count
-    t0 = time.perf_counter()
-    for fn in fns:
-        fn()
-    probe = COMM.allreduce(time.perf_counter() - t0, op=MPI.MAX)
-    reps = int(min(max_reps, max(min_reps, budget / max(probe, 1e-7))))
-    reps = COMM.bcast(reps, root=0)
-    reps = -(-reps // block) * block
-    times = np.empty((len(fns), reps))
-    for i in range(0, reps, block):
-        for j, fn in enumerate(fns):
-            fn()                             # re-warm caches after the other case
-            for k in range(i, i + block):
-                if collective:
-                    COMM.Barrier()
-                t0 = time.perf_counter()
-                fn()
-                times[j, k] = time.perf_counter() - t0
-    med = np.max(COMM.allgather(np.median(times, axis=1)), axis=0)
-    low = np.max(COMM.allgather(times.min(axis=1)), axis=0)
-    return med, low, reps
+def bench(fns, collective: bool, **kw):
+    return _harness.bench(fns, budget=BUDGET, min_reps=20, collective=collective, rewarm=True, **kw)
 
 
 def fixed_dap_dict(buf: np.ndarray) -> dict:
@@ -157,10 +121,6 @@ def us(t):
     return f"{1e6 * t:10.1f}"
 
 
-def verdict(ok):
-    return "PASS" if ok else "FAIL"
-
-
 def main():
     t_start = time.perf_counter()
     say(f"xdap {xdap.__version__} DAP export/import benchmark: {P} rank(s) "
@@ -218,12 +178,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception:
-        import traceback
-        traceback.print_exc()
-        sys.stdout.flush()
-        COMM.Abort(1) if P > 1 else None
-        sys.exit(1)
-    sys.exit(0)
+    run_main(main)

@@ -39,13 +39,10 @@ from xdap.distribution import Distribution
 from xdap.maps import BlockMap
 from xdap.types import type_info
 
-from dap import COMM, MiB, P, RANK, bench, fixed_dap_dict, say, us  # noqa: E402
+from _harness import COMM, MiB, P, RANK, run_main, say, verdict  # noqa: E402,F401
+from dap import bench, fixed_dap_dict, us  # noqa: E402
 
 TARGET = 2.0
-
-
-def verdict(ok):
-    return "PASS" if ok else "FAIL"
 
 
 def fixed_array(nbytes: int):
@@ -141,12 +138,4 @@ def max_op():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception:
-        import traceback
-        traceback.print_exc()
-        sys.stdout.flush()
-        COMM.Abort(1) if P > 1 else None
-        sys.exit(1)
-    sys.exit(0)
+    run_main(main)

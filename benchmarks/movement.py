@@ -27,45 +27,21 @@ barrier, max over ranks.  Always exits 0; missed targets print FAIL.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 
 import numpy as np
 from mpi4py import MPI
 
-COMM = MPI.COMM_WORLD
-RANK, P = COMM.rank, COMM.size
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _harness  # noqa: E402
+from _harness import COMM, P, RANK, relaunch, run_main, say  # noqa: E402,F401
 N = 4096
 BUDGET = 3.0         # seconds of timed repetitions per case (load on the machine is high)
 
 
-def say(*a):
-    if RANK == 0:
-        print(*a, flush=True)
-
-
-def bench(fns, budget=BUDGET, warmup=2, min_reps=10, max_reps=400, block=3):
-    for fn in fns:
-        for _ in range(warmup):
-            COMM.Barrier()
-            fn()
-    t0 = time.perf_counter()
-    for fn in fns:
-        fn()
-    probe = COMM.allreduce(time.perf_counter() - t0, op=MPI.MAX)
-    reps = int(min(max_reps, max(min_reps, budget / max(probe, 1e-7))))
-    reps = COMM.bcast(-(-reps // block) * block, root=0)
-    times = np.empty((len(fns), reps))
-    for i in range(0, reps, block):
-        for j, fn in enumerate(fns):
-            for k in range(i, i + block):
-                COMM.Barrier()
-                t0 = time.perf_counter()
-                fn()
-                times[j, k] = time.perf_counter() - t0
-    med = np.max(COMM.allgather(np.median(times, axis=1)), axis=0)
-    low = np.max(COMM.allgather(times.min(axis=1)), axis=0)
+def bench(fns, budget=BUDGET):
+    med, low, _ = _harness.bench(fns, budget=budget, warmup=2, max_reps=400, block=3)
     return med, low
 
 
@@ -208,9 +184,9 @@ def main():
 
 
 if __name__ == "__main__":
-    if P == 1 and "--child" not in sys.argv:
-        here = os.path.dirname(os.path.abspath(sys.executable))
-        mpiexec = os.path.join(here, "mpiexec")
-        cmd = [mpiexec, "-n", "2", sys.executable, os.path.abspath(__file__), "--child"]
-        sys.exit(subprocess.call(cmd) and 0)   # report, never fail the caller
-    main()
+    # 2 ranks for redistribution and the mesh, then the 2 x 2 halo/reduction cases
+    if relaunch(__file__, 2):
+        relaunch(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              "_movement_halo_reduce.py"), 4)
+        sys.exit(0)
+    run_main(main)

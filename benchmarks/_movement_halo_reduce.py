@@ -1,7 +1,8 @@
-"""Halo exchange and reductions: xdap against hand-written mpi4py.
+"""Halo exchange and reductions: xdap against hand-written mpi4py (run by
+benchmarks/movement.py after its 2-rank cases).
 
-    .venv/bin/python benchmarks/movement_halo_reduce.py        # spawns mpiexec -n 4 itself
-    .venv/bin/mpiexec -n 4 .venv/bin/python benchmarks/movement_halo_reduce.py
+    .venv/bin/python benchmarks/_movement_halo_reduce.py        # spawns mpiexec -n 4 itself
+    .venv/bin/mpiexec -n 4 .venv/bin/python benchmarks/_movement_halo_reduce.py
 
 On 4 ranks (a 2 x 2 grid):
 
@@ -25,49 +26,21 @@ missed targets print FAIL.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 
 import numpy as np
 from mpi4py import MPI
 
-COMM = MPI.COMM_WORLD
-RANK, P = COMM.rank, COMM.size
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _harness  # noqa: E402
+from _harness import COMM, P, RANK, relaunch, run_main, say  # noqa: E402,F401
 RANKS = 4
 BUDGET = 1.5         # seconds of timed repetitions per case
 
 
-def say(*a):
-    if RANK == 0:
-        print(*a, flush=True)
-
-
-def bench(fns, budget=BUDGET, warmup=3, min_reps=10, max_reps=2000, block=5):
-    """Median and min seconds of each of fns, interleaved in blocks, each
-    call after a barrier; the max over ranks."""
-    for fn in fns:
-        for _ in range(warmup):
-            COMM.Barrier()
-            fn()
-    t0 = time.perf_counter()
-    for fn in fns:
-        COMM.Barrier()
-        fn()
-    probe = COMM.allreduce(time.perf_counter() - t0, op=MPI.MAX)
-    reps = int(min(max_reps, max(min_reps, budget / max(probe, 1e-7))))
-    reps = COMM.bcast(-(-reps // block) * block, root=0)
-    times = np.empty((len(fns), reps))
-    for i in range(0, reps, block):
-        for j, fn in enumerate(fns):
-            for k in range(i, i + block):
-                COMM.Barrier()
-                t0 = time.perf_counter()
-                fn()
-                times[j, k] = time.perf_counter() - t0
-    med = np.max(COMM.allgather(np.median(times, axis=1)), axis=0)
-    low = np.max(COMM.allgather(times.min(axis=1)), axis=0)
-    return med, low, reps
+def bench(fns):
+    return _harness.bench(fns, budget=BUDGET)
 
 
 def fmt(t):
@@ -211,16 +184,9 @@ def main():
 
 
 if __name__ == "__main__":
-    if P == 1 and os.environ.get("XDAP_BENCH_CHILD") != "1":
-        here = os.path.dirname(os.path.abspath(__file__))
-        mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-        env = dict(os.environ, XDAP_BENCH_CHILD="1")
-        r = subprocess.run([mpiexec, "-n", str(RANKS), sys.executable, os.path.abspath(__file__)],
-                           env=env, timeout=300)
-        if r.returncode:
-            print(f"(mpiexec exited with {r.returncode})")
+    if relaunch(__file__, RANKS):
         sys.exit(0)
     if P != RANKS:
         say(f"run on {RANKS} ranks (the 2 x 2 grid); got {P}")
         sys.exit(0)
-    main()
+    run_main(main)
