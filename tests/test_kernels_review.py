@@ -58,3 +58,26 @@ def test_sliced_ragged_view_is_copied_not_refused():
     assert [len(r) for r in got] == [1, 3]
     np.testing.assert_allclose(sum(got, []), np.sin([3.0, 4.0, 5.0, 6.0]), rtol=1e-15)
     assert K.add(x[:, 1:], 1.0).value == [[3.0], [], [6.0, 7.0]]
+
+
+def test_large_ragged_result_shares_the_operands_type_and_outlives_it():
+    # a result of the operand's leaf dtype refers to the operand's (immutable)
+    # type object instead of copying its offsets (O(rows) per call)
+    rng = np.random.default_rng(5)
+    rows = [list(rng.uniform(0, 1, k)) for k in rng.integers(0, 6, 20_000)]
+    x = as_container(rows, type="var * var * float64")
+    y = as_container(rows, type="var * var * float64")
+    r = K.add(x, y)
+    assert r.type is x.type
+    s = K.less(x, 0.5)                                 # bool leaf: its own type
+    assert str(s.type) == "var * var * bool"
+    del x, y
+    import gc
+    gc.collect()
+    expect = [[2 * v for v in row] for row in rows]
+    assert r.value == expect
+    assert r[3].value == expect[3]
+    np.testing.assert_allclose(parts(K.sin(r)).values, np.sin(np.concatenate(expect)), rtol=1e-15)
+    o = as_container([[None, 1.0]] * 6000, type="var * var * ?float64")
+    ro = K.multiply(o, 3.0)
+    assert ro.type is o.type and ro[5999].value == [None, 3.0]

@@ -19,8 +19,10 @@
  *       that layout with the kernel's output dtype; it is optional (`?T`)
  *       when any argument is, with validity = AND of the arguments' bitmaps
  *       (the kernel runs on every leaf, NA or not, so the loop stays
- *       branch-free).  Var offsets are copied into the result's type (4
- *       bytes a list); values are never copied.  `out` (an xnd of the result
+ *       branch-free).  A large ragged result of the operand's leaf dtype
+ *       shares the operand's type object (no offsets copied); otherwise var
+ *       offsets are copied into the result's type (4 bytes a list); values
+ *       are never copied.  `out` (an xnd of the result
  *       layout and dtype) is written in place and returned; an input sharing
  *       memory with it other than element for element is copied first
  *       (NumPy's semantics), and its validity is combined through scratch.
@@ -360,6 +362,48 @@ new_buffer_xnd(ndt_t *t, int64_t nbytes, int64_t n, int optional)
         mx->xnd.bitmap.size = 0;
         mx->xnd.bitmap.next = NULL;
     }
+    return x;
+}
+
+/* The type object of `arg` (the operand `like` describes) when a result of
+   leaf `tag` (optional or not) can share it: a ragged operand whose leaf is
+   the result's leaf.  Building the result's own type would copy every var
+   level's offsets (4 bytes a list, O(rows)); ndtypes types are immutable and
+   the Python type object is refcounted, so the result refers to the same
+   one.  Fixed types are not shared: building them is O(ndim). */
+static PyObject *
+shareable_type(PyObject *arg, const operand_t *like, enum ndt tag, int optional)
+{
+    if (like == NULL || like->kind != VAR || like->leaf->tag != tag ||
+        ndt_is_optional(like->leaf) != optional) {
+        return NULL;
+    }
+    PyObject *type = ((MirrorXnd *)arg)->type;
+    if (type == NULL || !Ndt_Check(type) || CONST_NDT(type) != like->type) {
+        return NULL;
+    }
+    return type;
+}
+
+/* new_buffer_xnd with the result's type shared with an operand (see
+   shareable_type): the view is made with a placeholder type, which is then
+   replaced by `type` (borrowed; a reference is taken). */
+static PyObject *
+new_buffer_xnd_shared(PyObject *type, int64_t nbytes, int64_t n, int optional)
+{
+    NDT_STATIC_CONTEXT(ctx);
+    ndt_t *placeholder = ndt_primitive(Uint8, 0, &ctx);
+    if (placeholder == NULL) {
+        return Ndt_SetError(&ctx);
+    }
+    PyObject *x = new_buffer_xnd(placeholder, nbytes, n, optional);
+    if (x == NULL) {
+        return NULL;
+    }
+    MirrorXnd *mx = (MirrorXnd *)x;
+    Py_INCREF(type);
+    Py_SETREF(mx->type, type);
+    mx->xnd.type = CONST_NDT(type);
     return x;
 }
 
@@ -763,6 +807,7 @@ func_call(FuncObject *self, PyObject *args, PyObject *kwds)
     operand_t ops[MAX_IN];
     enum ndt tags[MAX_IN];
     const operand_t *like = NULL;
+    PyObject *like_arg = NULL;
     int optional = 0;
     for (Py_ssize_t i = 0; i < nin; i++) {
         if (describe(PyTuple_GET_ITEM(args, i), &ops[i]) < 0) {
@@ -773,6 +818,7 @@ func_call(FuncObject *self, PyObject *args, PyObject *kwds)
         if (ops[i].kind != SCALAR) {
             if (like == NULL) {
                 like = &ops[i];
+                like_arg = PyTuple_GET_ITEM(args, i);
             }
             else {
                 char msg[160];
@@ -847,6 +893,16 @@ func_call(FuncObject *self, PyObject *args, PyObject *kwds)
         PyTypeObject *tp = Py_TYPE(PyTuple_GET_ITEM(args, 0));
         for (int j = 0; j < nout; j++) {
             NDT_STATIC_CONTEXT(ctx);
+            if (n * e->out_size[j] >= BUFFER_MIN_BYTES) {
+                PyObject *shared = shareable_type(like_arg, like, e->out_tags[j], optional);
+                if (shared != NULL) {
+                    results[j] = new_buffer_xnd_shared(shared, n * e->out_size[j], n, optional);
+                    if (results[j] == NULL || describe(results[j], &outs[j]) < 0) {
+                        goto error;
+                    }
+                    continue;
+                }
+            }
             ndt_t *t = result_type(like, e->out_tags[j], optional, &ctx);
             if (t == NULL) {
                 (void)Ndt_SetError(&ctx);
