@@ -578,3 +578,24 @@ def test_writer_killed_at_random_times():
                 raise AssertionError(f"loaded data is neither save: {values[:2, :4]}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_same_distribution_load_maps_the_piece_copy_on_write(comm):
+    """Loaded onto the saved distribution, a fixed buffer is the piece file
+    mapped copy-on-write: writable, and writing never reaches the file."""
+    data = fixed_data("float64", (12, 5), False, seed=21)
+    with SharedDir(comm) as tmp:
+        path = os.path.join(tmp, "a")
+        xdap.from_global(data, comm=comm, dist=("b",)).save(path)
+        b = xdap.load(path, comm=comm)
+        values = parts(b.local).values
+        assert values.flags.writeable
+        if os.path.exists("/proc/self/maps"):        # the piece file is mapped here
+            mine = os.path.basename(piece_name(path, comm.rank))
+            assert mine in open("/proc/self/maps").read()
+        values[...] = -1.0                       # copy-on-write: the file keeps the data
+        comm.Barrier()
+        c = xdap.load(path, comm=comm)
+        check_local(c, reference(data))
+        assert (np.asarray(parts(b.local).values) == -1.0).all()
