@@ -37,9 +37,11 @@ def load(path, comm=None, dist=None, grid=None, **per_dim) -> DistArray:
     uniform padding and periodic flag. ``dist``, ``grid`` and ``per_dim``
     (as in ``xdap.from_global``) ask for any other distribution. Each rank
     reads only the saved pieces its buffer overlaps (whole pieces: that is
-    the unit checksums are kept for), straight into its buffer when a piece
-    lands there contiguously; communication padding is filled with the
-    neighbours' values.
+    the unit checksums are kept for). Zero-copy when the buffer is exactly
+    one piece (the saved distribution): the file is mapped copy-on-write,
+    so writing to ``local`` never changes it; otherwise pieces are read
+    into the buffer (directly where they land contiguously). Communication
+    padding is filled with the neighbours' values.
 
     >>> import tempfile, os, numpy as np, xdap
     >>> from mpi4py import MPI
