@@ -194,3 +194,48 @@ def test_team_disagreement_raises_without_hanging(comm):
     # the teams still work afterwards
     np.testing.assert_allclose(all_sum_reduce(np.ones(2), X.create_allreduction_partition()),
                                [comm.size] * 2)
+
+
+@pytest.mark.mpi
+def test_unusable_data_on_one_worker_raises_on_every_worker(comm):
+    # the worker with bad data used to raise before the team's handshake,
+    # leaving the others waiting in it (a hang)
+    P = Partition(comm)
+    X = P.create_cartesian_topology_partition((comm.size,))
+    Y = P.create_partition_inclusive([0]).create_cartesian_topology_partition((1,))
+    last = comm.rank == comm.size - 1
+    S, R = X.create_reduction_partition_to(Y)
+    x = xnd([1.0, None]) if last else np.ones(2)        # optional data cannot be summed
+    with pytest.raises((TypeError, ValueError), match="non-optional|cannot move"):
+        sum_reduce(x, S, R)
+    S, R = Y.create_broadcast_partition_to(X)
+    with pytest.raises((TypeError, ValueError), match="unsupported dtype|cannot move"):
+        broadcast(np.zeros(2, "M8[s]"), S, R)
+    with pytest.raises((TypeError, ValueError), match="unsupported dtype|cannot move"):
+        all_sum_reduce(np.zeros(2, "M8[s]") if last else np.ones(2), X)
+    # all_sum_reduce used to reach MPI with different shapes (truncation abort)
+    if comm.size > 1:
+        with pytest.raises(ValueError, match="different shapes"):
+            all_sum_reduce(np.ones(2 + comm.rank), X)
+    # the teams still work afterwards
+    np.testing.assert_allclose(all_sum_reduce(np.ones(2), X), [comm.size] * 2)
+
+
+@pytest.mark.mpi
+def test_bool_data_sums_with_logical_or(comm):
+    # MPI has no SUM for C_BOOL; NumPy adds booleans with logical or
+    P = Partition(comm)
+    X = P.create_cartesian_topology_partition((comm.size,))
+    Y = P.create_partition_inclusive([0]).create_cartesian_topology_partition((1,))
+    x = np.array([comm.rank == 0, False, True])
+    want = np.logical_or.reduce(comm.allgather(x))
+    np.testing.assert_array_equal(all_sum_reduce(x, X), want)
+    S, R = X.create_reduction_partition_to(Y)
+    out = sum_reduce(x, S, R)
+    if comm.rank == 0:
+        np.testing.assert_array_equal(out, want)
+    a = xdap.from_global(np.zeros((2, 2 * comm.size), bool), dist=("n", "b"), comm=comm)
+    from xdap.containers import parts
+    parts(a.local).values[0, 0] = comm.rank == comm.size - 1
+    s = all_sum_reduce(a, (0, 1) if len(a.grid) == 2 else None)
+    assert parts(s.local).values[0, 0] and not parts(s.local).values[1].any()

@@ -74,23 +74,40 @@ def _like(x, out):
 
 
 def _meta(a):
-    """The handshake vector of an array: ndim, dtype code, shape."""
+    """The handshake vector of an array: ok flag (0), ndim, dtype code, shape."""
     if a.ndim > _MAXDIM:
         raise ValueError(f"collectives: at most {_MAXDIM} dimensions, got {a.ndim}")
-    m = np.zeros(2 + _MAXDIM, np.int64)
-    m[0], m[1] = a.ndim, _CODES.index(a.dtype)
-    m[2:2 + a.ndim] = a.shape
+    if a.dtype not in _CODES:
+        raise TypeError(f"collectives: unsupported dtype {a.dtype} (use one of "
+                        f"{', '.join(str(c) for c in _CODES)}, native byte order)")
+    m = np.zeros(3 + _MAXDIM, np.int64)
+    m[1], m[2] = a.ndim, _CODES.index(a.dtype)
+    m[3:3 + a.ndim] = a.shape
     return m
+
+
+def _data(x):
+    """(array, handshake vector, error) of a worker's data.  An error is
+    not raised here: the worker first tells its team (flag 1 in the
+    handshake), so nobody is left waiting in the data movement."""
+    try:
+        a = _as_array(x)
+        return a, _meta(a), None
+    except (TypeError, ValueError) as e:
+        bad = np.zeros(3 + _MAXDIM, np.int64)
+        bad[0] = 1
+        return None, bad, e
 
 
 def _handshake(teams):
     """Agree on (shape, dtype) in every team at once: nonblocking MAX
     all-reduces of (meta, -meta), so a worker in two teams cannot deadlock.
     Workers without data pass None.  Returns per team (shape, dtype), or an
-    error message when the team's workers disagree -- every member of that
-    team sees the same verdict, skips that team's data movement, and raises
-    only after its other team has finished (so nobody is left waiting)."""
-    n = 2 + _MAXDIM
+    error message when the team's workers disagree or one of them passed
+    unusable data -- every member of that team sees the same verdict, skips
+    that team's data movement, and raises only after its other team has
+    finished (so nobody is left waiting)."""
+    n = 3 + _MAXDIM
     bufs, reqs = [], []
     for comm, meta in teams:
         send = np.full(2 * n, np.iinfo(np.int64).min, np.int64)   # neutral for MAX
@@ -106,18 +123,29 @@ def _handshake(teams):
         if hi[0] < 0:                        # only neutral values: nobody had data
             out.append("collectives: no worker of the team holds data")
             continue
+        if hi[0] > 0:
+            out.append("collectives: a worker of the team passed data that collectives cannot "
+                       "move (see its error)")
+            continue
         if not np.array_equal(hi, -recv[n:]):    # max(meta) != min(meta)
             out.append("collectives: the workers of a team hold arrays of different shapes or "
                        "dtypes (they must agree)")
             continue
-        out.append((tuple(int(s) for s in hi[2:2 + int(hi[0])]), _CODES[int(hi[1])]))
+        out.append((tuple(int(s) for s in hi[3:3 + int(hi[1])]), _CODES[int(hi[2])]))
     return out
 
 
-def _raise_disagreement(agreed):
+def _raise_disagreement(agreed, error=None):
+    if error is not None:                 # this worker's own data was unusable
+        raise error
     for v in agreed:
         if isinstance(v, str):
             raise ValueError(v)
+
+
+def _sum_op(dtype):
+    # NumPy adds booleans with logical or; MPI defines no SUM on C_BOOL
+    return MPI.LOR if np.dtype(dtype) == np.bool_ else MPI.SUM
 
 
 def _empty(like=None):
@@ -132,6 +160,21 @@ def _same_team(P, Q) -> bool:
 # the functional primitives over partitions (and the DistArray dispatch)
 # --------------------------------------------------------------------------
 
+def _two_teams(x, P_send, P_recv):
+    """The common start of broadcast and sum_reduce: this worker's data (if
+    it is active in P_send) and the handshake of its (at most two) teams.
+    Returns (same team?, array, per team verdict, per team ok, own error)."""
+    same = _same_team(P_send, P_recv)
+    a = meta = error = None
+    if P_send.active:
+        a, meta, error = _data(x)
+    teams = [(P_send.comm, meta)] if P_send.active else []
+    if P_recv.active and not same:
+        teams.append((P_recv.comm, None))
+    agreed = _handshake(teams)
+    return same, a, agreed, [not isinstance(v, str) for v in agreed], error
+
+
 def broadcast(x, P_send=None, P_recv=None, *, axes=None):
     """Copy the data of each P_send root to every member of its team.
 
@@ -142,13 +185,7 @@ def broadcast(x, P_send=None, P_recv=None, *, axes=None):
     """
     if isinstance(x, DistArray):
         return grid_broadcast(x, P_send if axes is None else axes)
-    same = _same_team(P_send, P_recv)
-    a = _as_array(x) if P_send.active else None
-    teams = [(P_send.comm, _meta(a))] if P_send.active else []
-    if P_recv.active and not same:
-        teams.append((P_recv.comm, None))
-    agreed = _handshake(teams)
-    ok = [not isinstance(v, str) for v in agreed]
+    same, a, agreed, ok, error = _two_teams(x, P_send, P_recv)
     reqs, out = [], None
     if P_send.active and ok[0]:
         if same:                          # this worker roots its own receive team
@@ -160,7 +197,7 @@ def broadcast(x, P_send=None, P_recv=None, *, axes=None):
         out = np.empty(*agreed[-1])
         reqs.append(P_recv.comm.Ibcast(out, root=0))
     MPI.Request.Waitall(reqs)
-    _raise_disagreement(agreed)
+    _raise_disagreement(agreed, error)
     return _like(x, out if out is not None else _empty(a))
 
 
@@ -175,37 +212,36 @@ def sum_reduce(x, P_send=None, P_recv=None, *, axes=None):
     """
     if isinstance(x, DistArray):
         return grid_sum_reduce(x, P_send if axes is None else axes)
-    same = _same_team(P_send, P_recv)
-    a = _as_array(x) if P_send.active else None
-    teams = [(P_send.comm, _meta(a))] if P_send.active else []
-    if P_recv.active and not same:
-        teams.append((P_recv.comm, None))
-    agreed = _handshake(teams)
-    ok = [not isinstance(v, str) for v in agreed]
+    same, a, agreed, ok, error = _two_teams(x, P_send, P_recv)
     reqs, out = [], None
     if P_send.active and ok[0]:
         out = np.empty_like(a) if P_send.rank == 0 else None
-        reqs.append(P_send.comm.Ireduce(a, out, op=MPI.SUM, root=0))
+        reqs.append(P_send.comm.Ireduce(a, out, op=_sum_op(a.dtype), root=0))
     if P_recv.active and not same and ok[-1]:
         out = np.empty(*agreed[-1])
         # this worker's own data went to another team: it adds zeros here
-        reqs.append(P_recv.comm.Ireduce(np.zeros_like(out), out, op=MPI.SUM, root=0))
+        reqs.append(P_recv.comm.Ireduce(np.zeros_like(out), out, op=_sum_op(out.dtype), root=0))
     MPI.Request.Waitall(reqs)
-    _raise_disagreement(agreed)
+    _raise_disagreement(agreed, error)
     return _like(x, out if P_recv.active else _empty(a))
 
 
 def all_sum_reduce(x, P=None, *, axes=None):
     """Every member of P gets the sum of all members' data (empty array on
-    inactive workers).  ``all_sum_reduce(a, axes)`` with a DistArray: see
-    the module docstring."""
+    inactive workers).  The members must hold arrays of one shape and
+    dtype, else every member raises ValueError.  ``all_sum_reduce(a, axes)``
+    with a DistArray: see the module docstring."""
     if isinstance(x, DistArray):
         return grid_all_sum_reduce(x, P if axes is None else axes)
     if not P.active:
         return _like(x, _empty())
-    a = _as_array(x)
-    out = np.empty_like(a)
-    P.comm.Allreduce(a, out, op=MPI.SUM)
+    a, meta, error = _data(x)
+    agreed = _handshake([(P.comm, meta)])
+    out = None
+    if not isinstance(agreed[0], str):
+        out = np.empty_like(a)
+        P.comm.Allreduce(a, out, op=_sum_op(a.dtype))
+    _raise_disagreement(agreed, error)
     return _like(x, out)
 
 
@@ -284,7 +320,7 @@ def grid_sum_reduce(a, axes=None):
     v, P = _blocks(a, axes, "sum_reduce")
     with P:
         out = np.zeros_like(v)
-        P.comm.Reduce(v, out if P.rank == 0 else None, op=MPI.SUM, root=0)
+        P.comm.Reduce(v, out if P.rank == 0 else None, op=_sum_op(v.dtype), root=0)
     return _rewrap(a, out)
 
 
@@ -293,5 +329,5 @@ def grid_all_sum_reduce(a, axes=None):
     v, P = _blocks(a, axes, "all_sum_reduce")
     with P:
         out = np.empty_like(v)
-        P.comm.Allreduce(v, out, op=MPI.SUM)
+        P.comm.Allreduce(v, out, op=_sum_op(v.dtype))
     return _rewrap(a, out)
