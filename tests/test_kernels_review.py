@@ -81,3 +81,14 @@ def test_large_ragged_result_shares_the_operands_type_and_outlives_it():
     o = as_container([[None, 1.0]] * 6000, type="var * var * ?float64")
     ro = K.multiply(o, 3.0)
     assert ro.type is o.type and ro[5999].value == [None, 3.0]
+
+
+def test_cached_python_scalars_keep_signed_zero_and_dtype_apart():
+    x = np.array([1.0, -2.0])
+    assert K.copysign(x, -0.0).value == [-1.0, -2.0]
+    assert K.copysign(x, 0.0).value == [1.0, 2.0]
+    assert K.copysign(x, -0.0).value == [-1.0, -2.0]
+    f = np.array([1.5], dtype=np.float32)
+    assert str(K.add(f, 2).type) == "1 * float32" and str(K.add(x, 2).type) == "2 * float64"
+    assert K.add(np.array([1], np.int8), 2).value == [3]
+    assert K.add(np.array([True]), True).value == np.add(np.array([True]), True).tolist()

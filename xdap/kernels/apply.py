@@ -32,6 +32,7 @@ import dataclasses
 import numpy as np
 from xnd import xnd
 
+from .. import _xndbuf
 from .. import comm as _comm
 from .operands import (common_dtype, describe_layout, is_scalar, layout_key, scalar_dtype,
                        to_container)
@@ -86,16 +87,25 @@ def apply(func, *args, out=None):
             raise TypeError("out= is a DistArray but no operand is: pass DistArray operands")
         return local_apply(func, args, out)
     first = dists[0]
-    locals_ = [a.local if isinstance(a, DistArray) else a for a in args]
-    if len(dists) == 1 and out is None and all(a is first or is_scalar(a) for a in args):
+    locals_ = [a._local if isinstance(a, DistArray) else a for a in args]
+    if out is None and all(a is first or is_scalar(a) for a in args):
         # One DistArray (and scalars): the ranks agree on its dtype and layout
         # class, so every rank reaches the same verdict without communicating.
         result = local_apply(func, locals_, None)
+    elif _verdict_is_global(args, out, first, DistArray):
+        # Fixed layouts (or ragged operands derived from one another): every
+        # check depends only on metadata equal on all ranks (distribution,
+        # dtype, type shape; a rank's local shape follows from the
+        # distribution), so each rank raises the same error on its own.
+        check_distarrays(args, out, DistArray)
+        result = local_apply(func, locals_, None if out is None else out._local)
     else:
+        # Independent ragged operands: their row lengths are compared rank by
+        # rank and may differ on some ranks only -- agree (one allgather).
         result = None
         with _comm.collective_checks(first.comm):
             check_distarrays(args, out, DistArray)
-            result = local_apply(func, locals_, None if out is None else out.local)
+            result = local_apply(func, locals_, None if out is None else out._local)
     if out is not None:
         return out
     if isinstance(result, tuple):
@@ -103,6 +113,46 @@ def apply(func, *args, out=None):
     if result is None:
         return None
     return derive(first, result)
+
+
+def _verdict_is_global(args, out, first, DistArray):
+    """True when no check of this call can fail on some ranks only: operands
+    DistArrays or Python scalars, and a fixed layout or ragged arrays that
+    share their rows by construction (see ``_rows_token``)."""
+    operands = args if out is None else args + (out,)
+    for a in operands:
+        if not (isinstance(a, DistArray) or is_scalar(a)):
+            return False
+    if first.info.kind == "fixed":
+        return True
+    token = _rows_token(first)
+    return all(not isinstance(a, DistArray) or a.info.kind != "ragged" or _rows_token(a) is token
+               for a in operands)
+
+
+def _rows_token(a):
+    """An object shared by DistArrays whose ragged rows are equal on every
+    rank because one was derived from the other by a kernel (``derive``);
+    a DistArray built otherwise gets its own."""
+    token = a.__dict__.get("_kernel_rows")
+    if token is None:
+        token = a._kernel_rows = object()
+    return token
+
+
+_INFO = {}
+
+
+def _result_info(info, leaf):
+    """``info`` with the leaf dtype ``leaf`` (cached: called once per result)."""
+    key = (info, leaf)
+    hit = _INFO.get(key)
+    if hit is None:
+        if len(_INFO) > 256:
+            _INFO.clear()
+        hit = _INFO[key] = dataclasses.replace(info, dtype=leaf.lstrip("?"),
+                                               optional=leaf.startswith("?"))
+    return hit
 
 
 def derive(a, local):
@@ -113,10 +163,13 @@ def derive(a, local):
     new = object.__new__(type(a))
     new.distribution = a.distribution
     new._local = local
-    leaf = str(local.type).rsplit(" * ", 1)[-1]          # cheaper than type_info()
-    new.info = dataclasses.replace(a.info, dtype=leaf.lstrip("?"), optional=leaf.startswith("?"))
-    new._parts = parts(local)
+    info = new.info = _result_info(a.info, str(local.type).rsplit(" * ", 1)[-1])
+    values, validity, offsets = _xndbuf.layout(local, info.format)   # as parts(), known info
+    new._parts = Parts(info, np.asarray(values), None if validity is None else np.asarray(validity),
+                       tuple(np.asarray(o) for o in offsets))
     new._leaf_index = a._leaf_index
+    if info.kind == "ragged":
+        new._kernel_rows = _rows_token(a)
     return new
 
 
@@ -175,12 +228,30 @@ def _as_containers(args):
     arrays = [x for x in xs if x is not None]
     if not arrays:
         raise TypeError("at least one operand must be an array (DistArray, xnd or NumPy)")
-    dtype = type_info(arrays[0]).dtype
+    dtype = _dtype(arrays[0])
     for i, a in enumerate(args):
         if xs[i] is None:
             v = a.item() if isinstance(a, np.generic) else a
-            xs[i] = xnd(v, type=scalar_dtype(v, dtype))
+            xs[i] = _scalar(v, dtype)
     return xs
+
+
+_SCALARS = {}
+
+
+def _scalar(v, dtype):
+    """A 0-d container of the Python scalar v next to an array of ``dtype``;
+    cached (kernels only read it) -- building one costs more than a small call."""
+    if type(v) is not int and (type(v) is not float or v == 0.0):
+        return xnd(v, type=scalar_dtype(v, dtype))       # keep -0.0 apart from 0.0
+    key = (type(v), v, dtype)
+    hit = _SCALARS.get(key)
+    if hit is None:
+        hit = xnd(v, type=scalar_dtype(v, dtype))
+        if len(_SCALARS) > 512:
+            _SCALARS.clear()
+        _SCALARS[key] = hit
+    return hit
 
 
 def _contiguous(x):

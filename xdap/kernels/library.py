@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from xnd import xnd as _xnd
 
-from .apply import apply
+from .apply import apply, derive
 
 UNARY = ("fabs", "absolute", "negative", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
          "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
@@ -67,9 +67,16 @@ def _make_unary(name):
             from .apply import fast
             g = state["gufunc"] = gufunc(name)
             f = state["fast"] = fast(g)
+            _remember_distarray()
         if type(x) is _xnd:
             try:
                 return f(x) if out is None else f(x, out=out)
+            except state.setdefault("retry", _retry_errors()):
+                pass
+        elif out is None and type(x) is _DISTARRAY.get("class"):
+            # apply()'s one-DistArray case, minus its argument sorting
+            try:
+                return derive(x, f(x._local))
             except state.setdefault("retry", _retry_errors()):
                 pass
         return apply(state["gufunc"], x, out=out)
@@ -103,6 +110,14 @@ def _make_binary(name):
                       "NumPy arrays,\nPython scalars (broadcast). Mixed dtypes meet in their "
                       "common exact type.")
     return kernel
+
+
+_DISTARRAY = {}
+
+
+def _remember_distarray():
+    from ..array import DistArray
+    _DISTARRAY["class"] = DistArray
 
 
 def _retry_errors():

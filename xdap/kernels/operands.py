@@ -134,7 +134,12 @@ def scalar_dtype(value, other: str):
     raise TypeError(f"unsupported scalar operand {value!r} of type {type(value).__name__}")
 
 
+_BUILTIN_NUMBERS = frozenset((int, float, complex, bool))
+
+
 def is_scalar(x) -> bool:
+    if type(x) in _BUILTIN_NUMBERS:           # the common case, without ABC checks
+        return True
     return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, np.ndarray)
 
 
