@@ -39,6 +39,7 @@ stack = [package_dir(name) for name in ("ndtypes", "xnd")]
 xndbuf = Extension(
     "xdap._xndbuf",
     sources=["xdap/_xndbuf.c"],
+    depends=["xdap/_xndmirror.h"],       # shared with _apply: mirrored xnd layouts
     include_dirs=stack,
     library_dirs=stack,
     libraries=["ndtypes", "xnd"],
@@ -52,6 +53,7 @@ gumath_dir = package_dir("gumath")
 apply_ext = Extension(
     "xdap._apply",
     sources=["xdap/_apply.c"],
+    depends=["xdap/_xndmirror.h"],
     include_dirs=stack + [gumath_dir],
     library_dirs=stack + [gumath_dir],
     libraries=["gumath", "ndtypes", "xnd"],

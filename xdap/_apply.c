@@ -52,6 +52,7 @@
 #include "xnd.h"
 #include "pyxnd.h"
 #include "gumath.h"
+#include "_xndmirror.h"
 
 /* ------------------------------------------------------------------------ */
 /* Mirrors of private layouts (0.2.0.dev3)                                   */
@@ -63,19 +64,7 @@ typedef struct {
     char *name;
 } MirrorGufunc;
 
-typedef struct {
-    PyObject_HEAD
-    PyObject *type;
-    xnd_master_t *xnd;
-    Py_buffer *view;
-} MirrorMemoryBlock;
-
-typedef struct {
-    PyObject_HEAD
-    MirrorMemoryBlock *mblock;
-    PyObject *type;
-    xnd_t xnd;
-} MirrorXnd;
+/* MirrorMemoryBlock, MirrorXnd: see _xndmirror.h (shared with _xndbuf). */
 
 static PyObject *NoKernel, *NotElementwise, *NeedsCopy;
 
@@ -100,13 +89,6 @@ typedef struct {
     const uint8_t *bitmap;     /* validity of the leaves, or NULL */
     int optional;
 } operand_t;
-
-static int
-is_readonly(PyObject *x)
-{
-    MirrorMemoryBlock *mb = ((MirrorXnd *)x)->mblock;
-    return mb != NULL && mb->view != NULL && mb->view->readonly;
-}
 
 /* Describe x as a flat array of leaves; NeedsCopy for views we cannot flatten. */
 static int
@@ -345,23 +327,8 @@ new_buffer_xnd(ndt_t *t, int64_t nbytes, int64_t n, int optional)
         }
     }
 #endif
-    PyObject *x0 = PyObject_CallMethod(xnd_type_object, "from_buffer", "O", (PyObject *)b);
+    PyObject *x = xdap_view_over(xnd_type_object, (PyObject *)b, t, b->bitmap);  /* steals t */
     Py_DECREF(b);
-    if (x0 == NULL) {
-        ndt_del(t);
-        return NULL;
-    }
-    PyObject *x = Xnd_ViewMoveNdt(x0, t);   /* steals t */
-    Py_DECREF(x0);
-    if (x == NULL) {
-        return NULL;
-    }
-    if (optional) {
-        MirrorXnd *mx = (MirrorXnd *)x;
-        mx->xnd.bitmap.data = ((BufferObject *)mx->mblock->view->obj)->bitmap;
-        mx->xnd.bitmap.size = 0;
-        mx->xnd.bitmap.next = NULL;
-    }
     return x;
 }
 
@@ -881,7 +848,7 @@ func_call(FuncObject *self, PyObject *args, PyObject *kwds)
                     tag_name(e->out_tags[j]));
                 return NULL;
             }
-            if (is_readonly(o)) {
+            if (xdap_is_readonly(o)) {
                 PyErr_SetString(PyExc_ValueError, "out= is read-only");
                 return NULL;
             }
@@ -1091,7 +1058,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__apply(void)
 {
-    if (import_ndtypes() < 0 || import_xnd() < 0) {
+    xnd_type_object = xdap_import_xnd_type();
+    if (xnd_type_object == NULL) {
         return NULL;
     }
     PyObject *gm = PyImport_ImportModule("gumath");
@@ -1099,15 +1067,6 @@ PyInit__apply(void)
         return NULL;
     }
     Py_DECREF(gm);
-    PyObject *xnd_module = PyImport_ImportModule("xnd");
-    if (xnd_module == NULL) {
-        return NULL;
-    }
-    xnd_type_object = PyObject_GetAttrString(xnd_module, "xnd");
-    Py_DECREF(xnd_module);
-    if (xnd_type_object == NULL) {
-        return NULL;
-    }
     if (PyType_Ready(&Func_Type) < 0 || PyType_Ready(&Buffer_Type) < 0) {
         return NULL;
     }

@@ -31,21 +31,7 @@
 #include "pyndtypes.h"
 #include "xnd.h"
 #include "pyxnd.h"
-
-/* Mirrors of xnd 0.2.0.dev3's private object layouts (python/xnd/_xnd.c). */
-typedef struct {
-    PyObject_HEAD
-    PyObject *type;
-    xnd_master_t *xnd;
-    Py_buffer *view;
-} MirrorMemoryBlock;
-
-typedef struct {
-    PyObject_HEAD
-    MirrorMemoryBlock *mblock;
-    PyObject *type;
-    xnd_t xnd;
-} MirrorXnd;
+#include "_xndmirror.h"   /* the mirrored layouts, shared with _apply */
 
 static PyObject *xnd_type_object = NULL;   /* xnd.xnd */
 
@@ -224,12 +210,6 @@ static PyTypeObject Keep_Type = {
 /* layout                                                                     */
 /* ------------------------------------------------------------------------ */
 
-static int
-is_readonly(PyObject *x)
-{
-    MirrorMemoryBlock *mb = ((MirrorXnd *)x)->mblock;
-    return mb != NULL && mb->view != NULL && mb->view->readonly;
-}
 
 static PyObject *
 layout(PyObject *self, PyObject *args)
@@ -246,7 +226,7 @@ layout(PyObject *self, PyObject *args)
     }
     const xnd_t *xv = CONST_XND(x);
     const ndt_t *t = xv->type;
-    const int readonly = is_readonly(x);
+    const int readonly = xdap_is_readonly(x);
     Py_ssize_t shape[NDT_MAX_DIM], strides[NDT_MAX_DIM];
     PyObject *values = NULL, *validity = NULL, *offsets = NULL;
     int64_t nleaves;
@@ -527,7 +507,7 @@ from_buffers(PyObject *self, PyObject *args)
             return NULL;
         }
     }
-    PyObject *x0 = NULL, *x = NULL;
+    PyObject *x = NULL;
     if (keep->values.len < nleaves * itemsize) {
         PyErr_Format(PyExc_ValueError,
             "from_buffers: values buffer has %zd bytes, type needs %lld",
@@ -559,25 +539,9 @@ from_buffers(PyObject *self, PyObject *args)
         goto fail;
     }
 
-    x0 = PyObject_CallMethod(xnd_type_object, "from_buffer", "O", (PyObject *)keep);
+    uint8_t *bitmap = optional ? (uint8_t *)keep->validity_buf.buf : NULL;
+    x = xdap_view_over(xnd_type_object, (PyObject *)keep, t, bitmap);   /* steals t */
     Py_DECREF(keep);
-    keep = NULL;
-    if (x0 == NULL) {
-        ndt_del(t);
-        return NULL;
-    }
-    x = Xnd_ViewMoveNdt(x0, t);   /* steals t */
-    Py_DECREF(x0);
-    if (x == NULL) {
-        return NULL;
-    }
-    if (optional) {
-        MirrorXnd *mx = (MirrorXnd *)x;
-        KeepObject *k = (KeepObject *)mx->mblock->view->obj;
-        mx->xnd.bitmap.data = (uint8_t *)k->validity_buf.buf;
-        mx->xnd.bitmap.size = 0;
-        mx->xnd.bitmap.next = NULL;
-    }
     return x;
 
 fail:
@@ -603,15 +567,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__xndbuf(void)
 {
-    if (import_ndtypes() < 0 || import_xnd() < 0) {
-        return NULL;
-    }
-    PyObject *xnd_module = PyImport_ImportModule("xnd");
-    if (xnd_module == NULL) {
-        return NULL;
-    }
-    xnd_type_object = PyObject_GetAttrString(xnd_module, "xnd");
-    Py_DECREF(xnd_module);
+    xnd_type_object = xdap_import_xnd_type();
     if (xnd_type_object == NULL) {
         return NULL;
     }
