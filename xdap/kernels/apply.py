@@ -78,7 +78,8 @@ def apply(func, *args, out=None):
     a DistArray (collective: every rank must call), else an xnd container.
     ``out=`` (a DistArray or container of the result's layout and dtype) is
     written in place and returned; nothing is allocated. Copies happen only
-    for operands whose dtype must be converted and for non-contiguous views.
+    for operands whose dtype must be converted, for non-contiguous views and
+    for operands that partially overlap ``out=`` (NumPy's semantics).
     """
     DistArray = _distarray_type()
     dists = [a for a in args if isinstance(a, DistArray)]
