@@ -227,3 +227,20 @@ def test_distarray_owned_part_and_type_mismatch():
     bad = pa.array(["x"]) if comm.rank == comm.size - 1 else pa.array([1.0])
     with pytest.raises(TypeError, match="not supported"):
         xdap.from_arrow(bad, comm=comm)
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3, 4))
+def test_distarray_from_arrow_empty_ragged_rank_raises_everywhere():
+    # an empty ragged array on one rank used to fail in container() on that
+    # rank only, leaving the others waiting in the DistArray constructor
+    comm = MPI.COMM_WORLD
+    last = comm.rank == comm.size - 1
+    arr = pa.array([] if last else [[1.0, 2.0]], pa.list_(pa.float64()))
+    with pytest.raises(ValueError, match=f"at least one row.*rank {comm.size - 1}"):
+        xdap.from_arrow(arr, comm=comm)
+    k = ak.Array([[1.0]])[0:0] if last else ak.Array([[1.0, 2.0]])
+    with pytest.raises(ValueError, match="at least one row"):
+        distarray_from_awkward(k, comm=comm)
+    # and everybody can go on
+    assert xdap.from_arrow(pa.array([[float(comm.rank)]]), comm=comm).to_global().value == \
+        [[float(r)] for r in range(comm.size)]

@@ -37,7 +37,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..containers import Parts, container, pack_validity, parts, unpack_validity
+from ..containers import (Parts, check_ragged_rows, container, pack_validity, parts,
+                          unpack_validity)
 from ..types import DTYPES, TypeInfo, type_info
 
 __all__ = ["to_arrow", "from_arrow", "parts_from_arrow", "distarray_from_arrow",
@@ -298,7 +299,10 @@ def distarray_from_arrow(arr, comm=None, type=None):
     """A DistArray whose rows are every rank's Arrow array, stacked in rank
     order (collective; published as ``xdap.from_arrow``).
 
-    Each rank passes its own array (any length, 0 included); the rows are
+    Each rank passes its own array (any length, 0 included -- except for
+    ragged arrays, which need at least one row on every rank: ndtypes
+    0.2.0.dev3 has no empty ``var * var * T``; all ranks then raise the same
+    ValueError); the rows are
     block distributed over a 1-d grid with the ranks' lengths as irregular
     block sizes. The local containers wrap the Arrow buffers (zero-copy as in
     ``from_arrow``). All ranks must agree on the element type (and on the
@@ -336,6 +340,9 @@ def stack_rows(p: Parts, comm):
                         " * ".join(["N"] + [str(s) for s in m[1][2]] + [m[1][1]]) for m in metas]
                 raise TypeError(f"ranks hold different element types (type per rank: {show}); "
                                 "every rank's array must have the same type")
+        # checked here, so every rank raises together (container() below
+        # would refuse an empty ragged partition on its own rank only)
+        check_ragged_rows(info, p.nrows)
     bounds = np.concatenate([[0], np.cumsum([m[0] for m in metas])])
     maps = [BlockMap(int(bounds[-1]), comm.size, bounds=bounds.tolist())]
     if info.kind == "fixed":
