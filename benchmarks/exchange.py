@@ -1,6 +1,6 @@
 """Exchange cost: ``__partitioned__`` and Arrow export -- do they depend on size? (zero copy)
 
-    .venv/bin/python benchmarks/exchange.py                          # 1 rank (COMM_SELF)
+    .venv/bin/python benchmarks/exchange.py                          # 1 rank, then save/load on 2
     .venv/bin/mpiexec -n 2 .venv/bin/python benchmarks/exchange.py   # one partition per rank
 
 1. ``__partitioned__`` round trip: a fixed float64 partition of 1 MiB and of
@@ -17,6 +17,11 @@
    (buffer addresses).  The alternative, ``pa.array(a.local.value)`` (via
    Python lists), is timed on the 10^5 case only (it takes minutes at 10^7).
 
+3. Save and load of 1 GiB on 2 ranks against ``dd`` in the same run
+   (benchmarks/_exchange_io.py, launched with ``mpiexec -n 2`` when this
+   script runs as one process).  Target: at least 50% of dd's write / read
+   bandwidth.
+
 Medians of interleaved repetitions after a warm-up (see benchmarks/dap.py);
 under mpiexec the largest per-rank median.  Always exits 0; missed targets
 print FAIL.
@@ -31,6 +36,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import numpy as np
 import pyarrow as pa
+from mpi4py import MPI
 
 import xdap
 from xdap.array import DistArray
@@ -39,7 +45,8 @@ from xdap.distribution import Distribution
 from xdap.maps import BlockMap
 from xdap.types import type_info
 
-from _harness import COMM, MiB, P, RANK, run_main, say, verdict  # noqa: E402,F401
+import _exchange_io  # noqa: E402
+from _harness import CHILD_FLAG, COMM, MiB, P, RANK, run_main, say, verdict  # noqa: E402,F401
 from dap import bench, fixed_dap_dict, us  # noqa: E402
 
 TARGET = 2.0
@@ -99,7 +106,7 @@ def main():
         tile = a.__partitioned__["partitions"][a.__partitioned__["locals"][0]]["data"]
         t0 = time.perf_counter()
         np.array(tile)
-        copies.append(COMM.allreduce(time.perf_counter() - t0, op=max_op()))
+        copies.append(COMM.allreduce(time.perf_counter() - t0, op=MPI.MAX))
     say(f"{'  alternative: copy the tile':<34}{us(copies[0])}  {us(copies[1])}")
     shared = all(COMM.allgather(small[2] and big[2]))
     del small, big
@@ -111,7 +118,7 @@ def main():
         f"{us(alow[1]).strip()}; {areps} reps)")
     t0 = time.perf_counter()
     pa.array(r5[0].local.value)
-    alt5 = COMM.allreduce(time.perf_counter() - t0, op=max_op())
+    alt5 = COMM.allreduce(time.perf_counter() - t0, op=MPI.MAX)
     say(f"{'  alternative: pa.array(local.value)':<34}{us(alt5)}  {'(not run)':>14}")
     ashared = all(COMM.allgather(r5[1] and r7[1]))
     say(f"(total {time.perf_counter() - t_start:.1f} s)")
@@ -129,12 +136,10 @@ def main():
         f"{alt5 * 1e3:.0f} ms at 1e5; target < {TARGET:g}) {verdict(aratio < TARGET)}")
     say(f"RESULT arrow_zero_copy={ashared} (Arrow values and offsets buffers are xdap's memory) "
         f"{verdict(ashared)}")
+    if P == 1 and os.environ.get(CHILD_FLAG) != "1":
+        say()
+        _exchange_io.main()          # save/load bandwidth: launches mpiexec -n 2 itself
     return 0
-
-
-def max_op():
-    from mpi4py import MPI
-    return MPI.MAX
 
 
 if __name__ == "__main__":

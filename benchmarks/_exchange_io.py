@@ -1,6 +1,8 @@
 """Save / load bandwidth of 1 GiB on 2 ranks against the disk's own (dd).
 
-    .venv/bin/python benchmarks/exchange_io.py        # launches mpiexec -n 2 itself
+    .venv/bin/python benchmarks/_exchange_io.py       # launches mpiexec -n 2 itself
+
+(run by benchmarks/exchange.py after its one-rank cases)
 
 In ONE ``mpiexec -n 2`` launch, repeated and interleaved (dd, xdap, dd,
 xdap, ...), in a temp dir on the repository's filesystem (``build/``,
