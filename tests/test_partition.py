@@ -145,3 +145,32 @@ def test_close_and_garbage_collection_free_communicators(comm):
     Q.close()                                 # idempotent
     assert not Q.active
     assert Partition(comm).active             # wrapping never frees the user's comm
+
+
+@pytest.mark.mpi
+def test_distdl_neighbor_ranks_by_rank_and_cartesian_subtopology(comm):
+    # DistDL calls neighbor_ranks(rank); it used to fail on an int
+    shape = xdap.comm.balanced_grid(comm.size, 2)
+    C = Partition(comm).create_cartesian_topology_partition(shape, periodic=(False, True))
+    for r in range(comm.size):
+        assert C.neighbor_ranks(r) == C.neighbor_ranks(C.cartesian_index(r))
+    with pytest.raises(ValueError, match="not in"):
+        C.neighbor_ranks(comm.size)
+    with pytest.raises(ValueError, match="outside the grid"):
+        C.neighbor_ranks((0,) * 3)
+    # independent reference: MPI's own Cartesian communicator
+    cart = comm.Create_cart(list(shape), periods=[False, True], reorder=False)
+    for axis in range(2):
+        lo, hi = cart.Shift(axis, 1)
+        assert C.neighbor_ranks(comm.rank)[axis] == tuple(
+            None if x == xdap.comm.MPI.PROC_NULL else x for x in (lo, hi))
+    for remain in [(True, False), (False, True), (True, True), (False, False)]:
+        sub = cart.Sub(list(remain))
+        want = sub.group.Translate_ranks(
+            list(range(sub.size)), comm.group)
+        with C.create_cartesian_subtopology_partition(remain) as S:
+            assert list(S.members) == list(want) and S.rank == sub.rank
+            assert S.shape == tuple(s for s, k in zip(shape, remain) if k)
+        sub.Free()
+    cart.Free()
+    C.close()

@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import math
 
+import numpy as np
+
 from mpi4py import MPI
 
 __all__ = ["MPI", "resolve", "agree", "collective_checks",
@@ -340,13 +342,20 @@ class CartesianPartition(Partition):
 
     def neighbor_ranks(self, index=None, periodic=None) -> tuple:
         """((lo, hi), ...) per grid axis: the team ranks of the neighbours of
-        ``index`` (default: this worker) one step down and up that axis;
-        None where there is none.  ``periodic`` (per axis, default the
-        partition's) wraps around the edges."""
+        ``index`` one step down and up that axis; None where there is none.
+        ``index`` is grid coordinates, or a team rank (an int, as DistDL's
+        ``neighbor_ranks(rank)``); default this worker (``()`` when
+        inactive).  ``periodic`` (per axis, default the partition's) wraps
+        around the edges."""
         if index is None:
             if not self.active:
                 return ()
             index = self.index
+        elif isinstance(index, (int, np.integer)) and not isinstance(index, bool):
+            index = self.cartesian_index(index)
+        index = tuple(int(i) for i in index)
+        if len(index) != len(self._shape) or any(not 0 <= i < s for i, s in zip(index, self._shape)):
+            raise ValueError(f"neighbor_ranks: index {index} outside the grid {self._shape}")
         periodic = self.periodic if periodic is None else tuple(bool(p) for p in periodic)
         if len(periodic) != len(self._shape):
             raise ValueError(f"neighbor_ranks: periodic needs {len(self._shape)} entries, got {periodic}")
@@ -377,6 +386,17 @@ class CartesianPartition(Partition):
                 if all(self.cartesian_index(r)[a] == me[a] for a in keep)]
         return CartesianPartition._derived(self._root, team, shape=sub_shape,
                                            periodic=tuple(self.periodic[a] for a in axes))
+
+    def create_cartesian_subtopology_partition(self, remain_dims) -> "CartesianPartition":
+        """The workers that share this worker's coordinates on the axes
+        where ``remain_dims`` (one bool per axis) is False, on the grid of
+        the remaining axes -- MPI_Cart_sub.  The same teams as
+        ``create_allreduction_partition`` of the remaining axes."""
+        remain = tuple(bool(r) for r in remain_dims)
+        if len(remain) != len(self._shape):
+            raise ValueError(f"create_cartesian_subtopology_partition: remain_dims needs "
+                             f"{len(self._shape)} entries, got {tuple(remain_dims)}")
+        return self.create_allreduction_partition(tuple(a for a, r in enumerate(remain) if r))
 
     # -- broadcast / reduction partitions (the DistDL broadcast rules) --------
     def _source_index(self, P_y, iy):
