@@ -13,15 +13,37 @@ True
 """
 __version__ = "0.1.0"
 
+import importlib
+
 from .array import DistArray, from_global
 from .comm import CartesianPartition, Partition
 from .distribution import Distribution, make_distribution
 from .protocols.dap import from_distarray
 from .protocols.partitioned import from_partitioned
-from .protocols.arrow import distarray_from_arrow as from_arrow
-from .io import load
-from .movement.scatter import Scatter
 
-__all__ = ["Partition", "CartesianPartition", "DistArray", "Distribution", "from_global", "from_distarray", "make_distribution", "load", "Scatter",
-           "from_partitioned", "from_arrow",
-           "__version__"]
+# Loaded on first use (PEP 562): pyarrow, the kernel library and the movement
+# engine cost ~0.2 s to import, which a job that only distributes and exports
+# should not pay.
+_LAZY = {
+    "from_arrow": ("xdap.protocols.arrow", "distarray_from_arrow"),
+    "load": ("xdap.io", "load"),
+    "Scatter": ("xdap.movement.scatter", "Scatter"),
+}
+_SUBMODULES = ("codegen", "io", "kernels", "movement", "protocols")
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"xdap.{name}")
+    else:
+        raise AttributeError(f"module 'xdap' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+__all__ = ["DistArray", "Distribution", "from_global", "make_distribution",
+           "from_distarray", "from_partitioned", "from_arrow", "load",
+           "Scatter", "Partition", "CartesianPartition", "__version__"]
