@@ -51,3 +51,34 @@ def test_fixed_operands_two_distarrays_and_out():
     i = xdap.from_global(np.zeros((6, 4), np.int64), dist=("b", "n"), comm=comm)
     with pytest.raises(TypeError, match="out= has dtype int64"):
         K.add(a, b, out=i)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_independent_ragged_operands_checked_once_then_remembered():
+    comm = MPI.COMM_WORLD
+    rows = [[1.0, 2.0], [3.0], [4.0, 5.0, 6.0], [7.0], [8.0, 9.0]]
+    x = xdap.from_global(rows, type="var * var * float64", comm=comm)
+    y = xdap.from_global(rows, type="var * var * float64", comm=comm)
+    z = xdap.from_global([[0.5]] * 5, type="var * var * float64", comm=comm)   # other lengths
+    calls = []
+    real = comm.allgather
+
+    class Counting:                 # counts the collective checks' allgathers
+        def __getattr__(self, name):
+            return getattr(comm, name)
+
+        def allgather(self, v):
+            calls.append(v)
+            return real(v)
+    x.distribution.comm, saved = Counting(), x.distribution.comm
+    try:
+        sums = [K.add(x, y) for _ in range(3)]
+        with pytest.raises(ValueError, match="list lengths"):
+            K.add(x, z)
+        with pytest.raises(ValueError, match="list lengths"):
+            K.add(x, z)
+    finally:
+        x.distribution.comm = saved
+    assert len(calls) == 3          # the first x + y, and each failing x + z
+    for r in sums:
+        np.testing.assert_array_equal(parts(r.to_global()).values, 2 * np.concatenate(rows))
