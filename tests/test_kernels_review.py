@@ -92,3 +92,34 @@ def test_cached_python_scalars_keep_signed_zero_and_dtype_apart():
     assert str(K.add(f, 2).type) == "1 * float32" and str(K.add(x, 2).type) == "2 * float64"
     assert K.add(np.array([1], np.int8), 2).value == [3]
     assert K.add(np.array([True]), True).value == np.add(np.array([True]), True).tolist()
+
+
+def test_strided_one_dimensional_views_in_and_out_without_copies():
+    base = np.arange(1.0, 21.0)
+    x = xnd(base.tolist())
+    o = xnd([0.0] * 20)
+    r = K.multiply(x[::-2], 3.0, out=o[1::2])           # reversed input, strided output
+    assert r is not None
+    expect = np.zeros(20)
+    expect[1::2] = base[::-2] * 3.0
+    assert o.value == expect.tolist()
+    col = xnd([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])[:, 1]
+    assert K.add(col, col).value == [4.0, 8.0, 12.0]
+    # in place through the same strided view: element for element
+    y = xnd(base.tolist())
+    K.add(y[::3], 1.0, out=y[::3])
+    ref = base.copy()
+    ref[::3] += 1.0
+    assert y.value == ref.tolist()
+    # a reversed view of the output as input: NumPy's result (inputs read first)
+    z = xnd(base.tolist())
+    K.add(z[::-1], 0.0, out=z)
+    assert z.value == base[::-1].tolist()
+
+
+def test_out_that_cannot_be_written_in_place_is_a_clear_error():
+    o = xnd([[0.0] * 4] * 4)
+    with pytest.raises(ValueError, match="out= must be C-contiguous or a 1-D strided view"):
+        K.sin(xnd([[1.0, 2.0]] * 2), out=o[::2, ::2])
+    with pytest.raises(ValueError, match="out= must be"):
+        K.sin(xnd([1.0, 2.0], dtype="?float64"), out=xnd([0.0, None, 0.0, 0.0], dtype="?float64")[::2])

@@ -33,7 +33,8 @@
  *   Exceptions that tell the Python layer to take another route:
  *       NoKernel (TypeError)        no kernel for these dtypes
  *       NotElementwise (TypeError)  a kernel exists but is not `... * T`
- *       NeedsCopy (ValueError)      a non-contiguous view: copy it first
+ *       NeedsCopy (ValueError)      a view that is neither contiguous nor one
+ *                                   strided run (or an optional view): copy it
  *
  * Private details of the pinned 0.2.0.dev3 stack mirrored here (and nowhere
  * else in xdap): gumath's gufunc object layout {tbl, name}, xnd's memory
@@ -84,6 +85,7 @@ typedef struct {
     int ndim;
     int64_t n;                 /* leaves */
     char *ptr;                 /* first leaf */
+    intptr_t step;             /* bytes from one leaf to the next (0: scalar) */
     const ndt_t *type;         /* the whole container's type */
     const ndt_t *leaf;         /* leaf type (maybe optional) */
     const uint8_t *bitmap;     /* validity of the leaves, or NULL */
@@ -117,6 +119,7 @@ describe(PyObject *x, operand_t *op)
             return -1;
         }
         op->ptr = xv->ptr + xv->index * t->datasize;
+        op->step = 0;
         op->bitmap = op->optional ? xv->bitmap.data : NULL;
         return 0;
     }
@@ -144,6 +147,7 @@ describe(PyObject *x, operand_t *op)
         op->n = lists;
         op->leaf = u;
         op->ptr = xv->ptr;
+        op->step = (intptr_t)u->datasize;
     }
     else {
         const ndt_t *u = t;
@@ -164,13 +168,21 @@ describe(PyObject *x, operand_t *op)
         for (const ndt_t *v = t; v->ndim > 0; v = v->FixedDim.type) {
             dims[k++] = v;
         }
+        int runs = 0;                   /* dims with more than one item */
+        int64_t run_step = 1;
         for (int i = k - 1; i >= 0; i--) {
-            if (dims[i]->FixedDim.shape > 1 && dims[i]->Concrete.FixedDim.step != expect) {
-                contiguous = 0;
+            if (dims[i]->FixedDim.shape > 1) {
+                runs++;
+                run_step = dims[i]->Concrete.FixedDim.step;
+                if (run_step != expect) {
+                    contiguous = 0;
+                }
             }
             expect *= dims[i]->FixedDim.shape;
         }
-        if (!contiguous) {
+        /* One strided run (e.g. x[::2], x[::-1], a column) is what a Strided
+           loop takes as is; a non-optional one needs no copy. */
+        if (!contiguous && (runs > 1 || ndt_is_optional(u))) {
             PyErr_SetString(NeedsCopy, "a non-contiguous view");
             return -1;
         }
@@ -178,6 +190,7 @@ describe(PyObject *x, operand_t *op)
         op->n = n;
         op->leaf = u;
         op->ptr = xv->ptr + xv->index * u->datasize;
+        op->step = (intptr_t)((contiguous ? 1 : run_step) * u->datasize);
         if (ndt_is_optional(u) && xv->index != 0) {
             PyErr_SetString(NeedsCopy, "a view into an optional container");
             return -1;
@@ -715,27 +728,45 @@ combine_validity_into(uint8_t *dst, int64_t n, const operand_t *ops, int nin)
    an elementwise loop and used as is; any other overlap -- shifted views,
    reinterpreted items, a broadcast scalar inside the output -- is copied to
    scratch first (ptrs[i] then points at the copy, freed by free_copies). */
+/* The bytes an operand's leaves span: [*lo, *hi). */
+static void
+extent(const operand_t *op, int64_t n, char **lo, char **hi)
+{
+    const int64_t size = op->leaf->datasize;
+    const int64_t last = op->kind == SCALAR || n < 1 ? 0 : (n - 1) * (int64_t)op->step;
+    *lo = op->ptr + (last < 0 ? last : 0);
+    *hi = op->ptr + (last > 0 ? last : 0) + size;
+}
+
 static int
 copy_overlapping_inputs(const operand_t *ops, int nin, const operand_t *outs, int nout,
-                        int64_t n, const entry_t *e, char **ptrs, char **copies)
+                        int64_t n, char **ptrs, intptr_t *steps, char **copies)
 {
     for (int i = 0; i < nin; i++) {
+        char *ilo, *ihi;
+        extent(&ops[i], n, &ilo, &ihi);
         const int64_t isize = ops[i].leaf->datasize;
-        const int64_t ibytes = ops[i].kind == SCALAR ? isize : n * isize;
         for (int j = 0; j < nout; j++) {
-            if (!overlaps(ops[i].ptr, ibytes, outs[j].ptr, n * e->out_size[j])) {
+            char *olo, *ohi;
+            extent(&outs[j], n, &olo, &ohi);
+            if (!overlaps(ilo, ihi - ilo, olo, ohi - olo)) {
                 continue;
             }
-            if (ops[i].kind != SCALAR && ops[i].ptr == outs[j].ptr && isize == e->out_size[j]) {
-                continue;
+            if (ops[i].kind != SCALAR && ops[i].ptr == outs[j].ptr &&
+                ops[i].step == outs[j].step && isize == outs[j].leaf->datasize) {
+                continue;           /* element for element: safe in place */
             }
-            copies[i] = malloc((size_t)ibytes);
+            const int64_t count = ops[i].kind == SCALAR ? 1 : n;
+            copies[i] = malloc((size_t)(count * isize));
             if (copies[i] == NULL) {
                 PyErr_NoMemory();
                 return -1;
             }
-            memcpy(copies[i], ops[i].ptr, (size_t)ibytes);
+            for (int64_t k = 0; k < count; k++) {
+                memcpy(copies[i] + k * isize, ops[i].ptr + k * ops[i].step, (size_t)isize);
+            }
             ptrs[i] = copies[i];
+            steps[i] = ops[i].kind == SCALAR ? 0 : (intptr_t)isize;
             break;
         }
     }
@@ -824,6 +855,13 @@ func_call(FuncObject *self, PyObject *args, PyObject *kwds)
         for (int j = 0; j < nout; j++) {
             PyObject *o = tuple ? PyTuple_GET_ITEM(out, j) : out;
             if (describe(o, &outs[j]) < 0) {
+                if (PyErr_ExceptionMatches(NeedsCopy)) {
+                    /* the Python layer copies operands, but out= must be written */
+                    PyErr_Clear();
+                    PyErr_SetString(PyExc_ValueError,
+                        "out= must be C-contiguous or a 1-D strided view (optional: a whole "
+                        "container); write into a contiguous container and copy");
+                }
                 return NULL;
             }
             if (like != NULL) {
@@ -915,14 +953,14 @@ func_call(FuncObject *self, PyObject *args, PyObject *kwds)
     intptr_t dims[1] = {(intptr_t)n};
     for (Py_ssize_t i = 0; i < nin; i++) {
         ptrs[i] = ops[i].ptr;
-        steps[i] = ops[i].kind == SCALAR ? 0 : (intptr_t)ops[i].leaf->datasize;
+        steps[i] = ops[i].step;
     }
-    if (out != NULL && copy_overlapping_inputs(ops, (int)nin, outs, nout, n, e, ptrs, copies) < 0) {
+    if (out != NULL && copy_overlapping_inputs(ops, (int)nin, outs, nout, n, ptrs, steps, copies) < 0) {
         goto error;
     }
     for (int j = 0; j < nout; j++) {
         ptrs[nin + j] = outs[j].ptr;
-        steps[nin + j] = (intptr_t)e->out_size[j];
+        steps[nin + j] = outs[j].step;
     }
     int rc = 0;
     if (n > 0) {
