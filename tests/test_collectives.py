@@ -39,17 +39,23 @@ def _layouts(comm):
     return out
 
 
+def _apply(comm, rng, X, Y, op, P_send, P_recv):
+    """Random data x on X's workers through op: (x, op's result, every
+    worker's x, this worker's index in Y or None)."""
+    x = rng.standard_normal(SHAPE) if X.active else None
+    out = op(x, P_send, P_recv)
+    iy = Y.cartesian_index(Y.members.index(comm.rank)) if Y.active else None
+    return x, out, comm.allgather(x), iy
+
+
 @pytest.mark.mpi
 def test_broadcast_values_and_adjoint(comm):
     rng = np.random.default_rng(10 + comm.rank)
     for label, X, Y in _layouts(comm):
         P_send, P_recv = X.create_broadcast_partition_to(Y)
-        x = rng.standard_normal(SHAPE) if X.active else None
-        y_out = broadcast(x, P_send, P_recv)
+        x, y_out, xs, iy = _apply(comm, rng, X, Y, broadcast, P_send, P_recv)
         # reference: the source of each Y worker, from X's gathered data
-        xs = comm.allgather(x)
         if Y.active:
-            iy = Y.cartesian_index(Y.members.index(comm.rank))
             ix = X._source_index(Y, iy)
             src = X.members[X.rank_of(ix)]
             np.testing.assert_array_equal(y_out, xs[src], err_msg=label)
@@ -72,11 +78,8 @@ def test_sum_reduce_values_and_adjoint(comm):
     rng = np.random.default_rng(20 + comm.rank)
     for label, Y, X in _layouts(comm):        # reduce from the bigger X to the smaller Y
         P_send, P_recv = X.create_reduction_partition_to(Y)
-        x = rng.standard_normal(SHAPE) if X.active else None
-        out = sum_reduce(x, P_send, P_recv)
-        xs = comm.allgather(x)
+        x, out, xs, iy = _apply(comm, rng, X, Y, sum_reduce, P_send, P_recv)
         if Y.active:
-            iy = Y.cartesian_index(Y.members.index(comm.rank))
             contributors = [m for r, m in enumerate(X.members)
                             if Y._source_index(X, X.cartesian_index(r)) == iy]
             np.testing.assert_allclose(out, sum(xs[m] for m in contributors), err_msg=label)

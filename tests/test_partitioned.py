@@ -55,15 +55,20 @@ def make_global(label, n=11, m=5):
     return g
 
 
-@pytest.mark.mpi(ranks=RANKS)
-@pytest.mark.parametrize("label", KINDS)
-def test_export_contents(label):
-    comm = world()
+def make_array(label, comm):
+    """(global array, DistArray of it in the distribution ``label``)."""
     g = make_global(label)
     opts = kinds(g.shape[0], comm.size)[label]
     if label.startswith("2-d") and comm.size == 3:
         opts = dict(opts, grid=(1, 3) if label.endswith("block-cyclic") else (3, 1))
-    a = xdap.from_global(g, comm=comm, **opts)
+    return g, xdap.from_global(g, comm=comm, **opts)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+@pytest.mark.parametrize("label", KINDS)
+def test_export_contents(label):
+    comm = world()
+    g, a = make_array(label, comm)
     p = a.__partitioned__
     assert p["shape"] == g.shape and p["type"] == str(a.type)
     tiling = p["partition_tiling"]
@@ -115,11 +120,7 @@ def same_layout(d1, d2):
 @pytest.mark.parametrize("label", KINDS)
 def test_roundtrip(label):
     comm = world()
-    g = make_global(label)
-    opts = kinds(g.shape[0], comm.size)[label]
-    if label.startswith("2-d") and comm.size == 3:
-        opts = dict(opts, grid=(1, 3) if label.endswith("block-cyclic") else (3, 1))
-    a = xdap.from_global(g, comm=comm, **opts)
+    g, a = make_array(label, comm)
     for src in (a, a.__partitioned__, pickle.loads(pickle.dumps(a.__partitioned__))):
         b = xdap.from_partitioned(src, comm=comm)
         assert np.array_equal(np.array(b.to_global().value), g)

@@ -427,17 +427,23 @@ class CartesianPartition(Partition):
                 teams[src].append(m)
         return teams
 
-    def _send_recv(self, teams, mine_as_root, mine_as_member):
-        """Create the (at most two) teams of this worker, in increasing order
-        of their root's rank -- the same global order everywhere, so the
+    def _broadcast_teams(self, P_y):
+        """(the team this worker roots, the team it receives in) of the
+        broadcast from this partition to P_y; inactive partitions where it
+        has no such role.  The teams are created in increasing order of
+        their root's rank -- the same global order everywhere, so the
         member-collective Create_group calls cannot deadlock."""
+        teams = self._teams(P_y)
         me = self._root.rank
-        wanted = sorted({k for k in (mine_as_root, mine_as_member) if k is not None})
-        made = {}
-        for k in wanted:
-            made[k] = Partition._derived(self._root, teams[k], tag=k)
+        as_root = me if me in self.members else None
+        as_member = None
+        if me in P_y.members:
+            iy = P_y.cartesian_index(P_y.members.index(me))
+            as_member = self.members[self.rank_of(self._source_index(P_y, iy))]
+        made = {k: Partition._derived(self._root, teams[k], tag=k)
+                for k in sorted({k for k in (as_root, as_member) if k is not None})}
         inactive = Partition._derived(self._root, ())
-        return made.get(mine_as_root, inactive), made.get(mine_as_member, inactive), me
+        return made.get(as_root, inactive), made.get(as_member, inactive)
 
     def create_broadcast_partition_to(self, P_y: "CartesianPartition"):
         """(P_send, P_recv) for a broadcast from this partition (P_x) to P_y.
@@ -451,15 +457,7 @@ class CartesianPartition(Partition):
         partitions.
         """
         self._check_broadcastable(P_y, "create_broadcast_partition_to")
-        teams = self._teams(P_y)
-        me = self._root.rank
-        as_root = me if me in self.members else None
-        as_member = None
-        if me in P_y.members:
-            iy = P_y.cartesian_index(P_y.members.index(me))
-            as_member = self.members[self.rank_of(self._source_index(P_y, iy))]
-        P_send, P_recv, _ = self._send_recv(teams, as_root, as_member)
-        return P_send, P_recv
+        return self._broadcast_teams(P_y)
 
     def create_reduction_partition_to(self, P_y: "CartesianPartition"):
         """(P_send, P_recv) for a sum-reduction from this partition (P_x) to
@@ -467,14 +465,7 @@ class CartesianPartition(Partition):
         team this worker contributes to (P_x members), P_recv the team it
         roots and receives the sum in (P_y members)."""
         P_y._check_broadcastable(self, "create_reduction_partition_to")
-        teams = P_y._teams(self)
-        me = self._root.rank
-        as_root = me if me in P_y.members else None
-        as_member = None
-        if me in self.members:
-            ix = self.cartesian_index(self.members.index(me))
-            as_member = P_y.members[P_y.rank_of(P_y._source_index(self, ix))]
-        P_recv, P_send, _ = self._send_recv(teams, as_root, as_member)
+        P_recv, P_send = P_y._broadcast_teams(self)
         return P_send, P_recv
 
 

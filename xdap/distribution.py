@@ -25,7 +25,20 @@ __all__ = ["Distribution", "make_distribution", "DIST_TYPES"]
 DIST_TYPES = ("b", "c", "u", "n")
 
 
-class Distribution:
+class MapShapes:
+    """``ndim`` and ``global_shape`` of anything with one map per dimension
+    in ``maps`` (a Distribution; a redistribution plan's Layout)."""
+
+    @property
+    def ndim(self) -> int:
+        return len(self.maps)
+
+    @property
+    def global_shape(self) -> tuple:
+        return tuple(m.size for m in self.maps)
+
+
+class Distribution(MapShapes):
     """Grid + maps + communicator. Immutable; compare with ``==``.
 
     maps         one Map per dimension (grid size 1 for undistributed ones)
@@ -69,14 +82,6 @@ class Distribution:
         return int(np.ravel_multi_index(tuple(coords), self.grid)) if self.grid else 0
 
     # -- shapes and indices ---------------------------------------------------
-    @property
-    def ndim(self) -> int:
-        return len(self.maps)
-
-    @property
-    def global_shape(self) -> tuple:
-        return tuple(m.size for m in self.maps)
-
     def local_shape_of(self, rank: int) -> tuple:
         c = self.coords_of(rank)
         return tuple(m.local_size(p) for m, p in zip(self.maps, c))

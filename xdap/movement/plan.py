@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..distribution import MapShapes
 from ..maps import BlockMap, Map, UnstructuredMap
 
 __all__ = ["Layout", "layout_of", "DimPlan", "Transfer", "RedistributionPlan",
@@ -117,7 +118,7 @@ def runs(index) -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------
 
 @dataclass(frozen=True, eq=False)
-class Layout:
+class Layout(MapShapes):
     """Where an array lives, without a communicator.
 
     maps    one Map per dimension; the grid is their grid sizes
@@ -164,14 +165,6 @@ class Layout:
     @property
     def grid(self) -> tuple:
         return tuple(m.grid_size for m in self.maps)
-
-    @property
-    def ndim(self) -> int:
-        return len(self.maps)
-
-    @property
-    def global_shape(self) -> tuple:
-        return tuple(m.size for m in self.maps)
 
     def index_of(self, parent_rank: int) -> int | None:
         """Position of a parent rank in this layout (None: not a member)."""
