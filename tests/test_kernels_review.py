@@ -123,3 +123,25 @@ def test_out_that_cannot_be_written_in_place_is_a_clear_error():
         K.sin(xnd([[1.0, 2.0]] * 2), out=o[::2, ::2])
     with pytest.raises(ValueError, match="out= must be"):
         K.sin(xnd([1.0, 2.0], dtype="?float64"), out=xnd([0.0, None, 0.0, 0.0], dtype="?float64")[::2])
+
+
+def test_hidden_length_out_of_range_of_its_c_type_is_an_error(tmp_path):
+    # `int8_t n = len(r)`: 200 items must not run the function with n = -56
+    from xdap.codegen import build
+    (tmp_path / "fill.h").write_text("#include <stdint.h>\nvoid fill(int8_t n, double *r);\n")
+    (tmp_path / "fill.c").write_text(
+        '#include "fill.h"\nvoid fill(int8_t n, double *r) { for (int i = 0; i < n; i++) r[i] = i; }\n')
+    (tmp_path / "fill.cfg").write_text(
+        "[MODULE xk_review_fill]\nincludes = fill.h\nsources = fill.c\n"
+        "[KERNEL fill]\nprototypes = void fill(int8_t n, double *r);\n"
+        "dimension = r(n)\ninplace = r\nhide = n = len(r)\n")
+    import importlib.util
+    path = build(tmp_path / "fill.cfg", tmp_path)
+    spec = importlib.util.spec_from_file_location("xk_review_fill", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    small = xnd([-1.0] * 100)
+    mod.fill(small)
+    assert small.value == [float(i) for i in range(100)]
+    with pytest.raises(ValueError, match=r"n = len\(r\) is 200, out of range for C type int8_t"):
+        mod.fill(xnd([-1.0] * 200))

@@ -331,6 +331,10 @@ def _emit_scalar_xnd(kernel: KernelConfig, i: int, v: Variant) -> str:
         "}", ""])
 
 
+# integer dtypes narrower than the int64 lengths that hidden arguments come from
+_NARROW_INTS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
+
+
 def _hide_c(expr_tokens, bufs, s) -> str:
     parts = []
     for t in expr_tokens:
@@ -392,6 +396,16 @@ def _emit_array_xnd(kernel: KernelConfig, i: int, v: Variant) -> str:
     for a in v.args:
         if a.role == "input" and not a.pointer:
             out.append(f"        const {a.ctype} v_{a.name} = *(const {a.ctype} *)stack[{s.input[a.name]}].ptr;")
+        elif a.role == "hide" and a.dtype in _NARROW_INTS:
+            # lengths are int64: a value the C parameter cannot hold (e.g.
+            # 2**31 items for an `int n`) is an error, not a truncated length
+            expr = _hide_c(check_hide_expr(a.hide_expr), None, s)
+            out += [f"        const int64_t h_{a.name} = (int64_t)({expr});  /* {a.name} = {a.hide_expr} */",
+                    f"        if ((int64_t)({a.ctype})h_{a.name} != h_{a.name}) {{",
+                    f"            ndt_err_format(ctx, NDT_ValueError, \"{kernel.name}: {a.name} = "
+                    f"{a.hide_expr.replace('%', '%%')} is %lld, out of range for C type {a.ctype}\", (long long)h_{a.name});",
+                    "            goto done;", "        }",
+                    f"        const {a.ctype} v_{a.name} = ({a.ctype})h_{a.name};"]
         elif a.role == "hide":
             expr = _hide_c(check_hide_expr(a.hide_expr), None, s)
             out.append(f"        const {a.ctype} v_{a.name} = ({a.ctype})({expr});  /* {a.name} = {a.hide_expr} */")
