@@ -199,15 +199,26 @@ def check_distarrays(args, out, DistArray):
         _same(first, out, "out=")
 
 
+_AGREE = {}
+
+
 def _same(a, b, what):
-    if a.distribution is not b.distribution and a.distribution != b.distribution:
+    da, db, ia, ib = a.distribution, b.distribution, a.info, b.info
+    key = (id(da), id(db), ia, ib)
+    hit = _AGREE.get(key)
+    if hit is not None and hit[0] is da and hit[1] is db:
+        return                      # checked before (distributions are immutable)
+    if da is not db and da != db:
         raise ValueError(f"{what} has another distribution than operand 0: "
-                         f"{b.distribution!r} vs {a.distribution!r} (redistribute first)")
-    if layout_key(a.info) != layout_key(b.info):
+                         f"{db!r} vs {da!r} (redistribute first)")
+    if layout_key(ia) != layout_key(ib):
         raise ValueError(f"{what} has another type shape than operand 0: "
-                         f"'{describe_layout(b.info)}' vs '{describe_layout(a.info)}'")
-    if a.info.kind == "fixed" and a.global_shape != b.global_shape:
+                         f"'{describe_layout(ib)}' vs '{describe_layout(ia)}'")
+    if ia.kind == "fixed" and a.global_shape != b.global_shape:
         raise ValueError(f"{what} has global shape {b.global_shape}, operand 0 {a.global_shape}")
+    if len(_AGREE) > 256:
+        _AGREE.clear()
+    _AGREE[key] = (da, db)          # the objects keep their ids from being reused
 
 
 def local_apply(func, args, out=None):
