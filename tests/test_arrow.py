@@ -14,8 +14,7 @@ from xdap.containers import as_container, parts
 from xdap.protocols.arrow import ComplexType, from_arrow, parts_from_arrow, to_arrow
 from xdap.protocols.awkward import distarray_from_awkward, from_awkward, to_awkward
 
-DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "float16", "float32", "float64", "complex64", "complex128"]
+from helpers import DTYPES
 
 
 def sample(dtype, n, rng):

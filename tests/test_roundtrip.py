@@ -11,34 +11,9 @@ from mpi4py import MPI
 import xdap
 from xdap.containers import as_container, parts
 
+from helpers import kinds
+
 RANKS = (1, 2, 3, 4)
-
-
-def balanced_indices(n, nprocs, rng, overlap=0):
-    """Unstructured index lists: a random partition of range(n), each rank
-    also holding `overlap` indices of the next rank (one_to_one False)."""
-    perm = rng.permutation(n)
-    chunks = np.array_split(perm, nprocs)
-    if overlap:
-        chunks = [np.unique(np.concatenate([c, chunks[(i + 1) % nprocs][:overlap]]))
-                  for i, c in enumerate(chunks)]
-        chunks = [rng.permutation(c) for c in chunks]
-    return [c.tolist() for c in chunks]
-
-
-def kinds(n, nprocs, rng):
-    """(label, from_global options for a 1-d distribution over nprocs ranks)."""
-    sizes = rng.multinomial(n, np.ones(nprocs) / nprocs).tolist()
-    return [
-        ("block", dict(dist=("b",))),
-        ("irregular block", dict(dist=("b",), sizes=(sizes,))),
-        ("padded block", dict(dist=("b",), padding=((2, 2),))),
-        ("periodic padded block", dict(dist=("b",), padding=((1, 1),), periodic=(True,))),
-        ("cyclic", dict(dist=("c",))),
-        ("block-cyclic", dict(dist=("c",), block_size=(3,))),
-        ("unstructured", dict(dist=("u",), indices=(balanced_indices(n, nprocs, rng),))),
-        ("unstructured shared", dict(dist=("u",), indices=(balanced_indices(n, nprocs, rng, 2),))),
-    ]
 
 
 def roundtrip(global_container, **opts):

@@ -1,0 +1,47 @@
+"""Test helpers shared by several test modules: the dtype list, sample
+values, and the 1-d distribution kinds (``from_global`` options) every
+round-trip test walks through. Plain functions, no pytest fixtures."""
+import numpy as np
+
+DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "float32", "float64", "complex64", "complex128"]
+
+
+def sample(dtype, n, rng):
+    """n random values of dtype over its whole range (integers from min to
+    max inclusive, complex with random real and imaginary parts)."""
+    if dtype == "bool":
+        return rng.random(n) < 0.5
+    if dtype.startswith("complex"):
+        return (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(dtype)
+    if dtype.startswith(("int", "uint")):
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    return rng.standard_normal(n).astype(dtype)
+
+
+def balanced_indices(n, nprocs, rng, overlap=0):
+    """Unstructured index lists: a random partition of range(n), each rank
+    also holding `overlap` indices of the next rank (one_to_one False)."""
+    perm = rng.permutation(n)
+    chunks = np.array_split(perm, nprocs)
+    if overlap:
+        chunks = [np.unique(np.concatenate([c, chunks[(i + 1) % nprocs][:overlap]]))
+                  for i, c in enumerate(chunks)]
+        chunks = [rng.permutation(c) for c in chunks]
+    return [c.tolist() for c in chunks]
+
+
+def kinds(n, nprocs, rng):
+    """(label, from_global options) of every 1-d distribution kind over nprocs ranks."""
+    sizes = rng.multinomial(n, np.ones(nprocs) / nprocs).tolist()
+    return [
+        ("block", dict(dist=("b",))),
+        ("irregular block", dict(dist=("b",), sizes=(sizes,))),
+        ("padded block", dict(dist=("b",), padding=((2, 2),))),
+        ("periodic padded block", dict(dist=("b",), padding=((1, 1),), periodic=(True,))),
+        ("cyclic", dict(dist=("c",))),
+        ("block-cyclic", dict(dist=("c",), block_size=(3,))),
+        ("unstructured", dict(dist=("u",), indices=(balanced_indices(n, nprocs, rng),))),
+        ("unstructured shared", dict(dist=("u",), indices=(balanced_indices(n, nprocs, rng, 2),))),
+    ]
