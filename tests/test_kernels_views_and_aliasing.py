@@ -1,4 +1,4 @@
-"""Review fixes in the kernel path (serial): out= aliasing its operands
+"""The kernel call path on awkward operands (serial): out= aliasing its operands
 (values and validity bitmaps), ragged views, and the result-type sharing.
 References are NumPy computations on independent copies."""
 import numpy as np
