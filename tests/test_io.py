@@ -597,3 +597,84 @@ def test_complex_ragged_piece_of_plain_pairs_loads():
         check_global(xdap.load(path, comm=MPI.COMM_SELF), reference(data, t))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_bad_path_on_one_rank_raises_everywhere(comm):
+    """A path rejected on one rank only (a TypeError there) raises on every
+    rank; it used to leave the others in the path gather (a hang)."""
+    a = xdap.from_global(np.arange(8.0), comm=comm)
+    with SharedDir(comm) as tmp:
+        path = os.path.join(tmp, "a")
+        bad = path if comm.rank < comm.size - 1 else 3.5
+        expect_error(comm, lambda: a.save(bad), "path must be", cls=TypeError)
+        a.save(path)
+        expect_error(comm, lambda: xdap.load(bad, comm=comm), "path must be", cls=TypeError)
+        if comm.size > 1:
+            other = path if comm.rank else os.path.join(tmp, "b")
+            expect_error(comm, lambda: xdap.load(other, comm=comm), "different paths")
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_load_while_another_process_saves(comm, monkeypatch):
+    """Another process saves to the path between this load's reading of the
+    manifest and of the pieces, and deletes the files the manifest named:
+    the load starts over and returns the new save (it used to fail with
+    'file ... is missing')."""
+    import xdap.io.reader as reader
+    old, new = fixed_data("float64", (10, 3), True, seed=41), fixed_data("float64", (10, 3), True, seed=42)
+    with SharedDir(comm) as tmp:
+        path = os.path.join(tmp, "a")
+        xdap.from_global(old, comm=comm, dist=("c",)).save(path)
+        read_manifest, calls = reader._read_manifest, []
+
+        def read_then_replace(p):
+            body = read_manifest(p)
+            if not calls:                     # the concurrent save (a separate job)
+                xdap.from_global(new, comm=MPI.COMM_SELF).save(path)
+                finish_cleanup()              # the generation just read is gone now
+            calls.append(p)
+            return body
+        monkeypatch.setattr(reader, "_read_manifest", read_then_replace)
+        b = xdap.load(path, comm=comm, dist=("b",))
+        check_local(b, reference(new))
+        assert len(calls) == (2 if comm.rank == 0 else 0)
+
+
+def _vm_size():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize"))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
+@pytest.mark.mpi(ranks=RANKS)
+def test_out_of_memory_on_one_rank_raises_everywhere(comm):
+    """The last rank cannot allocate its buffer (address space capped just
+    above its current size): every rank raises ValueError naming the
+    MemoryError (or mmap's ENOMEM). It used to escape on that rank alone and leave the others
+    waiting in the agreement."""
+    import resource
+    n = 2048                                   # 64 MiB of float64: >= 16 MiB per rank
+    with SharedDir(comm) as tmp:
+        path = os.path.join(tmp, "a")
+        grid = (1, comm.size)
+        a = xdap.from_global(np.ones((n, 4096)), comm=comm, dist=("b", "b"), grid=grid,
+                             padding=((0, 0), (1, 1)))
+        a.save(path)
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+
+        def capped(fn):
+            if comm.rank == comm.size - 1:
+                resource.setrlimit(resource.RLIMIT_AS, (_vm_size() + (8 << 20), hard))
+            try:
+                fn()
+            finally:
+                resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        # (one rank maps the single piece instead: mmap's ENOMEM, an OSError)
+        msg = expect_error(comm, lambda: capped(lambda: xdap.load(path, comm=comm, dist=("c",))),
+                           f"(rank {comm.size - 1})")
+        assert "allocate" in msg and ("MemoryError" in msg or comm.size == 1), msg
+        if comm.size > 1:                      # the padded piece is copied before writing
+            expect_error(comm, lambda: capped(lambda: a.save(path)),
+                         "MemoryError", f"(rank {comm.size - 1})")
+        check_global(xdap.load(path, comm=comm), reference(np.ones((n, 4096))))

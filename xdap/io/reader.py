@@ -20,9 +20,10 @@ from ..maps import BlockMap, CyclicMap
 from ..types import TypeInfo
 from . import manifest as mf
 from .arrow_file import from_ipc
-from .files import as_path, map_verified, read_into
+from .files import map_verified, read_into
 from .npy import parse_npy_header
 from .plan import index_tuple, needed_indices, read_plan, selection_size
+from .writer import agreed_path
 
 __all__ = ["load"]
 
@@ -53,13 +54,45 @@ def load(path, comm=None, dist=None, grid=None, **per_dim) -> DistArray:
     ('var * var * ?int8', [[1, None], [], [2]])
     """
     comm = _comm.resolve(comm)
-    body = None
-    with _comm.collective_checks(comm):
-        path = as_path(path)
-        if comm.rank == 0:
-            body = _read_manifest(path)
-    body = comm.bcast(body, root=0)
+    path = agreed_path(comm, path, "load")
+    for attempt in range(_ATTEMPTS):
+        body = None
+        with _comm.collective_checks(comm):
+            if comm.rank == 0:
+                body = _read_manifest(path)
+        body = comm.bcast(body, root=0)
+        try:
+            d, local = _load_generation(path, body, comm, dist, grid, per_dim)
+            return DistArray(d, local)
+        except (ValueError, TypeError) as e:      # raised alike on every rank
+            # Another process may have saved to ``path`` since the manifest
+            # was read, and deleted the files it names: load the new save.
+            replaced = comm.bcast(comm.rank == 0 and
+                                  _generation_now(path) not in (None, body["generation"]), root=0)
+            if not replaced:
+                raise
+            if attempt == _ATTEMPTS - 1:
+                raise ValueError(f"load: {path!r} was saved again {_ATTEMPTS} times while it "
+                                 f"was being loaded; last failure: {e}") from e
+    raise AssertionError("unreachable")
 
+
+# How often ``load`` starts over when a concurrent save replaced what it read.
+_ATTEMPTS = 5
+
+
+def _generation_now(path: str):
+    """The generation the manifest names now; None when it cannot be read."""
+    try:
+        with open(os.path.join(path, mf.MANIFEST), "rb") as f:
+            return mf.loads(f.read(), path)["generation"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _load_generation(path, body, comm, dist, grid, per_dim) -> tuple:
+    """(distribution, local container) of the save that manifest ``body``
+    describes (collective; errors are raised alike on every rank)."""
     with _comm.collective_checks(comm):
         info = TypeInfo(body["kind"], tuple(body["shape"]) if body["kind"] == "fixed" else (),
                         body["var_ndim"], body["dtype"], body["optional"])
@@ -71,17 +104,17 @@ def load(path, comm=None, dist=None, grid=None, **per_dim) -> DistArray:
     with _comm.collective_checks(comm):
         d = _target(body, saved, comm, dist, grid, per_dim)
 
-    p, error = None, None
+    local, error = None, None
     try:
         need = [needed_indices(m, c) for m, c in zip(d.maps, d.coords)]
         plan = read_plan(saved, lambda coords: where[coords], need)
-        p = (_read_ragged if info.kind == "ragged" else _read_fixed)(
-            path, body, info, plan, d.local_shape)
-    except (OSError, ValueError, TypeError) as e:
+        local = container((_read_ragged if info.kind == "ragged" else _read_fixed)(
+            path, body, info, plan, d.local_shape))
+    except Exception as e:      # MemoryError too: raised here alone, it left the others waiting
         error = e if isinstance(e, (ValueError, TypeError)) else \
-            ValueError(f"xdap save {path!r}: {e}")
+            ValueError(f"xdap save {path!r}: {type(e).__name__}: {e}")
     _comm.agree(comm, error)
-    return DistArray(d, container(p))
+    return d, local
 
 
 def _read_manifest(path: str) -> dict:

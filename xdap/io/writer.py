@@ -32,7 +32,7 @@ from .files import as_path, crash_point, fsync_dir, write_file
 from .npy import npy_header
 from .plan import index_tuple, piece_positions
 
-__all__ = ["save", "finish_cleanup"]
+__all__ = ["save", "finish_cleanup", "agreed_path"]
 
 _OURS = re.compile(r"^g(\d{6})\.")
 _TMP = re.compile(r"^\.manifest\.g\d{6}\.tmp$")
@@ -59,11 +59,8 @@ def save(a, path) -> None:
     """
     comm = a.comm
     prepared = None
+    path = agreed_path(comm, path, "save")
     with _comm.collective_checks(comm):
-        path = as_path(path)
-        paths = comm.allgather(path)
-        if any(p != paths[0] for p in paths):
-            raise ValueError(f"save: ranks passed different paths: {paths}")
         if comm.rank == 0:
             prepared = _prepare(path)
     generation = comm.bcast(prepared, root=0)
@@ -74,8 +71,9 @@ def save(a, path) -> None:
         files = _write_piece(a, path, generation)
         if comm.rank == 0:
             maps_files = _write_maps(a, path, generation)
-    except (OSError, ValueError, TypeError) as e:
-        error = ValueError(f"save to {path!r}: writing this rank's piece failed: {e}")
+    except Exception as e:      # MemoryError too: every rank must reach the agreement
+        error = ValueError(f"save to {path!r}: writing this rank's piece failed: "
+                           f"{type(e).__name__}: {e}")
     try:
         _comm.agree(comm, error)
     except ValueError:
@@ -102,6 +100,18 @@ def save(a, path) -> None:
                 "pieces": pieces,
             }
             _switch(path, generation, body)
+
+
+def agreed_path(comm, path, what: str) -> str:
+    """``path`` as a str, the same on every rank (collective; the same error
+    everywhere otherwise). The check runs outside the gather, so a bad path
+    on one rank cannot leave it in a different collective than the others."""
+    with _comm.collective_checks(comm):
+        path = as_path(path)
+    paths = comm.allgather(path)
+    if any(p != paths[0] for p in paths):
+        raise ValueError(f"{what}: ranks passed different paths: {paths}")
+    return path
 
 
 def _prepare(path: str) -> str:
