@@ -678,3 +678,22 @@ def test_out_of_memory_on_one_rank_raises_everywhere(comm):
             expect_error(comm, lambda: capped(lambda: a.save(path)),
                          "MemoryError", f"(rank {comm.size - 1})")
         check_global(xdap.load(path, comm=comm), reference(np.ones((n, 4096))))
+
+
+def test_save_loop_keeps_no_finished_cleanup_threads():
+    """Each save hands its deletions to a thread; a checkpoint loop of many
+    saves used to keep every finished thread object forever."""
+    import xdap.io.writer as writer
+    tmp = tempfile.mkdtemp(prefix="xdap-io-test-")
+    try:
+        path = os.path.join(tmp, "a")
+        a = xdap.from_global(np.arange(4.0), comm=MPI.COMM_SELF)
+        for _ in range(12):
+            a.save(path)
+            for t in list(writer._cleanups):
+                t.join()                      # done, but still listed
+        assert len(writer._cleanups) <= 1, len(writer._cleanups)
+        finish_cleanup()
+        assert sorted(os.listdir(path))[:-1] == [piece_name(path)[len(path) + 1:]]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

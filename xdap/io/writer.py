@@ -204,7 +204,7 @@ def _switch(path: str, generation: str, body: dict) -> None:
     # save, which removes every name its manifest does not list.
     t = threading.Thread(target=_remove, args=(path, old, True), name="xdap-save-cleanup")
     t.start()
-    _cleanups.append(t)
+    _cleanups[:] = [c for c in _cleanups if c.is_alive()] + [t]   # a save loop keeps no dead threads
 
 
 def finish_cleanup() -> None:
