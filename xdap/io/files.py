@@ -69,22 +69,27 @@ def crash_point(name: str) -> None:
         time.sleep(1)
 
 
+def _chunks(buffers):
+    """The buffers' bytes as consecutive memoryviews of at most CHUNK bytes."""
+    for buf in buffers:
+        mv = as_bytes(buf)
+        for i in range(0, len(mv), CHUNK):
+            yield mv[i:i + CHUNK]
+
+
 def write_file(path: str, buffers) -> dict:
     """Write the buffers one after another to a new file, fsync it, and
     return its record (name relative to the directory, size, CRC-32)."""
     crc, n = 0, 0
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        for buf in buffers:
-            mv = as_bytes(buf)
-            for i in range(0, len(mv), CHUNK):
-                piece = mv[i:i + CHUNK]
-                done = 0
-                while done < len(piece):
-                    done += os.write(fd, piece[done:])
-                crc = zlib.crc32(piece, crc)
-                n += len(piece)
-                crash_point("data")         # a torn file: some bytes written, not all
+        for piece in _chunks(buffers):
+            done = 0
+            while done < len(piece):
+                done += os.write(fd, piece[done:])
+            crc = zlib.crc32(piece, crc)
+            n += len(piece)
+            crash_point("data")         # a torn file: some bytes written, not all
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -123,19 +128,16 @@ def read_into(directory: str, record: dict, buffers) -> None:
     fd = _open_checked(directory, record)
     crc, n = 0, 0
     try:
-        for buf in buffers:
-            mv = as_bytes(buf)
-            for i in range(0, len(mv), CHUNK):
-                piece = mv[i:i + CHUNK]
-                done = 0
-                while done < len(piece):
-                    got = os.readv(fd, [piece[done:]])
-                    if got == 0:
-                        raise ValueError(f"xdap save {directory!r}: file {record['name']!r} "
-                                         f"ended after {n + done} bytes (truncated while reading)")
-                    done += got
-                crc = zlib.crc32(piece, crc)
-                n += len(piece)
+        for piece in _chunks(buffers):
+            done = 0
+            while done < len(piece):
+                got = os.readv(fd, [piece[done:]])
+                if got == 0:
+                    raise ValueError(f"xdap save {directory!r}: file {record['name']!r} "
+                                     f"ended after {n + done} bytes (truncated while reading)")
+                done += got
+            crc = zlib.crc32(piece, crc)
+            n += len(piece)
     finally:
         os.close(fd)
     if n != record["bytes"]:
@@ -174,10 +176,9 @@ def map_verified(directory: str, record: dict) -> np.ndarray:
                                            prot=mmap.PROT_READ | mmap.PROT_WRITE), np.uint8)
     finally:
         os.close(fd)
-    mv = memoryview(data)
     crc = 0
-    for i in range(0, len(mv), CHUNK):
-        crc = zlib.crc32(mv[i:i + CHUNK], crc)
+    for piece in _chunks([data]):
+        crc = zlib.crc32(piece, crc)
     if crc != record["crc32"]:
         raise ValueError(f"xdap save {directory!r}: file {record['name']!r} is corrupt: "
                          f"CRC-32 {crc:#010x} does not match the manifest's "
