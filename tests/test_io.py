@@ -688,3 +688,13 @@ def test_save_loop_keeps_no_finished_cleanup_threads():
         assert sorted(os.listdir(path))[:-1] == [piece_name(path)[len(path) + 1:]]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_load_with_a_different_dist_on_one_rank_is_refused_everywhere(comm):
+    with SharedDir(comm) as tmp:
+        path = os.path.join(tmp, "a")
+        xdap.from_global(np.arange(12.0), comm=comm).save(path)
+        dist = ("c",) if comm.rank == comm.size - 1 else ("b",)
+        expect_error(comm, lambda: xdap.load(path, comm=comm, dist=dist),
+                     "must be the same on every rank")

@@ -171,3 +171,13 @@ def test_export_buffer_is_native_and_zero_copy():
     if m.nbytes:
         np.asarray(m)[0, 0] = -1.0
         assert a.local.value[0][0] == -1.0
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_different_dist_on_one_rank_is_refused_everywhere(comm):
+    dist = ("c",) if comm.rank == comm.size - 1 else ("b",)
+    with pytest.raises(ValueError, match=f"must be the same on every rank: rank {comm.size - 1}"):
+        xdap.from_global(np.arange(10.0), dist=dist, comm=comm)
+    block = [(3,)] if comm.rank == 1 else [(2,)]
+    with pytest.raises(ValueError, match="per-dimension options must be the same"):
+        xdap.from_global(np.arange(10.0), dist=("c",), block_size=block[0], comm=comm)

@@ -320,6 +320,8 @@ def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, 
     else:
         meta = comm.bcast(meta, root=root)
     info, shape = meta
+    _comm.same_everywhere(comm, "from_global: dist, grid and the per-dimension options",
+                          (dist, grid, per_dim))
     with _comm.collective_checks(comm):
         if dist is not None and info.kind == "ragged" and len(tuple(dist)) != 1:
             raise ValueError(f"ragged data is distributed by rows: dist needs one entry, got {dist!r}")

@@ -18,7 +18,7 @@ import numpy as np
 
 from mpi4py import MPI
 
-__all__ = ["MPI", "resolve", "agree", "collective_checks",
+__all__ = ["MPI", "resolve", "agree", "collective_checks", "same_everywhere",
            "balanced_grid", "Partition", "CartesianPartition"]
 
 
@@ -65,6 +65,26 @@ def collective_checks(comm):
         agree(comm, ValueError(f"internal error on rank {comm.rank}: {type(e).__name__}: {e}"))
         raise
     agree(comm, error)
+
+
+def same_everywhere(comm, what: str, value) -> None:
+    """Raise the same ValueError on every rank unless ``value`` (anything
+    picklable: arguments of a collective call) is equal on all ranks.
+
+    One allgather of a 16-byte digest, so large arguments (index lists) cost
+    a hash, not a transfer.
+
+    >>> from mpi4py import MPI
+    >>> same_everywhere(MPI.COMM_SELF, "dist", ("b", "c"))
+    """
+    import hashlib
+    import pickle
+    digest = hashlib.blake2b(pickle.dumps(value, protocol=5), digest_size=16).digest()
+    digests = comm.allgather(digest)
+    differ = [r for r, d in enumerate(digests) if d != digests[0]]
+    if differ:
+        raise ValueError(f"{what} must be the same on every rank: rank {differ[0]} passed "
+                         f"something else than rank 0")
 
 
 def balanced_grid(nprocs: int, ndims: int) -> tuple:

@@ -55,6 +55,8 @@ def load(path, comm=None, dist=None, grid=None, **per_dim) -> DistArray:
     """
     comm = _comm.resolve(comm)
     path = agreed_path(comm, path, "load")
+    _comm.same_everywhere(comm, "load: dist, grid and the per-dimension options",
+                          (dist, grid, per_dim))
     for attempt in range(_ATTEMPTS):
         body = None
         with _comm.collective_checks(comm):
