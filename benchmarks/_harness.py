@@ -71,6 +71,29 @@ def bench(fns, budget: float = 0.6, warmup: int = 3, min_reps: int = 10,
     return med, low, reps
 
 
+def ragged_partition(nvalues: int, mean_len: int = 10, seed: int = 7):
+    """A ``var * var * float64`` DistArray with one partition of exactly
+    ``nvalues`` leaves per rank (rows of mean length ``mean_len``, block rows),
+    wrapped without copying. Returns ``(array, values, nrows)``."""
+    from xdap.array import DistArray
+    from xdap.containers import Parts, container
+    from xdap.distribution import Distribution
+    from xdap.maps import BlockMap
+    from xdap.types import type_info
+    nrows = nvalues // mean_len
+    rng = np.random.default_rng(seed + RANK)
+    lengths = np.full(nrows, mean_len, np.int64)
+    k = nrows // 2                  # ragged, but exactly nvalues leaves
+    delta = rng.integers(0, mean_len + 1, k)
+    lengths[:k] -= delta
+    lengths[k:2 * k] += delta
+    values = rng.standard_normal(nvalues)
+    offsets = (np.array([0, nrows], np.int32),
+               np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+    local = container(Parts(type_info("var * var * float64"), values, None, offsets))
+    return DistArray(Distribution([BlockMap(nrows * P, P)], COMM), local), values, nrows
+
+
 def relaunch(script: str, ranks: int, timeout: float = 600) -> bool:
     """When ``script`` runs as a single process, run it again under
     ``mpiexec -n ranks`` (the venv's) and return True; return False inside

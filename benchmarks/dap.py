@@ -36,10 +36,7 @@ from mpi4py import MPI
 
 import xdap
 from xdap.array import DistArray
-from xdap.containers import Parts, container, parts
-from xdap.distribution import Distribution
-from xdap.maps import BlockMap
-from xdap.types import type_info
+from xdap.containers import parts
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _harness  # noqa: E402
@@ -87,18 +84,7 @@ def fixed_array(nbytes: int, ndim: int):
 
 def ragged_array(nvalues: int, mean_len: int = 10):
     """var * var * float64, one partition of ``nvalues`` leaves per rank."""
-    nrows = nvalues // mean_len
-    rng = np.random.default_rng(7 + RANK)
-    lengths = np.full(nrows, mean_len, np.int64)
-    k = nrows // 2                  # ragged, but exactly nvalues leaves
-    delta = rng.integers(0, mean_len + 1, k)
-    lengths[:k] -= delta
-    lengths[k:2 * k] += delta
-    values = rng.standard_normal(nvalues)
-    offsets = (np.array([0, nrows], np.int32),
-               np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
-    local = container(Parts(type_info("var * var * float64"), values, None, offsets))
-    a = DistArray(Distribution([BlockMap(nrows * P, P)], COMM), local)
+    a, values, nrows = _harness.ragged_partition(nvalues, mean_len)
     d = a.__distarray__()
     b = xdap.from_distarray(d, comm=COMM)
     assert b.global_shape == (nrows * P, None)

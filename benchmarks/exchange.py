@@ -39,13 +39,10 @@ import pyarrow as pa
 from mpi4py import MPI
 
 import xdap
-from xdap.array import DistArray
-from xdap.containers import Parts, container, parts
-from xdap.distribution import Distribution
-from xdap.maps import BlockMap
-from xdap.types import type_info
+from xdap.containers import parts
 
 import _exchange_io  # noqa: E402
+import _harness  # noqa: E402
 from _harness import CHILD_FLAG, COMM, MiB, P, RANK, run_main, say, verdict  # noqa: E402,F401
 from dap import bench, fixed_dap_dict, us  # noqa: E402
 
@@ -66,18 +63,7 @@ def fixed_array(nbytes: int):
 
 
 def ragged_array(nvalues: int, mean_len: int = 10):
-    nrows = nvalues // mean_len
-    rng = np.random.default_rng(3 + RANK)
-    lengths = np.full(nrows, mean_len, np.int64)
-    k = nrows // 2
-    delta = rng.integers(0, mean_len + 1, k)
-    lengths[:k] -= delta
-    lengths[k:2 * k] += delta
-    values = rng.standard_normal(nvalues)
-    offsets = (np.array([0, nrows], np.int32),
-               np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
-    local = container(Parts(type_info("var * var * float64"), values, None, offsets))
-    a = DistArray(Distribution([BlockMap(nrows * P, P)], COMM), local)
+    a, _, nrows = _harness.ragged_partition(nvalues, mean_len, seed=3)
     arr = a.to_arrow()
     p = parts(a.local)
     shared = (arr.values.buffers()[1].address == p.values.ctypes.data

@@ -6,32 +6,14 @@ import pytest
 
 import xdap
 from xdap.containers import parts
+from xdap.demo import triangle_areas, triangulated_square
 
 RANKS = (1, 2, 3, 4)
 
 
 def mesh(n=45, seed=0):
-    """A jittered triangulated unit square with shuffled node numbers:
-    (coords (nnodes, 2), cells (ncells, 3) int64)."""
-    rng = np.random.default_rng(seed)
-    x, y = np.meshgrid(np.linspace(0, 1, n + 1), np.linspace(0, 1, n + 1), indexing="ij")
-    xy = np.stack([x.ravel(), y.ravel()], axis=1)
-    interior = (xy > 0).all(axis=1) & (xy < 1).all(axis=1)
-    xy[interior] += rng.uniform(-0.15, 0.15, (interior.sum(), 2)) / n   # small: no flipped triangle
-    node = np.arange((n + 1) ** 2).reshape(n + 1, n + 1)
-    a, b, c, d = node[:-1, :-1], node[1:, :-1], node[1:, 1:], node[:-1, 1:]
-    cells = np.concatenate([np.stack([a, b, c], -1).reshape(-1, 3),
-                            np.stack([a, c, d], -1).reshape(-1, 3)])
-    perm = rng.permutation(len(xy))            # shuffle the numbering
-    new_xy = np.empty_like(xy)
-    new_xy[perm] = xy
-    return new_xy, perm[cells]
-
-
-def areas(xy, cells):
-    p, q, r = xy[cells[:, 0]], xy[cells[:, 1]], xy[cells[:, 2]]
-    return 0.5 * np.abs((q[:, 0] - p[:, 0]) * (r[:, 1] - p[:, 1])
-                        - (r[:, 0] - p[:, 0]) * (q[:, 1] - p[:, 1]))
+    """A jittered triangulated unit square with shuffled node numbers."""
+    return triangulated_square(n, seed)
 
 
 def distributed_mesh(comm, shared_nodes=True):
@@ -60,7 +42,7 @@ def test_mesh_assembly_and_ghost_update(comm, shared):
     p = parts(conn.local)
     local_cells = p.values.reshape(-1, 3)
     assert len(local_cells) == p.nrows
-    area = areas(xy, local_cells)
+    area = triangle_areas(xy, local_cells)
     field = xdap.from_global(np.zeros(nnodes), dist=("u",), indices=(node_idx,), comm=comm)
     assert field.distribution.maps[0].one_to_one is (not shared or comm.size == 1)
 
@@ -68,7 +50,7 @@ def test_mesh_assembly_and_ghost_update(comm, shared):
     s = xdap.Scatter(field, needed)
     s.reverse(np.repeat(area / 3, 3), into=field, mode="add")
 
-    ref = np.bincount(cells.ravel(), weights=np.repeat(areas(xy, cells) / 3, 3),
+    ref = np.bincount(cells.ravel(), weights=np.repeat(triangle_areas(xy, cells) / 3, 3),
                       minlength=nnodes)
     assert abs(ref.sum() - 1.0) < 1e-12            # the square's area
     np.testing.assert_allclose(field.to_global().value, ref, rtol=1e-12)
