@@ -125,7 +125,17 @@ class DistArray:
     def save(self, path) -> None:
         """Save to the directory ``path``: type, distribution and data,
         crash-safe and checksummed (collective; see ``xdap.io.save``).
-        Read it back with ``xdap.load(path)``, on any number of ranks."""
+        Read it back with ``xdap.load(path)``, on any number of ranks.
+
+        >>> import os, tempfile, xdap
+        >>> from mpi4py import MPI
+        >>> r = xdap.from_global([[1.0, None], [], [2.0]], type="var * var * ?float64",
+        ...                      comm=MPI.COMM_SELF)
+        >>> path = os.path.join(tempfile.mkdtemp(), "r.xdap")
+        >>> r.save(path)
+        >>> xdap.load(path, comm=MPI.COMM_SELF).local
+        xnd([[1.0, None], [], [2.0]], type='var * var * ?float64')
+        """
         from .io import save
         save(self, path)
 
