@@ -19,14 +19,14 @@ import numpy as np
 
 
 def _info(_args):
-    import gumath
-    import ndtypes
-    import xnd
+    from importlib.metadata import version
+
     from mpi4py import MPI
 
     import xdap
     print(f"xdap {xdap.__version__}")
-    print(f"ndtypes {ndtypes.__version__}, xnd {xnd.__version__}, gumath {gumath.__version__}")
+    # the dev3 stack's modules carry no __version__: ask the installed metadata
+    print(", ".join(f"{name} {version(name)}" for name in ("ndtypes", "xnd", "gumath")))
     print(f"mpi4py {__import__('mpi4py').__version__}, {MPI.Get_library_version().splitlines()[0]}")
     print(f"numpy {np.__version__}, Python {sys.version.split()[0]}")
     return 0
