@@ -232,6 +232,13 @@ def local_apply(func, args, out=None):
         return f(*xs, out=out)
     except _apply.NeedsCopy:
         xs = [_contiguous(x) for x in xs]
+    except _apply.NotElementwise:
+        return _gumath_call(func, xs, out)
+    except _apply.NoKernel as e:
+        return _promoted(f, func, xs, out, e)
+    # Copied views take the same dispatch as any container (a bare retry let
+    # NoKernel escape: no promotion, another error than for a contiguous one).
+    try:
         return f(*xs, out=out)
     except _apply.NotElementwise:
         return _gumath_call(func, xs, out)
