@@ -137,10 +137,13 @@ def as_container(data, type=None, dtype=None):
     Accepts an xnd container (returned as is), a NumPy array (zero-copy when
     C-contiguous; a masked array becomes ``?T``), or nested Python lists
     (``None`` marks a missing value), with an optional explicit ``type`` or
-    leaf ``dtype`` string.
+    leaf ``dtype`` string. Lists are typed by xnd's inference, except that
+    lists of bools are bool data, as in NumPy (xnd would infer int64).
 
     >>> as_container([[1, 2], [3]], dtype="int32").type
     ndt("var * var * int32")
+    >>> as_container([True, False]).type, as_container([[True, None], [False]]).type
+    (ndt("2 * bool"), ndt("var * var * ?bool"))
     """
     if isinstance(data, xnd):
         return data
@@ -159,9 +162,30 @@ def as_container(data, type=None, dtype=None):
         if info.kind == "ragged":
             return container(parts_from_lists(data, info))
         return xnd(data, type=info.type_string())
+    if dtype is None and isinstance(data, list):
+        dtype = _bool_leaf_dtype(data)
     if dtype is not None:
         return xnd(data, dtype=str(dtype))
     return xnd(data)
+
+
+def _bool_leaf_dtype(data: list):
+    """'bool' or '?bool' when every leaf of the nested list ``data`` is a
+    bool (None: missing), else None (xnd's inference applies)."""
+    stack, seen, missing = [data], False, False
+    while stack:
+        v = stack.pop()
+        if isinstance(v, list):
+            stack.extend(v)
+        elif v is None:
+            missing = True
+        elif isinstance(v, (bool, np.bool_)):
+            seen = True
+        else:
+            return None
+    if not seen:
+        return None
+    return "?bool" if missing else "bool"
 
 
 def parts_from_lists(data, info: TypeInfo) -> Parts:

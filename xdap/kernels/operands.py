@@ -144,11 +144,10 @@ def is_scalar(x) -> bool:
 
 
 def to_container(x):
-    """A plain operand as an xnd container (NumPy arrays: zero-copy when
-    C-contiguous; lists are converted by xnd's type inference, except that
-    lists of bools are bool data, as in NumPy -- xnd infers int64 for them,
-    which would make ``negative([True, False])`` compute where
-    ``negative(np.array([True, False]))`` raises).
+    """A plain operand as an xnd container (``xdap.containers.as_container``:
+    NumPy arrays zero-copy when C-contiguous; lists of bools are bool data,
+    as in NumPy, so ``negative([True, False])`` raises like
+    ``negative(np.array([True, False]))``).
 
     >>> to_container([True, False]).type, to_container([[True, None], [False]]).type
     (ndt("2 * bool"), ndt("var * var * ?bool"))
@@ -156,33 +155,10 @@ def to_container(x):
     from xnd import xnd
     if isinstance(x, xnd):
         return x
-    if isinstance(x, list):
-        leaves = _bool_leaves(x)
-        if leaves is not None:
-            return xnd(x, dtype=leaves)
     if isinstance(x, (np.ndarray, list, tuple)):
         return as_container(x)
     raise TypeError(f"unsupported operand of type {type(x).__name__}: expected a DistArray, "
                     "an xnd container, a NumPy array or a Python scalar")
-
-
-def _bool_leaves(data):
-    """'bool' or '?bool' when every leaf of the nested list ``data`` is a
-    bool (None: missing), else None (then xnd's inference applies)."""
-    stack, seen, missing = [data], False, False
-    while stack:
-        v = stack.pop()
-        if isinstance(v, list):
-            stack.extend(v)
-        elif v is None:
-            missing = True
-        elif isinstance(v, (bool, np.bool_)):
-            seen = True
-        else:
-            return None
-    if not seen:
-        return None
-    return "?bool" if missing else "bool"
 
 
 def layout_key(info) -> tuple:
