@@ -174,3 +174,24 @@ def test_distdl_neighbor_ranks_by_rank_and_cartesian_subtopology(comm):
         sub.Free()
     cart.Free()
     C.close()
+
+
+@pytest.mark.mpi
+def test_periodic_given_as_one_bool_means_every_axis(comm):
+    # MPI's Create_cart reads periods=True as "every axis"; a bare bool
+    # used to fail with "'bool' object is not iterable"
+    shape = xdap.comm.balanced_grid(comm.size, 2)
+    cart = comm.Create_cart(list(shape), periods=[True, True], reorder=False)
+    want = tuple(tuple(None if x == MPI.PROC_NULL else x for x in cart.Shift(axis, 1))
+                 for axis in range(2))
+    cart.Free()
+    with Partition(comm).create_cartesian_topology_partition(shape, periodic=True) as C:
+        assert C.periodic == (True, True)
+        assert C.neighbor_ranks() == want
+    with Partition(comm).create_cartesian_topology_partition(shape) as C:
+        assert C.neighbor_ranks(periodic=True) == want
+        assert C.neighbor_ranks(periodic=False) == C.neighbor_ranks()
+        with pytest.raises(TypeError, match="one bool per grid axis"):
+            C.neighbor_ranks(periodic=3)
+        with pytest.raises(ValueError, match="one entry per grid axis"):
+            C.neighbor_ranks(periodic=(True,))

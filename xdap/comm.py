@@ -328,13 +328,7 @@ class CartesianPartition(Partition):
 
     def _init_extra(self, shape=(), periodic=None):
         self._shape = tuple(int(s) for s in shape)
-        if periodic is None:
-            periodic = (False,) * len(self._shape)
-        periodic = tuple(bool(p) for p in periodic)
-        if len(periodic) != len(self._shape):
-            raise ValueError(f"periodic needs one entry per grid axis ({len(self._shape)}), "
-                             f"got {periodic}")
-        self.periodic = periodic
+        self.periodic = _periodic_flags(periodic, len(self._shape), "periodic")
 
     @property
     def shape(self) -> tuple:
@@ -376,9 +370,8 @@ class CartesianPartition(Partition):
         index = tuple(int(i) for i in index)
         if len(index) != len(self._shape) or any(not 0 <= i < s for i, s in zip(index, self._shape)):
             raise ValueError(f"neighbor_ranks: index {index} outside the grid {self._shape}")
-        periodic = self.periodic if periodic is None else tuple(bool(p) for p in periodic)
-        if len(periodic) != len(self._shape):
-            raise ValueError(f"neighbor_ranks: periodic needs {len(self._shape)} entries, got {periodic}")
+        periodic = self.periodic if periodic is None else _periodic_flags(
+            periodic, len(self._shape), "neighbor_ranks: periodic")
         out = []
         for axis, (i, s) in enumerate(zip(index, self._shape)):
             pair = []
@@ -499,6 +492,24 @@ def _cartesian(P):
     C._setup(P._root, P.members, P._comm, owned=False)
     C._init_extra(shape=(P.size,))
     return C
+
+
+def _periodic_flags(periodic, ndim: int, what: str) -> tuple:
+    """Per-axis periodic flags: None (none periodic), one bool for every
+    axis (as MPI's ``Create_cart(periods=True)`` reads it), or one entry
+    per axis."""
+    if periodic is None:
+        return (False,) * ndim
+    if isinstance(periodic, (bool, np.bool_)):
+        return (bool(periodic),) * ndim
+    try:
+        flags = tuple(bool(p) for p in periodic)
+    except TypeError:
+        raise TypeError(f"{what} must be a bool or one bool per grid axis ({ndim}), "
+                        f"got {periodic!r}") from None
+    if len(flags) != ndim:
+        raise ValueError(f"{what} needs one entry per grid axis ({ndim}), got {flags}")
+    return flags
 
 
 def _norm_axes(axes, ndim, what):
