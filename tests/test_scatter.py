@@ -179,3 +179,15 @@ def test_errors_raise_on_every_rank(comm):
             xdap.Scatter(two, [0])
     # still usable
     np.testing.assert_array_equal(s.forward(a), [1.0, 2.0])
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_forward_on_equal_array_objects_that_differ_between_ranks(comm):
+    # rank 0 passes the plan's own array, the others an equal copy (another
+    # Distribution object): every rank must take the same path (it used to
+    # be a collective check on some ranks only -- a hang)
+    a = xdap.from_global(np.arange(12.0) * 10, dist=("c",), comm=comm)
+    s = xdap.Scatter(a, [11, 0, 5])
+    b = xdap.from_global(np.arange(12.0) * 10, dist=("c",), comm=comm)
+    np.testing.assert_array_equal(s.forward(a if comm.rank == 0 else b), [110.0, 0.0, 50.0])
+    s.reverse(np.ones(3), into=a if comm.rank == 0 else b, mode="add")

@@ -138,16 +138,23 @@ class Scatter:
                             [recv.view(np.uint8).reshape(-1), (rc, rd), MPI.BYTE])
 
     def _check_array(self, a, what: str) -> np.ndarray:
-        """a's local values (a writable view); same distribution as the plan."""
+        """a's local values (a writable view); same distribution as the plan.
+
+        Checked locally, without communication: a DistArray's distribution
+        and type are the same on every rank (its constructor agreed on
+        them), so every rank reaches the same verdict. A collective check
+        taken only when ``a.distribution`` is another object than the plan's
+        would hang ranks that pass the plan's own object next to ranks that
+        pass an equal copy.
+        """
         d = getattr(a, "distribution", None)
         if d is not self.distribution:
-            with _comm.collective_checks(self.comm):
-                if d is None or not (d == self.distribution):
-                    raise ValueError(f"Scatter.{what}: the array's distribution differs from "
-                                     f"the one the plan was built for")
-                if a.info.kind != "fixed" or a.info.optional:
-                    raise TypeError(f"Scatter.{what}: fixed, non-optional types only, got "
-                                    f"{a.type}")
+            if d is None or not (d == self.distribution):
+                raise ValueError(f"Scatter.{what}: the array's distribution differs from "
+                                 f"the one the plan was built for")
+            if a.info.kind != "fixed" or a.info.optional:
+                raise TypeError(f"Scatter.{what}: fixed, non-optional types only, got "
+                                f"{a.type}")
         return a._parts.values
 
     # -- gather -------------------------------------------------------------
