@@ -243,19 +243,14 @@ def _fixed(a, op, axes):
     part, count = _local(op, v, mask, axes)
     # the ranks that differ only on the reduced axes' grid coordinates
     if len(axes) == ndim or all(d.grid[k] == 1 for k in range(ndim) if k not in axes):
-        team, P = a.comm, None
+        team = a.comm
     elif all(d.grid[k] == 1 for k in axes):
-        team, P = MPI.COMM_SELF, None
+        team = MPI.COMM_SELF
     else:
-        P = _team(d, axes)
-        team = P.comm
-    try:
-        mpi_op = "sum" if op == "mean" else op
-        total = _allreduce(team, part, mpi_op)
-        count = None if count is None else _allreduce(team, count, "sum")
-    finally:
-        if P is not None:
-            P.close()
+        team = _team(d, axes).comm
+    mpi_op = "sum" if op == "mean" else op
+    total = _allreduce(team, part, mpi_op)
+    count = None if count is None else _allreduce(team, count, "sum")
     what = f"{op} of an empty selection (the reduced axes {axes} of global shape {a.global_shape} " \
            "hold no values) is undefined; use optional data to get NA"
     vals, valid = _finish(op, total, count, a.info.optional, what)
@@ -265,11 +260,20 @@ def _fixed(a, op, axes):
 
 
 def _team(d, axes):
-    me = d.coords
-    keep = [k for k in range(d.ndim) if k not in axes]
-    coords = [d.coords_of(r) for r in range(d.comm.size)]
-    return Partition._derived(d.comm, [r for r in range(d.comm.size)
-                                       if all(coords[r][k] == me[k] for k in keep)])
+    """The partition of the ranks that differ only on the reduced axes' grid
+    coordinates: created once per distribution and axes (creating a
+    communicator costs more than a small reduction), kept on the
+    Distribution and freed with it."""
+    cache = d.__dict__.setdefault("_reduction_teams", {})
+    key = tuple(sorted(axes))
+    team = cache.get(key)
+    if team is None:
+        me = d.coords
+        keep = [k for k in range(d.ndim) if k not in axes]
+        coords = [d.coords_of(r) for r in range(d.comm.size)]
+        team = cache[key] = Partition._derived(
+            d.comm, [r for r in range(d.comm.size) if all(coords[r][k] == me[k] for k in keep)])
+    return team
 
 
 def _as_distarray(a, axes, vals, valid):
