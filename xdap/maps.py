@@ -238,12 +238,10 @@ class BlockMap(Map):
                  periodic: bool = False):
         size = _int_arg("block dimension: size", size, 0)
         P = _int_arg("block dimension: grid_size", grid_size, 1)
-        if bounds is None:
-            q, r = divmod(size, P)
-            bounds = [0]
-            for p in range(P):
-                bounds.append(bounds[-1] + q + (p < r))
-        bounds = list(bounds)
+        # The default (array_split) layout: the first size % P ranks get q + 1.
+        q, r = divmod(size, P)
+        balanced = tuple(min(p, r) * (q + 1) + max(p - r, 0) * q for p in range(P + 1))
+        bounds = list(balanced if bounds is None else bounds)
         if len(bounds) != P + 1:
             raise ValueError(f"block dimension: bounds must have grid_size + 1 = {P + 1} "
                              f"entries, got {len(bounds)}")
@@ -272,8 +270,6 @@ class BlockMap(Map):
                                 dtype=_I64)
         # The default (array_split) layout has closed-form owners: integer
         # division is ~4x faster than a searchsorted of random queries.
-        q, r = divmod(size, P)
-        balanced = tuple(min(p, r) * (q + 1) + max(p - r, 0) * q for p in range(P + 1))
         self._balanced = (q, r) if q and bounds == balanced else None
 
     def _check_padding(self) -> None:
