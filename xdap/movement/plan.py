@@ -36,6 +36,7 @@ step-1 slice).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -315,7 +316,7 @@ class RedistributionPlan:
                 return []
             options.append(opts)
         out = []
-        for combo in _product(options):
+        for combo in itertools.product(*options):
             coords = tuple(c for c, _ in combo)
             peer = int(other.ranks[other._at[coords]])
             out.append(Transfer(peer, tuple(ix for _, ix in combo)))
@@ -325,15 +326,6 @@ class RedistributionPlan:
     def volume(self) -> int:
         """Elements moved in total (every rank's receives)."""
         return sum(t.size for r in self.dst.ranks for t in self.recvs(int(r)))
-
-
-def _product(options):
-    if not options:
-        yield ()
-        return
-    for head in options[0]:
-        for tail in _product(options[1:]):
-            yield (head,) + tail
 
 
 # --------------------------------------------------------------------------
