@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..distribution import MapShapes
-from ..maps import BlockMap, Map, UnstructuredMap
+from ..maps import Map, UnstructuredMap
 
 __all__ = ["Layout", "layout_of", "DimPlan", "Transfer", "RedistributionPlan",
            "redistribution_plan", "compress", "runs", "clear_plan_cache"]
@@ -181,9 +181,7 @@ class Layout(MapShapes):
             h = hashlib.sha1()
             for m in self.maps:
                 h.update(repr((type(m).__name__, m._key())).encode())
-                if isinstance(m, BlockMap):
-                    h.update(repr(m.padding).encode())
-                if isinstance(m, UnstructuredMap):
+                if isinstance(m, UnstructuredMap):      # its _key leaves the indices out
                     for a in m.indices:
                         h.update(len(a).to_bytes(8, "little"))
                         h.update(np.ascontiguousarray(a).tobytes())
