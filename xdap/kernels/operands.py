@@ -21,7 +21,6 @@ import numbers
 import numpy as np
 
 from ..containers import as_container
-from ..types import type_info
 
 __all__ = ["common_dtype", "exact_float", "scalar_dtype", "to_container", "layout_key",
            "describe_layout"]
@@ -171,7 +170,3 @@ def describe_layout(info) -> str:
     if info.kind == "fixed":
         return " * ".join(str(s) for s in info.shape) + " * T"
     return "var * " * info.var_ndim + "T"
-
-
-def info_of(x):
-    return type_info(x)
