@@ -486,7 +486,7 @@ def parse_config(text: str, path="<string>") -> ModuleConfig:
     if not kernels:
         raise r.error(msec_name, None, "no [KERNEL name] sections (or all are skipped)")
     return ModuleConfig(
-        name=parts_name(msec_name), path=r.path.resolve() if str(path) != "<string>" else r.path,
+        name=msec_name.split()[1], path=r.path.resolve() if str(path) != "<string>" else r.path,
         typemaps=typemap,
         includes=_items(msec.get("includes", "")),
         include_dirs=_paths(base, msec.get("include_dirs", "")),
@@ -495,10 +495,6 @@ def parse_config(text: str, path="<string>") -> ModuleConfig:
         library_dirs=_paths(base, msec.get("library_dirs", "")),
         header_code=msec.get("header_code", ""),
         kinds=kinds, ellipses=ellipses, kernels=kernels)
-
-
-def parts_name(section: str) -> str:
-    return section.split()[1]
 
 
 def load_config(path) -> ModuleConfig:

@@ -8,8 +8,6 @@ be kernel arguments: they are what gumath's Strided and Xnd kernels move.
 'uint64'
 >>> resolve("real", {"real": "float32"})
 'float32'
->>> C_TYPE_OF["complex128"]
-'ndt_complex128_t'
 """
 from __future__ import annotations
 
@@ -18,14 +16,6 @@ DTYPE_SIZE = {
     "bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8,
     "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8,
     "float32": 4, "float64": 8, "complex64": 8, "complex128": 16,
-}
-
-# The C type the generated code uses to address memory of each dtype.
-C_TYPE_OF = {
-    "bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
-    "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
-    "float32": "float", "float64": "double",
-    "complex64": "ndt_complex64_t", "complex128": "ndt_complex128_t",
 }
 
 # Defaults for an LP64 platform (Linux x86_64/aarch64); the generated C
