@@ -340,19 +340,22 @@ def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, 
             for r in range(comm.size):
                 check_ragged_rows(info, d.local_shape_of(r)[0], r)
     if root is None:
-        mine = _select(p, d, comm.rank)
+        [mine] = _select(p, d, [comm.rank])
     else:
-        mine = comm.scatter([_select(p, d, r) for r in range(comm.size)]
+        mine = comm.scatter(_select(p, d, range(comm.size))
                             if comm.rank == root else None, root=root)
     return DistArray(d, container(mine))
 
 
-def _select(p: Parts, d: Distribution, rank: int) -> Parts:
-    """The parts of the global array that a rank holds (copies)."""
+def _select(p: Parts, d: Distribution, ranks) -> list:
+    """The parts of the global array that each of ``ranks`` holds (copies)."""
     if p.info.kind == "ragged":
-        return take_rows(p, d.global_indices(0, rank))
-    index = np.ix_(*[d.global_indices(k, rank) for k in range(d.ndim)])
-    values = np.ascontiguousarray(p.values[index])
-    mask = p.valid_mask()
-    validity = None if mask is None else pack_validity(mask[index])
-    return Parts(p.info.with_shape(values.shape), values, validity)
+        return [take_rows(p, d.global_indices(0, r)) for r in ranks]
+    mask = p.valid_mask()           # unpacked once, not once per rank
+    out = []
+    for r in ranks:
+        index = np.ix_(*[d.global_indices(k, r) for k in range(d.ndim)])
+        values = np.ascontiguousarray(p.values[index])
+        validity = None if mask is None else pack_validity(mask[index])
+        out.append(Parts(p.info.with_shape(values.shape), values, validity))
+    return out
