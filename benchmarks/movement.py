@@ -51,21 +51,19 @@ def ms(t):
 
 # -- the mpi4py-fft algorithm, written directly in mpi4py ----------------------
 
-def _block(n, p, r):
-    q, rem = divmod(n, p)
-    return r * q + min(r, rem), q + (r < rem)
-
-
 def subarray_types(shape, axis, dtype):
     """One subarray type per rank: the part of a local array of ``shape``
     that rank owns when ``axis`` is split in blocks (mpi4py-fft's
-    ``_subarraytypes``, reimplemented)."""
+    ``_subarraytypes``, reimplemented; the balanced blocks are xdap's
+    ``BlockMap`` bounds, the same split as mpi4py-fft's)."""
+    from xdap.maps import BlockMap
     base = MPI.DOUBLE if dtype == np.float64 else MPI.BYTE
     types = []
+    blocks = BlockMap(shape[axis], P)
     for r in range(P):
-        start, n = _block(shape[axis], P, r)
+        start, stop = blocks.owned_range(r)
         sub, st = list(shape), [0] * len(shape)
-        sub[axis], st[axis] = n, start
+        sub[axis], st[axis] = stop - start, start
         types.append(base.Create_subarray(list(shape), sub, st).Commit())
     return types
 
@@ -98,13 +96,14 @@ def dense_cases(report):
     import importlib
     red = importlib.import_module("xdap.movement.redistribute")
 
-    r0, n0 = _block(N, P, RANK)
+    blocks = BlockMap(N, P)        # rows of a, columns of the target: the same split
+    r0, r1 = blocks.owned_range(RANK)
+    n0 = r1 - r0
     local = np.empty((n0, N))
-    local[...] = np.arange(N)[None, :] + N * np.arange(r0, r0 + n0)[:, None]
-    a = DistArray(Distribution([BlockMap(N, P), BlockMap(N, 1)], COMM),
+    local[...] = np.arange(N)[None, :] + N * np.arange(r0, r1)[:, None]
+    a = DistArray(Distribution([blocks, BlockMap(N, 1)], COMM),
                   container(Parts(type_info(f"{n0} * {N} * float64"), local)))
-    _, n1 = _block(N, P, RANK)
-    ref = Mpi4pyTransfer((n0, N), (N, n1), np.float64)
+    ref = Mpi4pyTransfer((n0, N), (N, n0), np.float64)
 
     # correctness first
     b = a.redistribute(dist=("n", "b"), grid=(1, P))
