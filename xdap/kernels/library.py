@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from xnd import xnd as _xnd
 
-from .apply import apply, derive
+from .apply import apply, derive, fast
 
 UNARY = ("fabs", "absolute", "negative", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
          "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
@@ -64,20 +64,17 @@ def _make_unary(name):
     def kernel(x, out=None):
         f = state.get("fast")
         if f is None:
-            from .apply import fast
-            g = state["gufunc"] = gufunc(name)
-            f = state["fast"] = fast(g)
-            _remember_distarray()
+            f = _bind(state, name)
         if type(x) is _xnd:
             try:
                 return f(x) if out is None else f(x, out=out)
-            except state.setdefault("retry", _retry_errors()):
+            except state["retry"]:
                 pass
-        elif out is None and type(x) is _DISTARRAY.get("class"):
+        elif out is None and type(x) is state["distarray"]:
             # apply()'s one-DistArray case, minus its argument sorting
             try:
                 return derive(x, f(x._local))
-            except state.setdefault("retry", _retry_errors()):
+            except state["retry"]:
                 pass
         return apply(state["gufunc"], x, out=out)
 
@@ -94,13 +91,11 @@ def _make_binary(name):
     def kernel(x, y, out=None):
         f = state.get("fast")
         if f is None:
-            from .apply import fast
-            g = state["gufunc"] = gufunc(name)
-            f = state["fast"] = fast(g)
+            f = _bind(state, name)
         if type(x) is _xnd and type(y) is _xnd:
             try:
                 return f(x, y) if out is None else f(x, y, out=out)
-            except state.setdefault("retry", _retry_errors()):
+            except state["retry"]:
                 pass
         return apply(state["gufunc"], x, y, out=out)
 
@@ -112,19 +107,19 @@ def _make_binary(name):
     return kernel
 
 
-_DISTARRAY = {}
-
-
-def _remember_distarray():
-    from ..array import DistArray
-    _DISTARRAY["class"] = DistArray
-
-
-def _retry_errors():
-    """The fast path's 'take another route' exceptions (dtype conversion,
-    non-contiguous views): apply() handles those cases."""
+def _bind(state, name):
+    """A library function's first call: fill its ``state`` (the gumath
+    function, its fast handle, the DistArray class, and the fast path's
+    'take another route' exceptions -- dtype conversion, non-contiguous
+    views -- that apply() handles) and return the fast handle.  Like
+    apply.py, this keeps xdap._apply and xdap.array out of import time."""
     from .. import _apply
-    return (_apply.NoKernel, _apply.NeedsCopy, _apply.NotElementwise)
+    from ..array import DistArray
+    state["gufunc"] = gufunc(name)
+    state["distarray"] = DistArray
+    state["retry"] = (_apply.NoKernel, _apply.NeedsCopy, _apply.NotElementwise)
+    state["fast"] = fast(state["gufunc"])
+    return state["fast"]
 
 
 for _n in UNARY:
