@@ -83,9 +83,7 @@ def _take(values: np.ndarray, index: tuple) -> np.ndarray:
 
 
 def _put(out: np.ndarray, index: tuple, chunk: np.ndarray) -> None:
-    shape = tuple(len(range(i.start, i.stop, i.step)) if isinstance(i, slice) else len(i)
-                  for i in index)
-    chunk = chunk.reshape(shape)
+    chunk = chunk.reshape(tuple(index_len(i) for i in index))
     if all(isinstance(i, slice) for i in index):
         out[index] = chunk
     else:
