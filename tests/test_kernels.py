@@ -10,7 +10,7 @@ from xnd import xnd
 from xdap import kernels as K
 from xdap.containers import Parts, as_container, container, parts, pack_validity
 from xdap.kernels.library import gufunc
-from xdap.types import type_info
+from xdap.types import dtype_from_numpy, type_info
 
 INTS = ["int8", "int16", "int32", "uint8", "uint16", "uint32"]      # exact float exists
 ALL_INTS = INTS + ["int64", "uint64"]
@@ -74,15 +74,10 @@ def ragged(values, rng, optional_mask=None):
     cuts = np.sort(rng.integers(0, n + 1, 4))
     inner = np.concatenate([[0], cuts, [n]]).astype(np.int32)
     info = type_info(f"var * var * {'?' if optional_mask is not None else ''}"
-                     f"{dtype_name(values.dtype)}")
+                     f"{dtype_from_numpy(values.dtype)}")
     validity = None if optional_mask is None else pack_validity(optional_mask)
     return container(Parts(info, values, validity,
                            (np.array([0, len(inner) - 1], np.int32), inner)))
-
-
-def dtype_name(dt):
-    from xdap.types import dtype_from_numpy
-    return dtype_from_numpy(dt)
 
 
 def layouts(values, rng, mask):
