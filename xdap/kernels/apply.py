@@ -170,7 +170,7 @@ def derive(a, local):
     new = object.__new__(type(a))
     new.distribution = a.distribution
     new._local = local
-    info = new.info = _result_info(a.info, str(local.type).rsplit(" * ", 1)[-1])
+    info = new.info = _result_info(a.info, _leaf(local))
     values, validity, offsets = _xndbuf.layout(local, info.format)   # as parts(), known info
     new._parts = Parts(info, np.asarray(values), None if validity is None else np.asarray(validity),
                        tuple(np.asarray(o) for o in offsets))
@@ -291,9 +291,15 @@ def _contiguous(x):
     return container(Parts(p.info, np.ascontiguousarray(p.values), p.validity, p.offsets))
 
 
+def _leaf(x):
+    """A container's leaf type, e.g. '?float64' -- also of the 0-d scalar
+    operands, which ``types.type_info`` rejects (it classifies what can be
+    distributed), and without its full parse on this hot path."""
+    return str(x.type).rsplit(" * ", 1)[-1]
+
+
 def _dtype(x):
-    t = str(x.type)
-    return t.split(" * ")[-1].lstrip("?")
+    return _leaf(x).lstrip("?")
 
 
 def _promoted(f, func, xs, out, err):
