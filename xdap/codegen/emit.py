@@ -335,7 +335,7 @@ def _emit_scalar_xnd(kernel: KernelConfig, i: int, v: Variant) -> str:
 _NARROW_INTS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 
 
-def _hide_c(expr_tokens, bufs, s) -> str:
+def _hide_c(expr_tokens, s) -> str:
     parts = []
     for t in expr_tokens:
         if t[0] == "len":
@@ -399,7 +399,7 @@ def _emit_array_xnd(kernel: KernelConfig, i: int, v: Variant) -> str:
         elif a.role == "hide" and a.dtype in _NARROW_INTS:
             # lengths are int64: a value the C parameter cannot hold (e.g.
             # 2**31 items for an `int n`) is an error, not a truncated length
-            expr = _hide_c(check_hide_expr(a.hide_expr), None, s)
+            expr = _hide_c(check_hide_expr(a.hide_expr), s)
             out += [f"        const int64_t h_{a.name} = (int64_t)({expr});  /* {a.name} = {a.hide_expr} */",
                     f"        if ((int64_t)({a.ctype})h_{a.name} != h_{a.name}) {{",
                     f"            ndt_err_format(ctx, NDT_ValueError, \"{kernel.name}: {a.name} = "
@@ -407,7 +407,7 @@ def _emit_array_xnd(kernel: KernelConfig, i: int, v: Variant) -> str:
                     "            goto done;", "        }",
                     f"        const {a.ctype} v_{a.name} = ({a.ctype})h_{a.name};"]
         elif a.role == "hide":
-            expr = _hide_c(check_hide_expr(a.hide_expr), None, s)
+            expr = _hide_c(check_hide_expr(a.hide_expr), s)
             out.append(f"        const {a.ctype} v_{a.name} = ({a.ctype})({expr});  /* {a.name} = {a.hide_expr} */")
 
     def slot(a):
