@@ -244,33 +244,14 @@ class Redistributor:
 
     def _alltoallv(self, values, out, dtype):
         me = self.comm.rank
-        size = self.comm.size
-        scounts, rcounts = np.zeros(size, np.int64), np.zeros(size, np.int64)
-        chunks = []
-        own = None
-        for t in self.sends:
-            if t.peer == me:
-                own = t
-                continue
-            chunks.append(np.ravel(_take(values, t.index)))
-            scounts[t.peer] = t.size * dtype.itemsize
-        for t in self.recvs:
-            if t.peer != me:
-                rcounts[t.peer] = t.size * dtype.itemsize
-        if own is not None:                 # our own share never goes through MPI
-            self._copy_own(values, out)
-        sendbuf = np.concatenate(chunks) if chunks else np.empty(0, dtype)
-        recvbuf = np.empty(int(rcounts.sum()) // dtype.itemsize, dtype)
-        sdispl = np.concatenate([[0], np.cumsum(scounts)[:-1]])
-        rdispl = np.concatenate([[0], np.cumsum(rcounts)[:-1]])
-        self.comm.Alltoallv([sendbuf.view(np.uint8), (scounts, sdispl), MPI.BYTE],
-                            [recvbuf.view(np.uint8), (rcounts, rdispl), MPI.BYTE])
-        at = 0
-        for t in self.recvs:
-            if t.peer == me:
-                continue
-            _put(out, t.index, recvbuf[at:at + t.size])
-            at += t.size
+        sends = [t for t in self.sends if t.peer != me]
+        recvs = [t for t in self.recvs if t.peer != me]
+        self._copy_own(values, out)         # our own share never goes through MPI
+        got = _exchange(self.comm, [t.peer for t in sends],
+                        [np.ravel(_take(values, t.index)) for t in sends],
+                        [t.peer for t in recvs], [t.size for t in recvs], dtype)
+        for t, chunk in zip(recvs, got):
+            _put(out, t.index, chunk)
 
     # -- ragged arrays (rows) -----------------------------------------------
     def run_rows(self, p: Parts | None, info) -> Parts | None:
