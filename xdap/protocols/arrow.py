@@ -152,8 +152,8 @@ def _leaf_to_arrow(values: np.ndarray, validity, dtype: str) -> pa.Array:
         child = pa.Array.from_buffers(t.storage_type.value_type, 2 * n, [None, pa.py_buffer(pairs)])
         storage = pa.Array.from_buffers(t.storage_type, n, [vbuf], children=[child])
         return pa.ExtensionArray.from_storage(t, storage)
-    if dtype == "bool":      # Arrow packs booleans into bits: the one copy we cannot avoid
-        data = pa.py_buffer(np.packbits(values, bitorder="little"))
+    if dtype == "bool":      # Arrow packs booleans into bits (LSB-first, as validity
+        data = pa.py_buffer(pack_validity(values))   # bitmaps): the one copy we cannot avoid
     else:
         data = pa.py_buffer(np.ascontiguousarray(values))
     return pa.Array.from_buffers(_TO_ARROW[dtype], n, [vbuf, data])
@@ -245,8 +245,7 @@ def _leaf_from_arrow(arr):
                         f"({', '.join(str(x) for x in _TO_ARROW.values())}, or xdap.complex64/128)")
     dtype = _FROM_ARROW[t]
     if dtype == "bool":
-        bits = np.frombuffer(arr.buffers()[1], np.uint8)
-        values = np.unpackbits(bits, count=arr.offset + n, bitorder="little")[arr.offset:].view(bool)
+        values = unpack_validity(arr.buffers()[1], arr.offset + n)[arr.offset:]
     else:
         values, _ = _buffer_values(arr, DTYPES[dtype][0])
     return dtype, values, _validity(arr)
