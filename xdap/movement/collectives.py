@@ -270,35 +270,40 @@ def all_sum_reduce_adjoint(y, P=None, *, axes=None):
 # DistArray face: teams along grid axes
 # --------------------------------------------------------------------------
 
-def _grid_team(a, axes):
-    """The team of ranks that differ from this one only on grid ``axes``,
-    ordered by their coordinates on those axes (C order): team rank 0 is
-    the rank with coordinate 0 on every axis in ``axes``."""
-    d = a.distribution
+def grid_team_ranks(d, axes) -> list:
+    """The ranks of ``d.comm`` that differ from this one only on grid
+    ``axes`` (this rank included), in rank order -- pure.
+
+    >>> from mpi4py import MPI
+    >>> from xdap.distribution import make_distribution
+    >>> grid_team_ranks(make_distribution((4, 4), ("b", "b"), (1, 1), MPI.COMM_SELF), (0,))
+    [0]
+    """
     keep = [k for k in range(len(d.grid)) if k not in axes]
     me = d.coords
-    coords = [d.coords_of(r) for r in range(a.comm.size)]
-    team = [r for r in range(a.comm.size) if all(coords[r][k] == me[k] for k in keep)]
-    team.sort(key=lambda r: tuple(coords[r][k] for k in axes))
-    return Partition._derived(a.comm, team)
+    coords = [d.coords_of(r) for r in range(d.comm.size)]
+    return [r for r in range(d.comm.size) if all(coords[r][k] == me[k] for k in keep)]
 
 
 def _blocks(a, axes, what):
-    """Validate (collectively); return (values, grid axes, team partition)."""
-    norm = None
+    """Validate (collectively); return (values, team partition).  The team
+    is ordered by the coordinates on ``axes`` (C order): team rank 0 is the
+    rank with coordinate 0 on every axis in ``axes``."""
+    d = a.distribution
+    team = None
     with _comm.collective_checks(a.comm):
         if a.info.kind != "fixed" or a.info.optional:
             raise TypeError(f"{what}: needs a fixed, non-optional DistArray; got '{a.type}'")
         norm = _comm._norm_axes(axes, len(a.grid), what)
-    shapes = a.comm.allgather(a.distribution.local_shape)
-    P = _grid_team(a, norm)
-    with _comm.collective_checks(a.comm):
-        mine = a.distribution.local_shape
-        if any(shapes[r] != mine for r in P.members):
-            raise ValueError(f"{what}: ranks {list(P.members)} combine their blocks along grid "
+        team = sorted(grid_team_ranks(d, norm),
+                      key=lambda r: tuple(d.coords_of(r)[k] for k in norm))
+        # every rank's local shape follows from the (agreed) distribution
+        shapes = [d.local_shape_of(r) for r in team]
+        if any(s != d.local_shape for s in shapes):
+            raise ValueError(f"{what}: ranks {team} combine their blocks along grid "
                              f"axes {norm} but hold different local shapes "
-                             f"{[shapes[m] for m in P.members]}; they must agree")
-    return parts(a.local).values, P
+                             f"{shapes}; they must agree")
+    return parts(a.local).values, Partition._derived(a.comm, team)
 
 
 def _rewrap(a, values):
