@@ -45,6 +45,7 @@ from ..containers import Parts, container, expand_ranges, leaf_ranges, pack_vali
 from ..distribution import Distribution
 from ..maps import BlockMap, UnstructuredMap
 from ..types import dtype_from_numpy, type_info
+from .collectives import grid_team_ranks
 
 __all__ = ["reduce", "OPS"]
 
@@ -268,11 +269,7 @@ def _team(d, axes):
     key = tuple(sorted(axes))
     team = cache.get(key)
     if team is None:
-        me = d.coords
-        keep = [k for k in range(d.ndim) if k not in axes]
-        coords = [d.coords_of(r) for r in range(d.comm.size)]
-        team = cache[key] = Partition._derived(
-            d.comm, [r for r in range(d.comm.size) if all(coords[r][k] == me[k] for k in keep)])
+        team = cache[key] = Partition._derived(d.comm, grid_team_ranks(d, key))
     return team
 
 
