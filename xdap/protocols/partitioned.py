@@ -63,6 +63,7 @@ True
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import os
 import socket
@@ -72,8 +73,8 @@ import numpy as np
 
 from .. import comm as _comm
 from ..containers import Parts, concat_parts, container, pack_validity, parts
-from ..maps import BlockMap, CyclicMap, UnstructuredMap
-from ..types import DTYPES, TypeInfo, dtype_from_numpy
+from ..maps import BlockMap, CyclicMap, UnstructuredMap, _is_int
+from ..types import DTYPES, TypeInfo, dtype_from_numpy, type_info
 
 __all__ = ["export", "from_partitioned", "PartitionGetter", "process_locations",
            "plan_layout", "Layout"]
@@ -167,7 +168,6 @@ def dim_tiles(m, k: int) -> _DimTiles:
 def export(a) -> dict:
     """The ``__partitioned__`` dict of a DistArray (see the module docstring).
     Zero-copy; collective only on the first export over a communicator."""
-    from ..types import type_info
     d = a.distribution
     dims = [dim_tiles(m, k) for k, m in enumerate(d.maps)]
     tiling = tuple(len(t.start) for t in dims)
@@ -208,10 +208,6 @@ def export(a) -> dict:
 # ---------------------------------------------------------------------------
 # import: reading one rank's dict
 # ---------------------------------------------------------------------------
-
-def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
 
 def _int_tuple(v, what: str, ndim: int | None = None, allow_none: bool = False) -> tuple:
     if isinstance(v, (str, bytes)) or not hasattr(v, "__len__"):
@@ -683,7 +679,7 @@ def assemble(layout: Layout, rank: int, bounds, tiling, tiles: dict, element: st
     nd = len(tiling)
     mem = [layout.members[k][c[k]] for k in range(nd)]
     want = [int(np.ravel_multi_index(idx, tiling)) for idx in
-            (tuple(int(x) for x in t) for t in _product(mem))]
+            (tuple(int(x) for x in t) for t in itertools.product(*mem))]
     missing = [i for i in want if i not in tiles]
     if missing:       # cannot happen when the owners came from the plan
         raise ValueError(f"internal: rank {rank} lacks tiles {missing[:5]}")
@@ -693,7 +689,7 @@ def assemble(layout: Layout, rank: int, bounds, tiling, tiles: dict, element: st
     if len(want) == 1:
         return container(tiles[want[0]])
     if ragged:
-        info = _ragged_info(element)
+        info = type_info(element)
         if not want:
             return container(Parts(info, np.zeros(0, info.numpy_dtype),
                                    np.zeros(0, np.uint8) if info.optional else None,
@@ -705,7 +701,7 @@ def assemble(layout: Layout, rank: int, bounds, tiling, tiles: dict, element: st
     out = np.empty(local_shape, dt)
     mask = np.ones(local_shape, bool) if optional else None
     offs = [np.concatenate([[0], np.cumsum(s)]) for s in sizes]
-    for j, idx in enumerate(_product([range(len(m)) for m in mem])):
+    for j, idx in enumerate(itertools.product(*[range(len(m)) for m in mem])):
         p = tiles[want[j]]
         sl = tuple(slice(int(o[i]), int(o[i + 1])) for o, i in zip(offs, idx))
         out[sl] = p.values
@@ -713,16 +709,6 @@ def assemble(layout: Layout, rank: int, bounds, tiling, tiles: dict, element: st
             mask[sl] = p.valid_mask()
     info = TypeInfo("fixed", local_shape, 0, leaf.lstrip("?"), optional)
     return container(Parts(info, out, pack_validity(mask) if optional else None))
-
-
-def _product(seqs):
-    import itertools
-    return itertools.product(*[list(s) for s in seqs])
-
-
-def _ragged_info(element: str) -> TypeInfo:
-    from ..types import type_info
-    return type_info(element)
 
 
 # ---------------------------------------------------------------------------
