@@ -342,7 +342,7 @@ class CartesianPartition(Partition):
         """Grid coordinates of a team rank."""
         if not 0 <= int(rank) < self.size:
             raise ValueError(f"cartesian_index: rank {rank} not in [0, {self.size})")
-        return tuple(int(c) for c in _unravel(int(rank), self._shape))
+        return tuple(int(c) for c in np.unravel_index(int(rank), self._shape))
 
     def rank_of(self, index) -> int:
         """The team rank at grid coordinates ``index``."""
@@ -525,14 +525,6 @@ def _norm_axes(axes, ndim, what):
     if len(set(out)) != len(out):
         raise ValueError(f"{what}: repeated axis in {tuple(axes)}")
     return tuple(sorted(out))
-
-
-def _unravel(r, shape):
-    out = []
-    for s in reversed(shape):
-        out.append(r % s)
-        r //= s
-    return tuple(reversed(out))
 
 
 def _same_comm(a, b) -> bool:
