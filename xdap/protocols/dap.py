@@ -41,7 +41,7 @@ from .. import comm as _comm
 from ..array import DistArray
 from ..containers import Parts, container
 from ..distribution import Distribution
-from ..maps import map_from_dim_dicts
+from ..maps import _is_int, map_from_dim_dicts
 from ..types import dtype_from_format, type_info
 
 __all__ = ["export", "from_distarray", "VERSION"]
@@ -268,7 +268,7 @@ def _grid_rank_and_size(dd, k, r, version):
     for key in ("proc_grid_size", "proc_grid_rank"):
         if key not in dd:
             raise ValueError(f"dimension {k} on rank {r}: missing required key {key!r}")
-        if isinstance(dd[key], bool) or not isinstance(dd[key], (int, np.integer)):
+        if not _is_int(dd[key]):
             raise TypeError(f"dimension {k} on rank {r}: {key!r} must be an int, got {dd[key]!r}")
     size, rank = int(dd["proc_grid_size"]), int(dd["proc_grid_rank"])
     if size < 1:
