@@ -48,12 +48,16 @@ class DistArray:
             if self.info.kind == "ragged" and distribution.ndim != 1:
                 raise ValueError("a ragged array is distributed by rows: its distribution "
                                  f"needs exactly one dimension, got {distribution.ndim}")
-        infos = comm.allgather(self.info.leaf if self.info.kind == "ragged"
-                               else (self.info.leaf, self.info.kind))
+        ragged = self.info.kind == "ragged"
+        # One allgather carries the element type and, for ragged arrays, this
+        # rank's share of the global leaf index.
+        share, finish = _ragged_leaf_index(distribution, self._parts) if ragged else (None, None)
+        gathered = comm.allgather((self.info.leaf if ragged else (self.info.leaf, self.info.kind),
+                                   share))
+        infos = [info for info, _ in gathered]
         if len(set(map(str, infos))) != 1:
             raise TypeError(f"ranks disagree on the element type: {infos}")
-        self._leaf_index = _ragged_leaf_index(distribution, self._parts) \
-            if self.info.kind == "ragged" else None
+        self._leaf_index = finish([s for _, s in gathered]) if ragged else None
 
     # -- the public face ----------------------------------------------------
     @property
@@ -267,26 +271,26 @@ class DistArray:
 
 
 def _ragged_leaf_index(d: Distribution, p: Parts):
-    """Where this rank's leaves sit in the global flat leaf space (collective).
-
-    Returns (start, total) when every rank's leaves form one contiguous range
-    in rank order (block rows, no padding), else (int64 index array, total).
+    """Where this rank's leaves sit in the global flat leaf space, in two
+    local steps around the caller's allgather: returns ``(share, finish)``;
+    ``finish(shares)``, given every rank's ``share`` in rank order, returns
+    (start, total) when every rank's leaves form one contiguous range in rank
+    order (block rows, no padding), else (int64 index array, total).
     """
-    comm = d.comm
     if d.is_contiguous_1d:
-        mine = len(p.values)
-        start = comm.exscan(mine) or 0
-        total = comm.allreduce(mine)
-        return start, total
+        rank = d.comm.rank
+        return len(p.values), lambda counts: (sum(counts[:rank]), sum(counts))
     counts = p.leaf_counts()
     own = d.owned_positions(0)
     rows = d.global_indices(0)
-    gathered = comm.allgather((rows[own], counts[own]))
-    global_counts = np.zeros(d.global_shape[0], np.int64)
-    for r, c in gathered:
-        global_counts[r] = c
-    goff = np.concatenate([[0], np.cumsum(global_counts)])
-    return expand_ranges(goff[rows], counts), int(goff[-1])
+
+    def finish(shares):
+        global_counts = np.zeros(d.global_shape[0], np.int64)
+        for r, c in shares:
+            global_counts[r] = c
+        goff = np.concatenate([[0], np.cumsum(global_counts)])
+        return expand_ranges(goff[rows], counts), int(goff[-1])
+    return (rows[own], counts[own]), finish
 
 
 def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, dtype=None,
