@@ -143,6 +143,18 @@ class Map:
         self._check_rank(p)
         return slice(0, self.local_size(p))
 
+    def canonical_positions(self, p: int):
+        """The local positions of grid rank ``p`` whose global index ``p`` is
+        the canonical owner of (:meth:`owners`): every global index counts on
+        exactly one rank. The owned slice, except for an unstructured map with
+        ``one_to_one=False``, where an index held by several ranks counts on
+        the lowest one only (an int64 array then).
+
+        >>> UnstructuredMap(3, [[0, 1], [1, 2]]).canonical_positions(1)
+        array([1])
+        """
+        return self.owned_local_slice(p)
+
     def global_indices(self, p: int) -> np.ndarray:
         """Global index of each local buffer position on grid rank ``p`` (int64)."""
         raise NotImplementedError
@@ -612,6 +624,11 @@ class UnstructuredMap(Map):
         """Read-only int64 view of rank ``p``'s indices (no copy)."""
         self._check_rank(p)
         return self.indices[p]
+
+    def canonical_positions(self, p):
+        if self.one_to_one:
+            return self.owned_local_slice(p)
+        return np.flatnonzero(self.owners(self.global_indices(p))[0] == p)
 
     def owners(self, g):
         g = _as_int64(g, "global index")

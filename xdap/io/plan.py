@@ -33,12 +33,7 @@ __all__ = ["piece_positions", "piece_indices", "needed_indices", "dim_plan", "re
 def piece_positions(m: Map, p: int):
     """Local positions of grid rank ``p``'s buffer that go into its piece
     (a slice, or an int64 array for shared unstructured indices)."""
-    if isinstance(m, BlockMap):
-        return m.owned_local_slice(p)
-    if isinstance(m, UnstructuredMap) and not m.one_to_one:
-        ranks, _ = m.owners(m.indices[p])
-        return as_slice(np.flatnonzero(ranks == p))
-    return slice(0, m.local_size(p))
+    return as_slice(m.canonical_positions(p))
 
 
 def piece_indices(m: Map, p: int) -> np.ndarray:

@@ -160,11 +160,7 @@ def _finish(op, total, count, optional, nothing_msg):
 def _canonical(d: Distribution, k: int):
     """Local positions along dim k whose global cell this rank counts: a
     slice (zero-copy) or an index array (shared unstructured indices)."""
-    m, p = d.maps[k], d.coords[k]
-    if isinstance(m, UnstructuredMap) and not m.one_to_one:
-        g = m.global_indices(p)
-        return np.flatnonzero(m.owners(g)[0] == p)
-    return m.owned_local_slice(p)
+    return d.maps[k].canonical_positions(d.coords[k])
 
 
 def _select(v, sel):
