@@ -74,6 +74,22 @@ class Distribution(MapShapes):
             return tuple(int(c) for c in self._rank_coords[rank])
         return tuple(int(c) for c in np.unravel_index(rank, self.grid)) if self.grid else ()
 
+    @property
+    def rank_coords(self) -> np.ndarray:
+        """Grid coordinates of every rank: an int64 array ``(nranks, ndim)``,
+        row ``r`` = ``coords_of(r)`` (a new array; C order unless the
+        distribution was given another placement).
+
+        >>> from mpi4py import MPI
+        >>> make_distribution((4, 6), ("b", "b"), (1, 1), MPI.COMM_SELF).rank_coords.tolist()
+        [[0, 0]]
+        """
+        if self._rank_coords is not None:
+            return self._rank_coords.copy()
+        n = self.comm.size
+        return np.array(np.unravel_index(np.arange(n), self.grid), np.int64).T.reshape(n, -1) \
+            if self.grid else np.zeros((n, 0), np.int64)
+
     def rank_of(self, coords) -> int:
         """The rank at given grid coordinates."""
         if self._rank_coords is not None:

@@ -280,9 +280,8 @@ def grid_team_ranks(d, axes) -> list:
     [0]
     """
     keep = [k for k in range(len(d.grid)) if k not in axes]
-    me = d.coords
-    coords = [d.coords_of(r) for r in range(d.comm.size)]
-    return [r for r in range(d.comm.size) if all(coords[r][k] == me[k] for k in keep)]
+    table = d.rank_coords[:, keep]
+    return np.flatnonzero((table == np.asarray(d.coords, np.int64)[keep]).all(axis=1)).tolist()
 
 
 def _blocks(a, axes, what):

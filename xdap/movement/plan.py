@@ -194,9 +194,7 @@ class Layout(MapShapes):
 def layout_of(distribution, parent_ranks=None) -> Layout:
     """The Layout of an ``xdap.Distribution`` (ranks renumbered into a parent
     communicator by ``parent_ranks[i]`` for the distribution's rank ``i``)."""
-    n = distribution.comm.size
-    coords = np.array([distribution.coords_of(r) for r in range(n)], dtype=_I64).reshape(n, -1)
-    return Layout(distribution.maps, coords, parent_ranks)
+    return Layout(distribution.maps, distribution.rank_coords, parent_ranks)
 
 
 # --------------------------------------------------------------------------

@@ -284,7 +284,7 @@ def _as_distarray(a, axes, vals, valid):
             m = BlockMap(m.size, m.grid_size, bounds=m.bounds)
         maps.append(m)
     R = math.prod(d.grid[k] for k in axes)
-    coords = np.array([d.coords_of(r) for r in range(d.comm.size)], np.int64).reshape(d.comm.size, -1)
+    coords = d.rank_coords
     table = coords[:, keep]
     if R > 1:
         red = coords[:, list(axes)]
