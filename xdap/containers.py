@@ -272,6 +272,21 @@ def take_rows(p: Parts, rows: np.ndarray) -> Parts:
     return Parts(p.info, values, validity, tuple(offsets))
 
 
+def take_block(p: Parts, index) -> Parts:
+    """A new fixed Parts holding ``p.values[index]`` (a tuple of slices, or an
+    ``np.ix_`` index): values copied C-contiguous, validity re-packed (copies).
+
+    >>> import numpy as np
+    >>> q = take_block(parts(as_container(np.arange(12.0).reshape(3, 4))), (slice(1, 3), slice(0, 2)))
+    >>> container(q).value
+    [[4.0, 5.0], [8.0, 9.0]]
+    """
+    values = np.ascontiguousarray(p.values[index])
+    mask = p.valid_mask()
+    return Parts(p.info.with_shape(values.shape), values,
+                 None if mask is None else pack_validity(mask[index]))
+
+
 def concat_parts(pieces) -> Parts:
     """Rows of several Parts of the same type, one after another (copies).
 

@@ -24,7 +24,7 @@ import threading
 import numpy as np
 
 from .. import comm as _comm
-from ..containers import pack_validity, take_rows
+from ..containers import take_block, take_rows
 from ..maps import UnstructuredMap
 from . import manifest as mf
 from .arrow_file import to_ipc
@@ -155,18 +155,20 @@ def _write_piece(a, path: str, generation: str) -> dict:
         piece = p if whole else take_rows(p, np.arange(p.nrows)[rows])
         rec = write_file(name + ".arrow", [to_ipc(piece)])
         return {"values": rec, "_shape": [int(piece.nrows)]}
-    index = index_tuple(sels)
-    values = np.ascontiguousarray(p.values[index])
+    whole = all(isinstance(s, slice) and s == slice(0, n)
+                for s, n in zip(sels, p.values.shape))
+    if whole:                       # the piece is the whole buffer: nothing to re-pack
+        values = np.ascontiguousarray(p.values)
+        bits = None if p.validity is None else \
+            np.ascontiguousarray(p.validity[:(values.size + 7) // 8])
+    else:
+        piece = take_block(p, index_tuple(sels))
+        values, bits = piece.values, piece.validity
     header = npy_header(values.dtype, values.shape)
     out = {"values": dict(write_file(name + ".values.npy", [header, values]),
                           header_bytes=len(header)),
            "_shape": list(values.shape)}
     if a.info.optional:
-        nbytes = (values.size + 7) // 8
-        if values.size == p.values.size:                # the piece is the whole buffer
-            bits = np.ascontiguousarray(p.validity[:nbytes])
-        else:
-            bits = pack_validity(p.valid_mask()[index])
         header = npy_header(bits.dtype, bits.shape)
         out["validity"] = dict(write_file(name + ".validity.npy", [header, bits]),
                                header_bytes=len(header))

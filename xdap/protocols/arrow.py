@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..containers import (Parts, check_ragged_rows, container, pack_validity, parts,
+from ..containers import (Parts, check_ragged_rows, container, pack_validity, parts, take_block,
                           unpack_validity)
 from ..types import DTYPES, TypeInfo, type_info
 
@@ -120,11 +120,8 @@ def _owned_arrow(a) -> pa.Array:
     own = [d.maps[k].owned_local_slice(d.coords[k]) for k in range(d.ndim)]
     p = a._parts
     if a.info.kind == "fixed" and any(s != slice(0, n) for s, n in zip(own[1:], p.values.shape[1:])):
-        index = tuple(own)             # inner padding: the owned block is strided
-        mask = p.valid_mask()
-        values = np.ascontiguousarray(p.values[index])
-        validity = None if mask is None else pack_validity(mask[index])
-        return _parts_to_arrow(Parts(p.info.with_shape(values.shape), values, validity))
+        # inner padding: the owned block is strided
+        return _parts_to_arrow(take_block(p, tuple(own)))
     arr = _parts_to_arrow(p)
     return arr.slice(own[0].start, own[0].stop - own[0].start)
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import awkward as ak
 import numpy as np
 
-from ..containers import Parts, container, pack_validity, parts, take_rows
+from ..containers import Parts, container, pack_validity, parts, take_block, take_rows
 from ..types import TypeInfo, dtype_from_numpy
 
 __all__ = ["to_awkward", "from_awkward", "parts_from_awkward", "distarray_from_awkward"]
@@ -61,10 +61,7 @@ def to_awkward(x) -> ak.Array:
         # communication padding: the owned part is copied
         if p.info.kind == "ragged":
             return _to_awkward(take_rows(p, np.arange(own[0].start, own[0].stop)))
-        mask = p.valid_mask()
-        values = np.ascontiguousarray(p.values[own])
-        return _to_awkward(Parts(p.info.with_shape(values.shape), values,
-                                 None if mask is None else pack_validity(mask[own])))
+        return _to_awkward(take_block(p, own))
     return _to_awkward(x if isinstance(x, Parts) else parts(x))
 
 
