@@ -1,6 +1,9 @@
 """Test helpers shared by several test modules: the dtype list, sample
-values, and the 1-d distribution kinds (``from_global`` options) every
-round-trip test walks through. Plain functions, no pytest fixtures."""
+values, the 1-d distribution kinds (``from_global`` options) every
+round-trip test walks through, and importing a built kernel module.
+Plain functions, no pytest fixtures."""
+import importlib.util
+
 import numpy as np
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -45,3 +48,11 @@ def kinds(n, nprocs, rng):
         ("unstructured", dict(dist=("u",), indices=(balanced_indices(n, nprocs, rng),))),
         ("unstructured shared", dict(dist=("u",), indices=(balanced_indices(n, nprocs, rng, 2),))),
     ]
+
+
+def import_module_at(path, name):
+    """Import the extension module built at ``path`` under ``name``."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

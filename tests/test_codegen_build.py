@@ -11,23 +11,16 @@ import numpy as np
 import pytest
 from xnd import xnd
 
+from helpers import import_module_at
 from xdap.codegen import CAPSULE_NAME, build, extension_spec, stack_dirs
 
 EXAMPLES = pathlib.Path(__file__).parent / "kernel_examples"
 
 
-def _import(path, name):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def ops(tmp_path_factory):
     out = tmp_path_factory.mktemp("ops")
-    return _import(build(EXAMPLES / "ops.cfg", out), "xk_testops")
+    return import_module_at(build(EXAMPLES / "ops.cfg", out), "xk_testops")
 
 
 def f64(v):
@@ -119,7 +112,7 @@ def test_inplace_array_kernel_writes_through_views(ops):
 
 
 def test_tutorial_gpu_add_on_cpu(tmp_path):
-    mod = _import(build(EXAMPLES / "add-kernels.cfg", tmp_path), "add_cpu")
+    mod = import_module_at(build(EXAMPLES / "add-kernels.cfg", tmp_path), "add_cpu")
     x = np.arange(1000, dtype=np.float32)
     y = np.full(1000, 1.0, np.float32)
     xs, ys = xnd.from_buffer(x), xnd.from_buffer(y)

@@ -4,7 +4,6 @@
 Rank 0 builds each module once per launch into a fresh directory (the path
 is broadcast, the verdict agreed), then every rank imports it.
 """
-import importlib.util
 import pathlib
 import shutil
 import tempfile
@@ -14,6 +13,7 @@ import pytest
 from xnd import xnd
 
 import xdap
+from helpers import import_module_at
 from xdap.codegen import build
 from xdap.comm import agree
 from xdap.containers import parts
@@ -44,10 +44,7 @@ def built(comm, name):
             error = ValueError(f"building {name} failed: {e}")
     agree(comm, error)
     path = comm.bcast(path, root=0)
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    _MODULES[name] = mod
+    mod = _MODULES[name] = import_module_at(path, name)
     return mod
 
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from xnd import xnd
 
+from helpers import import_module_at
 from xdap import kernels as K
 from xdap.containers import as_container, parts
 
@@ -135,11 +136,7 @@ def test_hidden_length_out_of_range_of_its_c_type_is_an_error(tmp_path):
         "[MODULE xk_review_fill]\nincludes = fill.h\nsources = fill.c\n"
         "[KERNEL fill]\nprototypes = void fill(int8_t n, double *r);\n"
         "dimension = r(n)\ninplace = r\nhide = n = len(r)\n")
-    import importlib.util
-    path = build(tmp_path / "fill.cfg", tmp_path)
-    spec = importlib.util.spec_from_file_location("xk_review_fill", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = import_module_at(build(tmp_path / "fill.cfg", tmp_path), "xk_review_fill")
     small = xnd([-1.0] * 100)
     mod.fill(small)
     assert small.value == [float(i) for i in range(100)]
