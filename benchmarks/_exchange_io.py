@@ -69,7 +69,7 @@ def child(tmp: str) -> None:
 
     import xdap
     from xdap.array import DistArray
-    from xdap.containers import Parts, container
+    from xdap.parts import Parts, container
     from xdap.distribution import Distribution
     from xdap.io.writer import finish_cleanup
     from xdap.maps import BlockMap

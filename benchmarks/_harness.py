@@ -76,7 +76,7 @@ def ragged_partition(nvalues: int, mean_len: int = 10, seed: int = 7):
     ``nvalues`` leaves per rank (rows of mean length ``mean_len``, block rows),
     wrapped without copying. Returns ``(array, values, nrows)``."""
     from xdap.array import DistArray
-    from xdap.containers import Parts, container
+    from xdap.parts import Parts, container
     from xdap.distribution import Distribution
     from xdap.maps import BlockMap
     from xdap.types import type_info

@@ -90,7 +90,7 @@ def handwritten_halo(buf, coords, grid):
 
 def halo_case():
     import xdap
-    from xdap.containers import parts
+    from xdap.parts import parts
     n = 2048
     g = np.arange(float(n * n)).reshape(n, n)
     a = xdap.from_global(g, dist=("b", "b"), grid=(2, 2), padding=((1, 1), (1, 1)), comm=COMM)
@@ -125,7 +125,7 @@ def halo_case():
 
 def reduce_case():
     import xdap
-    from xdap.containers import parts
+    from xdap.parts import parts
     n = 4096
     rng = np.random.default_rng(1 + RANK)
     a = xdap.from_global(np.zeros((n, n)), dist=("b", "b"), grid=(2, 2), comm=COMM)
@@ -144,7 +144,7 @@ def reduce_case():
                          dist=("b", "b"), grid=(2, 2), comm=COMM)
     po = parts(o.local)
     po.values[...] = masked.data
-    from xdap.containers import pack_validity
+    from xdap.parts import pack_validity
     po.validity[:] = pack_validity(~mask)
 
     def numpy_ma_sum():

@@ -39,7 +39,7 @@ import pyarrow as pa
 from mpi4py import MPI
 
 import xdap
-from xdap.containers import parts
+from xdap.parts import parts
 
 import _exchange_io  # noqa: E402
 import _harness  # noqa: E402

@@ -34,7 +34,7 @@ from xnd import xnd
 import xdap
 from xdap import kernels as K
 from xdap.array import DistArray
-from xdap.containers import Parts, as_container, container, parts
+from xdap.parts import Parts, as_container, container, parts
 from xdap.distribution import Distribution
 from xdap.maps import BlockMap
 from xdap.types import type_info

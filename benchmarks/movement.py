@@ -88,11 +88,10 @@ class Mpi4pyTransfer:
 def dense_cases(report):
     import xdap
     from xdap.array import DistArray
-    from xdap.containers import Parts, container
+    from xdap.parts import Parts, container
     from xdap.distribution import Distribution
     from xdap.maps import BlockMap
     from xdap.types import type_info
-    from xdap.movement.plan import layout_of, redistribution_plan
     import importlib
     red = importlib.import_module("xdap.movement.redistribute")
 
@@ -109,15 +108,13 @@ def dense_cases(report):
     b = a.redistribute(dist=("n", "b"), grid=(1, P))
     c = a.redistribute(dist=("n", "c"), grid=(1, P), block_size=(None, 64))
     want = ref(local)
-    assert np.array_equal(np.asarray(b._parts.values), want)
+    assert np.array_equal(np.asarray(b.parts.values), want)
     cols = c.distribution.global_indices(1)
-    assert np.array_equal(np.asarray(c._parts.values),
+    assert np.array_equal(np.asarray(c.parts.values),
                           np.arange(N)[:, None] * N + cols[None, :])
 
-    ex_b = red._executor(redistribution_plan(red._source_layout(a.distribution),
-                                             layout_of(b.distribution)), COMM)
-    ex_c = red._executor(redistribution_plan(red._source_layout(a.distribution),
-                                             layout_of(c.distribution)), COMM)
+    ex_b = red.executor(a.distribution, b.distribution, COMM)
+    ex_c = red.executor(a.distribution, c.distribution, COMM)
     floor_src = np.ones((n0, N))
     floor_dst = np.empty_like(floor_src)
 
@@ -147,7 +144,7 @@ def dense_cases(report):
 
 def mesh_case(report):
     import xdap
-    from xdap.containers import parts
+    from xdap.parts import parts
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
     from test_scatter import distributed_mesh
     xy, cells, conn, node_idx = distributed_mesh(COMM, shared_nodes=True)

@@ -10,9 +10,9 @@ import pytest
 from mpi4py import MPI
 
 import xdap
-from xdap.containers import as_container, parts
+from xdap.parts import as_container, parts
 from xdap.protocols.arrow import ComplexType, from_arrow, parts_from_arrow, to_arrow
-from xdap.protocols.awkward import distarray_from_awkward, from_awkward, to_awkward
+from xdap.protocols.awkward import from_awkward, to_awkward
 
 from helpers import DTYPES
 
@@ -199,7 +199,7 @@ def test_distarray_from_per_rank_arrow(t):
     assert b.to_global().value == a.to_global().value
     k = a.to_awkward()
     assert k.to_list() == local.value
-    c = distarray_from_awkward(k, comm=comm)
+    c = xdap.from_awkward(k, comm=comm)
     assert c.to_global().value == a.to_global().value and c.distribution == a.distribution
     if parts(local).values.size:
         assert np.shares_memory(parts(c.local).values, parts(a.local).values)
@@ -239,7 +239,7 @@ def test_distarray_from_arrow_empty_ragged_rank_raises_everywhere():
         xdap.from_arrow(arr, comm=comm)
     k = ak.Array([[1.0]])[0:0] if last else ak.Array([[1.0, 2.0]])
     with pytest.raises(ValueError, match="at least one row"):
-        distarray_from_awkward(k, comm=comm)
+        xdap.from_awkward(k, comm=comm)
     # and everybody can go on
     assert xdap.from_arrow(pa.array([[float(comm.rank)]]), comm=comm).to_global().value == \
         [[float(r)] for r in range(comm.size)]

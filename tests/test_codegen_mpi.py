@@ -16,7 +16,7 @@ import xdap
 from helpers import import_module_at
 from xdap.codegen import build
 from xdap.comm import agree
-from xdap.containers import parts
+from xdap.parts import parts
 from xdap.kernels import apply
 
 EXAMPLES = pathlib.Path(__file__).parent / "kernel_examples"

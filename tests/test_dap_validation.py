@@ -11,7 +11,7 @@ import pytest
 from mpi4py import MPI
 
 import xdap
-from xdap.containers import as_container
+from xdap.parts import as_container
 
 RANKS = (2, 3, 4)
 

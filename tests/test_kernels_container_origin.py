@@ -25,7 +25,7 @@ import pytest
 from xnd import xnd
 
 from xdap import kernels as K
-from xdap.containers import parts
+from xdap.parts import parts
 from xdap.kernels.operands import to_container
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -7,7 +7,7 @@ from mpi4py import MPI
 
 import xdap
 from xdap import kernels as K
-from xdap.containers import parts
+from xdap.parts import parts
 
 RANKS = (1, 2, 3, 4)
 

@@ -7,7 +7,7 @@ from xnd import xnd
 
 from helpers import import_module_at
 from xdap import kernels as K
-from xdap.containers import as_container, parts
+from xdap.parts import as_container, parts
 
 
 def test_out_that_is_an_operand_keeps_that_operands_missing_values():

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
-from xdap.maps import (BlockMap, CyclicMap, Map, UnstructuredMap, map_from_dim_dicts,
-                       num_owned_indices)
+from xdap.maps import BlockMap, CyclicMap, Map, UnstructuredMap
+from xdap.protocols.dap_dims import map_from_dim_dicts, num_owned_indices
 
 EXAMPLES_0_10 = {
     '2.1': [
@@ -328,8 +328,8 @@ def test_example_dim_dicts_reproduced(name):
     maps = example_maps(procs, "0.10.0")
     for coord, _, dims in procs:
         for m, c, want in zip(maps, coord, dims):
-            assert_dict_equal(m.dim_dict(c), normalised(want))
-            assert num_owned_indices(m.dim_dict(c)) == m.owned_count(c)
+            assert_dict_equal(m.to_dim_dict(c), normalised(want))
+            assert num_owned_indices(m.to_dim_dict(c)) == m.owned_count(c)
 
 
 def test_example_2_1_block_block():
@@ -358,13 +358,13 @@ def test_example_block_with_padding(name, version):
     for (p,), buf, _ in procs:
         assert np.array_equal(full[m.global_indices(p)], buf)
     # both dialects of the same map
-    assert (m.dim_dict(0)["start"], m.dim_dict(0)["stop"]) == (0, 10)
-    assert (m.dim_dict(1)["start"], m.dim_dict(1)["stop"]) == (8, 18)
-    assert (m.dim_dict(0, "0.9.0")["start"], m.dim_dict(0, "0.9.0")["stop"]) == (0, 9)
-    assert (m.dim_dict(1, "0.9.0")["start"], m.dim_dict(1, "0.9.0")["stop"]) == (9, 18)
+    assert (m.to_dim_dict(0)["start"], m.to_dim_dict(0)["stop"]) == (0, 10)
+    assert (m.to_dim_dict(1)["start"], m.to_dim_dict(1)["stop"]) == (8, 18)
+    assert (m.to_dim_dict(0, "0.9.0")["start"], m.to_dim_dict(0, "0.9.0")["stop"]) == (0, 9)
+    assert (m.to_dim_dict(1, "0.9.0")["start"], m.to_dim_dict(1, "0.9.0")["stop"]) == (9, 18)
     other = EXAMPLES_0_9["7.2"] if version == "0.10.0" else EXAMPLES_0_10["2.2"]
     for (p,), _, (want,) in other:
-        assert_dict_equal(m.dim_dict(p, "0.9.0" if version == "0.10.0" else "0.10.0"),
+        assert_dict_equal(m.to_dim_dict(p, "0.9.0" if version == "0.10.0" else "0.10.0"),
                           normalised(want))
     assert m.owners([0, 8, 9, 17])[0].tolist() == [0, 0, 1, 1]
     assert m.owners([0, 8, 9, 17])[1].tolist() == [0, 8, 1, 9]
@@ -380,7 +380,7 @@ def test_example_unstructured(name, version):
     for (p,), buf, (d,) in procs:
         assert m.global_indices(p).tolist() == list(d["indices"])
         assert m.local_size(p) == len(buf)
-        assert_dict_equal(m.dim_dict(p, version), normalised(d))
+        assert_dict_equal(m.to_dim_dict(p, version), normalised(d))
     ranks, local = m.owners(np.arange(30))
     assert ranks[19] == 0 and local[19] == 0 and ranks[3] == 1 and local[3] == 2
     assert ranks[22] == 2 and local[22] == 19
@@ -391,7 +391,7 @@ def test_example_7_1_undistributed_n():
     assert rows == BlockMap(2, 2)
     assert cols == BlockMap(10, 1) == map_from_dim_dicts([{}], [10])
     assert cols.global_indices(0).tolist() == list(range(10))
-    assert_dict_equal(cols.dim_dict(0, "0.9.0"), {
+    assert_dict_equal(cols.to_dim_dict(0, "0.9.0"), {
         "dist_type": "b", "size": 10, "proc_grid_size": 1, "proc_grid_rank": 0,
         "start": 0, "stop": 10, "padding": (0, 0)})
 
@@ -416,7 +416,7 @@ def test_appendix_trap_block_cyclic_counts():
     assert [m.owned_count(p) for p in (0, 1)] == [4, 3]          # not the appendix's 5, 2
     assert m.global_indices(0).tolist() == [0, 1, 4, 5]
     assert m.global_indices(1).tolist() == [2, 3, 6]
-    dicts = [m.dim_dict(p) for p in (0, 1)]
+    dicts = [m.to_dim_dict(p) for p in (0, 1)]
     assert dicts[1] == {"dist_type": "c", "size": 7, "proc_grid_size": 2,
                         "proc_grid_rank": 1, "start": 2, "block_size": 2}
     assert [num_owned_indices(d) for d in dicts] == [4, 3]
@@ -434,8 +434,8 @@ def test_num_owned_indices_cyclic_without_block_size_key():
 def test_cyclic_rank_owning_nothing_exports_start_size():
     m = CyclicMap(5, 4, block_size=2)
     assert [m.owned_count(p) for p in range(4)] == [2, 2, 1, 0]
-    assert [m.dim_dict(p)["start"] for p in range(4)] == [0, 2, 4, 5]
-    dicts = [m.dim_dict(p) for p in range(4)]
+    assert [m.to_dim_dict(p)["start"] for p in range(4)] == [0, 2, 4, 5]
+    dicts = [m.to_dim_dict(p) for p in range(4)]
     assert map_from_dim_dicts(dicts, [2, 2, 1, 0]) == m
     dicts[3]["start"] = 6                      # p * block_size is accepted too
     assert map_from_dim_dicts(dicts, [2, 2, 1, 0]) == m
@@ -469,8 +469,23 @@ def test_reprs_and_equality():
     assert BlockMap(5, 1) != CyclicMap(5, 1)
     assert UnstructuredMap(3, [[0, 2], [1]]) != UnstructuredMap(3, [[2, 0], [1]])
     assert UnstructuredMap(3, [[0, 2], [1]]) == UnstructuredMap(3, [[0, -1], [-2]])
-    with pytest.raises(TypeError):
-        hash(BlockMap(5, 2))
+
+
+def test_maps_are_immutable_and_hashable_by_value():
+    maps = [BlockMap(5, 2), BlockMap(5, 2, padding=(1, 1), periodic=True), CyclicMap(5, 2, 2),
+            UnstructuredMap(3, [[0, 2], [1]])]
+    twins = [BlockMap(5, 2, bounds=[0, 3, 5]), BlockMap(5, 2, padding=[(1, 1)] * 2, periodic=True),
+             CyclicMap(5, 2, block_size=2), UnstructuredMap(3, [[0, -1], [-2]])]
+    for m, t in zip(maps, twins):
+        assert m == t and hash(m) == hash(t) and m.fingerprint() == t.fingerprint()
+        assert len({m, t}) == 1
+        with pytest.raises(AttributeError, match="immutable"):
+            m.size = 7
+    assert len({m.fingerprint() for m in maps}) == len(maps)
+    # the JSON form rebuilds the same map
+    for m in maps:
+        assert Map.from_json(m.to_json(), m.json_arrays()) == m
+    assert not maps[-1].indices[0].flags.writeable
 
 
 def test_owners_keeps_shape_and_accepts_lists():
@@ -517,14 +532,14 @@ def test_translation_errors_name_the_value(m):
 
 def test_periodic_is_kept_and_edge_padding_is_boundary():
     m = BlockMap(10, 2, padding=(1, 1), periodic=True)
-    assert m.dim_dict(0)["periodic"] is True and "periodic" not in BlockMap(10, 2).dim_dict(0)
-    assert (m.dim_dict(0)["start"], m.dim_dict(1)["stop"]) == (0, 10)
-    assert map_from_dim_dicts([m.dim_dict(p) for p in (0, 1)], [6, 6]) == m
+    assert m.to_dim_dict(0)["periodic"] is True and "periodic" not in BlockMap(10, 2).to_dim_dict(0)
+    assert (m.to_dim_dict(0)["start"], m.to_dim_dict(1)["stop"]) == (0, 10)
+    assert map_from_dim_dicts([m.to_dim_dict(p) for p in (0, 1)], [6, 6]) == m
     with pytest.raises(ValueError, match="periodic with nonzero edge padding.*unsupported in DAP 0.9.0"):
-        m.dim_dict(0, "0.9.0")
+        m.to_dim_dict(0, "0.9.0")
     # without edge padding, 0.9.0 is fine
     ok = BlockMap(10, 2, padding=[(0, 1), (1, 0)], periodic=True)
-    assert map_from_dim_dicts([ok.dim_dict(p, "0.9.0") for p in (0, 1)], [6, 6], "0.9.0") == ok
+    assert map_from_dim_dicts([ok.to_dim_dict(p, "0.9.0") for p in (0, 1)], [6, 6], "0.9.0") == ok
 
 
 # ---------------------------------------------------------------- properties
@@ -637,7 +652,7 @@ def test_local_global_translation_round_trips(m):
 @SETTINGS
 @given(any_map)
 def test_dim_dicts_round_trip_to_an_equal_map(m):
-    dicts = [m.dim_dict(p) for p in range(m.grid_size)]
+    dicts = [m.to_dim_dict(p) for p in range(m.grid_size)]
     lengths = [m.local_size(p) for p in range(m.grid_size)]
     back = map_from_dim_dicts(dicts, lengths, "0.10.0")
     assert back == m and type(back) is type(m)
@@ -660,10 +675,10 @@ def test_block_0_9_and_0_10_conversion(m):
     edge = m.padding[0][0] or m.padding[-1][1]
     if m.periodic and edge:
         with pytest.raises(ValueError, match="unsupported in DAP 0.9.0"):
-            m.dim_dict(0, "0.9.0")
+            m.to_dim_dict(0, "0.9.0")
         return
-    old = [m.dim_dict(p, "0.9.0") for p in range(P)]
-    new = [m.dim_dict(p, "0.10.0") for p in range(P)]
+    old = [m.to_dim_dict(p, "0.9.0") for p in range(P)]
+    new = [m.to_dim_dict(p, "0.10.0") for p in range(P)]
     lengths = [m.local_size(p) for p in range(P)]
     for p in range(P):
         lo, hi = m.comm_padding(p)
@@ -673,7 +688,7 @@ def test_block_0_9_and_0_10_conversion(m):
         assert num_owned_indices(old[p], "0.9.0") == num_owned_indices(new[p]) == m.owned_count(p)
     from_old = map_from_dim_dicts(old, lengths, "0.9.0")
     assert from_old == m == map_from_dim_dicts(new, lengths, "0.10.0")
-    assert [from_old.dim_dict(p) for p in range(P)] == new
+    assert [from_old.to_dim_dict(p) for p in range(P)] == new
 
 
 @settings(max_examples=60, deadline=None)
@@ -684,7 +699,7 @@ def test_cyclic_matches_brute_force(size, P, bs):
     owner = (g // bs) % P
     for p in range(P):
         assert m.global_indices(p).tolist() == g[owner == p].tolist()
-        d = m.dim_dict(p)
+        d = m.to_dim_dict(p)
         assert num_owned_indices(d) == int((owner == p).sum())
     assert np.array_equal(m.owners(g)[0], owner)
     assert np.array_equal(m.owners(g)[1], (g // (bs * P)) * bs + g % bs)
@@ -705,17 +720,17 @@ def test_default_block_bounds_are_array_split(size, P):
 
 def block_dicts(version="0.10.0"):
     m = BlockMap(10, 3, bounds=[0, 4, 7, 10], padding=[(1, 1), (1, 2), (2, 0)])
-    return [m.dim_dict(p, version) for p in range(3)], [m.local_size(p) for p in range(3)]
+    return [m.to_dim_dict(p, version) for p in range(3)], [m.local_size(p) for p in range(3)]
 
 
 def cyclic_dicts():
     m = CyclicMap(7, 2, 2)
-    return [m.dim_dict(p) for p in range(2)], [4, 3]
+    return [m.to_dim_dict(p) for p in range(2)], [4, 3]
 
 
 def unstructured_dicts(one_to_one=True):
     m = UnstructuredMap(5, [[3, 0], [4, 2, 1]], one_to_one)
-    return [dict(m.dim_dict(p), indices=m.indices[p].copy()) for p in range(2)], [2, 3]
+    return [dict(m.to_dim_dict(p), indices=m.indices[p].copy()) for p in range(2)], [2, 3]
 
 
 def check(dicts, lengths, exc, match, version="0.10.0"):
@@ -885,7 +900,7 @@ def test_rule_block_communication_padding_pairs_match():
 
 def test_rule_block_communication_padding_within_neighbour():
     m = BlockMap(6, 3, bounds=[0, 3, 4, 6])
-    dicts = [m.dim_dict(p) for p in range(3)]
+    dicts = [m.to_dim_dict(p) for p in range(3)]
     # rank 0 wants 2 ghost cells of rank 1, which owns only [3, 4)
     dicts[0].update(padding=(0, 2), stop=5)
     dicts[1].update(padding=(2, 0), start=1)

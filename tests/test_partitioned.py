@@ -13,7 +13,7 @@ import pytest
 from mpi4py import MPI
 
 import xdap
-from xdap.containers import parts
+from xdap.parts import parts
 from xdap.maps import BlockMap, CyclicMap, UnstructuredMap
 from xdap.protocols.partitioned import PartitionGetter, geometry, plan_layout
 
@@ -429,19 +429,19 @@ def test_errors_on_every_rank(case):
 
 def test_plan_layout_kinds():
     # block: one tile per rank, permuted owners keep their coordinates
-    lay = plan_layout([np.array([0, 2, 2, 7])], np.array([2, 0, 1]), 3)
+    lay, _ = plan_layout([np.array([0, 2, 2, 7])], np.array([2, 0, 1]), 3)
     assert lay.maps[0] == BlockMap(7, 3, bounds=(0, 2, 2, 7))
     assert lay.rank_coords[:, 0].tolist() == [1, 2, 0]
     # block-cyclic with empty trailing tiles
-    lay = plan_layout([np.array([0, 3, 6, 7, 7])], np.array([0, 1, 0, 1]), 2)
+    lay, _ = plan_layout([np.array([0, 3, 6, 7, 7])], np.array([0, 1, 0, 1]), 2)
     assert lay.maps[0] == CyclicMap(7, 2, 3)
     # idle ranks get empty blocks at the end (1-d)
-    lay = plan_layout([np.array([0, 5])], np.array([1]), 3)
+    lay, _ = plan_layout([np.array([0, 5])], np.array([1]), 3)
     assert lay.maps[0] == BlockMap(5, 3, bounds=(0, 5, 5, 5))
     assert lay.rank_coords[:, 0].tolist() == [1, 0, 2]
     # 2-d: block x cyclic
     own = np.array([[0, 1, 0, 1], [2, 3, 2, 3]])
-    lay = plan_layout([np.array([0, 2, 4]), np.array([0, 1, 2, 3, 4])], own.ravel(), 4)
+    lay, _ = plan_layout([np.array([0, 2, 4]), np.array([0, 1, 2, 3, 4])], own.ravel(), 4)
     assert lay.maps[0] == BlockMap(4, 2) and lay.maps[1] == CyclicMap(4, 2, 1)
     # not a Cartesian product of per-dim assignments
     with pytest.raises(ValueError, match="Cartesian process grid"):

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from xdap.distribution import Distribution
 from xdap.maps import BlockMap, CyclicMap, UnstructuredMap
-from xdap.movement.plan import (Layout, RedistributionPlan, as_positions, compress,
+from xdap.movement.plan import (RedistributionPlan, as_positions, compress,
                                 redistribution_plan, runs)
 
 
@@ -34,21 +35,27 @@ def dim_maps(n, P, rng):
     return out
 
 
-def buffers(layout, G):
-    """Each rank's buffer cut from the global array (padding/copies included)."""
+def D(maps, coords=None):
+    """A distribution without a communicator (what plans are made of)."""
+    return Distribution.detached(tuple(maps), coords)
+
+
+def buffers(d, G, ranks=None):
+    """Each rank's buffer cut from the global array (padding/copies
+    included), keyed by the rank's number in the parent communicator."""
     out = {}
-    for i, r in enumerate(layout.ranks):
-        idx = [m.global_indices(int(c)) for m, c in zip(layout.maps, layout.coords[i])]
-        out[int(r)] = G[np.ix_(*idx)]
+    for i in range(d.size):
+        idx = [m.global_indices(c) for m, c in zip(d.maps, d.coords_of(i))]
+        out[i if ranks is None else int(ranks[i])] = G[np.ix_(*idx)]
     return out
 
 
-def owned_mask(layout, i):
+def owned_mask(d, i):
     """Elements of rank i's buffer it owns canonically."""
     masks = []
-    for m, c in zip(layout.maps, layout.coords[i]):
-        g = m.global_indices(int(c))
-        masks.append(m.owners(g)[0] == int(c))
+    for m, c in zip(d.maps, d.coords_of(i)):
+        g = m.global_indices(c)
+        masks.append(m.owners(g)[0] == c)
     return np.ix_(*masks)
 
 
@@ -56,20 +63,19 @@ def execute(plan, G):
     """Run the plan in memory; assert both sides agree on every message."""
     src, dst = buffers(plan.src, G), {}
     written = {}
-    for i, r in enumerate(plan.dst.ranks):
+    for i, r in enumerate(plan.dst_ranks):
         r = int(r)
-        dst[r] = np.full(plan.dst.local_shape(i), -1, G.dtype)
-        written[r] = np.zeros(plan.dst.local_shape(i), np.int64)
-    sends = {int(r): {t.peer: t for t in plan.sends(int(r))} for r in plan.src.ranks}
+        dst[r] = np.full(plan.dst.local_shape_of(i), -1, G.dtype)
+        written[r] = np.zeros(plan.dst.local_shape_of(i), np.int64)
+    sends = {r: {t.peer: t for t in plan.sends(r)} for r in range(plan.src.size)}
     for r in dst:
         for t in plan.recvs(r):
             s = sends[t.peer].pop(r)            # the matching send must exist
             assert s.shape == t.shape
             chunk = src[t.peer][np.ix_(*[as_positions(i) for i in s.index])]
             # only owned elements are ever sent
-            i_src = plan.src.index_of(t.peer)
-            own = np.zeros(plan.src.local_shape(i_src), bool)
-            own[owned_mask(plan.src, i_src)] = True
+            own = np.zeros(plan.src.local_shape_of(t.peer), bool)
+            own[owned_mask(plan.src, t.peer)] = True
             assert own[np.ix_(*[as_positions(i) for i in s.index])].all()
             ix = np.ix_(*[as_positions(i) for i in t.index])
             dst[r][ix] = chunk
@@ -82,7 +88,7 @@ def execute(plan, G):
 
 def check(plan, G):
     got = execute(plan, G)
-    want = buffers(plan.dst, G)
+    want = buffers(plan.dst, G, plan.dst_ranks)
     for r in want:
         np.testing.assert_array_equal(got[r], want[r])
 
@@ -94,7 +100,7 @@ def test_every_pair_of_kinds_1d(n, Ps, Pt):
     G = np.arange(n) * 10 + 1
     srcs, dsts = dim_maps(n, Ps, rng), dim_maps(n, Pt, rng)
     for (ks, ms), (kt, mt) in itertools.product(srcs.items(), dsts.items()):
-        check(RedistributionPlan(Layout((ms,)), Layout((mt,))), G)
+        check(RedistributionPlan(D((ms,)), D((mt,))), G)
 
 
 def test_2d_grid_changes_and_kinds():
@@ -108,23 +114,23 @@ def test_2d_grid_changes_and_kinds():
                        ("unstructured", "block-cyclic"), ("irregular", "padded")]:
             a = (ms0.get(ks, ms0["block"]), ms1.get(kt, ms1["block"]))
             b = (mt0.get(kt, mt0["block"]), mt1.get(ks, mt1["block"]))
-            check(RedistributionPlan(Layout(a), Layout(b)), G)
+            check(RedistributionPlan(D(a), D(b)), G)
 
 
 def test_subset_and_reordered_ranks():
     """Target on parent ranks (3, 0) with a non-C-order grid; source on 4 ranks."""
     G = np.arange(8 * 6).reshape(8, 6)
-    src = Layout((BlockMap(8, 2), CyclicMap(6, 2)), coords=[[1, 1], [0, 0], [1, 0], [0, 1]])
-    dst = Layout((BlockMap(8, 1), BlockMap(6, 2, padding=(1, 1))), ranks=[3, 0])
-    plan = RedistributionPlan(src, dst)
+    src = D((BlockMap(8, 2), CyclicMap(6, 2)), coords=[[1, 1], [0, 0], [1, 0], [0, 1]])
+    dst = D((BlockMap(8, 1), BlockMap(6, 2, padding=(1, 1))))
+    plan = RedistributionPlan(src, dst, dst_ranks=[3, 0])
     check(plan, G)
     assert plan.recvs(1) == [] and plan.recvs(2) == []
     assert plan.nparent == 4
 
 
 def test_block_transpose_is_rectangular():
-    src = Layout((BlockMap(64, 4), BlockMap(32, 1)))
-    dst = Layout((BlockMap(64, 1), BlockMap(32, 4)))
+    src = D((BlockMap(64, 4), BlockMap(32, 1)))
+    dst = D((BlockMap(64, 1), BlockMap(32, 4)))
     plan = RedistributionPlan(src, dst)
     for r in range(4):
         assert len(plan.sends(r)) == 4 and all(t.rectangular for t in plan.sends(r))
@@ -136,27 +142,28 @@ def test_block_transpose_is_rectangular():
     assert all([t.peer for t in same.sends(r)] == [r] for r in range(4))
 
 
-def test_cache_keys_on_both_layouts():
-    a = Layout((BlockMap(10, 2),))
-    b = Layout((CyclicMap(10, 2),))
+def test_cache_keys_on_both_distributions():
+    a = D((BlockMap(10, 2),))
+    b = D((CyclicMap(10, 2),))
     p1 = redistribution_plan(a, b)
-    assert redistribution_plan(Layout((BlockMap(10, 2),)), Layout((CyclicMap(10, 2),))) is p1
+    assert redistribution_plan(D((BlockMap(10, 2),)), D((CyclicMap(10, 2),))) is p1
     assert redistribution_plan(b, a) is not p1
-    assert redistribution_plan(a, Layout((CyclicMap(10, 2, block_size=2),))) is not p1
-    u1 = Layout((UnstructuredMap(10, [range(5), range(5, 10)]),))
-    u2 = Layout((UnstructuredMap(10, [range(0, 10, 2), range(1, 10, 2)]),))
+    assert redistribution_plan(a, D((CyclicMap(10, 2, block_size=2),))) is not p1
+    assert redistribution_plan(a, b, dst_ranks=[1, 0]) is not p1
+    u1 = D((UnstructuredMap(10, [range(5), range(5, 10)]),))
+    u2 = D((UnstructuredMap(10, [range(0, 10, 2), range(1, 10, 2)]),))
     assert redistribution_plan(a, u1) is not redistribution_plan(a, u2)
 
 
 def test_errors():
     with pytest.raises(ValueError, match="same global shape"):
-        RedistributionPlan(Layout((BlockMap(5, 1),)), Layout((BlockMap(6, 1),)))
-    with pytest.raises(ValueError, match="rank coordinates"):
-        Layout((BlockMap(5, 2),), coords=[[0], [0]])
-    with pytest.raises(ValueError, match="parent ranks must be distinct"):
-        Layout((BlockMap(5, 2),), ranks=[1, 1])
+        RedistributionPlan(D((BlockMap(5, 1),)), D((BlockMap(6, 1),)))
+    with pytest.raises(ValueError, match="distinct grid coordinates"):
+        D((BlockMap(5, 2),), coords=[[0], [0]])
+    with pytest.raises(ValueError, match="distinct parent ranks"):
+        RedistributionPlan(D((BlockMap(5, 2),)), D((BlockMap(5, 2),)), dst_ranks=[1, 1])
     with pytest.raises(TypeError, match="one xdap.maps.Map per dimension"):
-        Layout(("b",))
+        D(("b",))
 
 
 def test_compress_and_runs():
@@ -208,4 +215,4 @@ def test_random_layouts(data):
     nsrc, ndst = int(np.prod([m.grid_size for m in src])), int(np.prod([m.grid_size for m in dst]))
     parent = max(nsrc, ndst) + data.draw(st.integers(0, 2))
     ranks = data.draw(st.permutations(range(parent)))[:ndst]
-    check(RedistributionPlan(Layout(tuple(src)), Layout(tuple(dst), ranks=ranks)), G)
+    check(RedistributionPlan(D(src), D(dst), dst_ranks=ranks), G)

@@ -11,7 +11,7 @@ import pytest
 from mpi4py import MPI
 
 import xdap
-from xdap.containers import as_container, parts
+from xdap.parts import as_container, parts
 # the modules, not the functions xdap.movement re-exports under the same names
 plan_mod = importlib.import_module("xdap.movement.plan")
 red_mod = importlib.import_module("xdap.movement.redistribute")
@@ -181,18 +181,16 @@ def test_plan_reuse(comm):
     a = xdap.from_global(G, dist=("b",), comm=comm)
     a2 = xdap.from_global(G * 2, dist=("b",), comm=comm)
     b = a.redistribute(dist=("c",))
-    plan = plan_mod.redistribution_plan(red_mod._source_layout(a.distribution),
-                                        plan_mod.layout_of(b.distribution))
-    n_exec = len(red_mod._EXECUTORS)
-    ex = [e for e in red_mod._EXECUTORS.values() if e.plan is plan]
-    assert len(ex) == 1
+    ex = red_mod.executor(a.distribution, b.distribution, comm)
+    assert ex.plan is plan_mod.redistribution_plan(a.distribution, b.distribution)
+    n_cached = len(xdap.cache.plans)
     b2 = a2.redistribute(dist=("c",))
-    assert len(red_mod._EXECUTORS) == n_exec                     # nothing new was built
-    assert [e for e in red_mod._EXECUTORS.values() if e.plan is plan] == ex
+    assert len(xdap.cache.plans) == n_cached                     # nothing new was built
+    assert red_mod.executor(a.distribution, b2.distribution, comm) is ex
     check(b, G)
     check(b2, G * 2)
     # a Redistributor is reusable on its own, for any dtype
-    out = ex[0].run(np.ascontiguousarray(parts(a.local).values).astype(np.int32), np.int32)
+    out = ex.run(np.ascontiguousarray(parts(a.local).values).astype(np.int32), np.int32)
     np.testing.assert_array_equal(out, expected_local(b, G).astype(np.int32))
 
 

@@ -9,7 +9,7 @@ import pytest
 from mpi4py import MPI
 
 import xdap
-from xdap.containers import as_container, parts
+from xdap.parts import as_container, parts
 
 from helpers import kinds
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import xdap
-from xdap.containers import parts
+from xdap.parts import parts
 from xdap.demo import triangle_areas, triangulated_square
 
 RANKS = (1, 2, 3, 4)

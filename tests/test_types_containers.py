@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from ndtypes import ndt
 from xdap import _xndbuf
-from xdap.containers import (Parts, as_container, concat_parts, container, expand_ranges, parts,
+from xdap.parts import (Parts, as_container, concat_parts, container, expand_ranges, parts,
                              take_rows)
 from xdap.types import DTYPES, buffer_format, dtype_from_format, dtype_from_numpy, type_info
 

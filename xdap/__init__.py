@@ -15,21 +15,18 @@ __version__ = "0.1.0"
 
 import importlib
 
-from .array import DistArray, from_global
+from .array import (DistArray, from_arrow, from_awkward, from_distarray, from_global,
+                    from_partitioned, load)
 from .comm import CartesianPartition, Partition
 from .distribution import Distribution, make_distribution
-from .protocols.dap import from_distarray
-from .protocols.partitioned import from_partitioned
 
 # Loaded on first use (PEP 562): pyarrow, the kernel library and the movement
 # engine cost ~0.2 s to import, which a job that only distributes and exports
 # should not pay.
 _LAZY = {
-    "from_arrow": ("xdap.protocols.arrow", "distarray_from_arrow"),
-    "load": ("xdap.io", "load"),
     "Scatter": ("xdap.movement.scatter", "Scatter"),
 }
-_SUBMODULES = ("codegen", "io", "kernels", "movement", "protocols")
+_SUBMODULES = ("cache", "codegen", "io", "kernels", "movement", "protocols")
 
 
 def __getattr__(name):
@@ -45,5 +42,5 @@ def __getattr__(name):
 
 
 __all__ = ["DistArray", "Distribution", "from_global", "make_distribution",
-           "from_distarray", "from_partitioned", "from_arrow", "load",
+           "from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
            "Scatter", "Partition", "CartesianPartition", "__version__"]

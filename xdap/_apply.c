@@ -782,6 +782,176 @@ free_copies(char **copies, int nin)
     }
 }
 
+/* The call's operands: describe each (flat leaves), check that the arrays
+   share one layout, collect the leaf dtypes.  *like is the first array
+   operand (NULL: all scalars), *optional whether any operand is ?T. */
+static int
+describe_operands(PyObject *args, Py_ssize_t nin, operand_t *ops, enum ndt *tags,
+                  const operand_t **like, PyObject **like_arg, int *optional)
+{
+    *like = NULL;
+    *like_arg = NULL;
+    *optional = 0;
+    for (Py_ssize_t i = 0; i < nin; i++) {
+        if (describe(PyTuple_GET_ITEM(args, i), &ops[i]) < 0) {
+            return -1;
+        }
+        tags[i] = ops[i].leaf->tag;
+        *optional |= ops[i].optional;
+        if (ops[i].kind == SCALAR) {
+            continue;
+        }
+        if (*like == NULL) {
+            *like = &ops[i];
+            *like_arg = PyTuple_GET_ITEM(args, i);
+            continue;
+        }
+        char msg[160];
+        if (!same_dims(*like, &ops[i], msg, sizeof msg)) {
+            PyErr_SetString(PyExc_ValueError, msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* out=: existing containers of the operands' dims and the kernel's output
+   dtypes, writable, optional when an operand is.  New references in
+   results[], descriptions in outs[]. */
+static int
+bind_outputs(FuncObject *self, const entry_t *e, PyObject *out, const operand_t *like,
+             int optional, PyObject **results, operand_t *outs)
+{
+    const int nout = e->nout;
+    const int tuple = PyTuple_Check(out);
+    if ((tuple && PyTuple_GET_SIZE(out) != nout) || (!tuple && nout != 1)) {
+        PyErr_Format(PyExc_ValueError, "%s: out= needs %d container(s)", self->name, nout);
+        return -1;
+    }
+    for (int j = 0; j < nout; j++) {
+        PyObject *o = tuple ? PyTuple_GET_ITEM(out, j) : out;
+        if (describe(o, &outs[j]) < 0) {
+            if (PyErr_ExceptionMatches(NeedsCopy)) {
+                /* the Python layer copies operands, but out= must be written */
+                PyErr_Clear();
+                PyErr_SetString(PyExc_ValueError,
+                    "out= must be C-contiguous or a 1-D strided view (optional: a whole "
+                    "container); write into a contiguous container and copy");
+            }
+            return -1;
+        }
+        if (like != NULL) {
+            char msg[160];
+            if (!same_dims(like, &outs[j], msg, sizeof msg)) {
+                PyErr_Format(PyExc_ValueError, "out= does not fit the operands: %s", msg);
+                return -1;
+            }
+        }
+        else if (outs[j].kind != SCALAR) {
+            PyErr_SetString(PyExc_ValueError, "out= does not fit the operands: they are scalars");
+            return -1;
+        }
+        if (outs[j].leaf->tag != e->out_tags[j]) {
+            PyErr_Format(PyExc_TypeError, "out= has dtype %s, the kernel %s writes %s",
+                         tag_name(outs[j].leaf->tag), self->name, tag_name(e->out_tags[j]));
+            return -1;
+        }
+        if (optional && !outs[j].optional) {
+            PyErr_Format(PyExc_ValueError,
+                "out= must be optional (?%s): the operands have missing values",
+                tag_name(e->out_tags[j]));
+            return -1;
+        }
+        if (xdap_is_readonly(o)) {
+            PyErr_SetString(PyExc_ValueError, "out= is read-only");
+            return -1;
+        }
+        Py_INCREF(o);
+        results[j] = o;
+    }
+    return 0;
+}
+
+/* One new output of n leaves of dtype tag with the operands' dims: a large
+   one over a Buffer (sharing a ragged operand's type when it can), a small
+   one owned by xnd. */
+static PyObject *
+new_output(PyTypeObject *tp, const operand_t *like, PyObject *like_arg, enum ndt tag,
+           int64_t itemsize, int64_t n, int optional)
+{
+    NDT_STATIC_CONTEXT(ctx);
+    const int64_t nbytes = n * itemsize;
+    if (nbytes >= BUFFER_MIN_BYTES) {
+        PyObject *shared = shareable_type(like_arg, like, tag, optional);
+        if (shared != NULL) {
+            return new_buffer_xnd_shared(shared, nbytes, n, optional);
+        }
+    }
+    ndt_t *t = result_type(like, tag, optional, &ctx);
+    if (t == NULL) {
+        return Ndt_SetError(&ctx);
+    }
+    if (nbytes >= BUFFER_MIN_BYTES) {
+        return new_buffer_xnd(t, nbytes, n, optional);
+    }
+    xnd_t x = xnd_error;
+    x.index = 0;
+    x.type = t;
+    x.ptr = alloc_data(nbytes);
+    if (x.ptr == NULL) {
+        ndt_del(t);
+        return PyErr_NoMemory();
+    }
+    if (optional) {
+        x.bitmap.data = ndt_alloc((n + 7) / 8 > 0 ? (n + 7) / 8 : 1, 1);
+        if (x.bitmap.data == NULL) {
+            ndt_aligned_free(x.ptr);
+            ndt_del(t);
+            return PyErr_NoMemory();
+        }
+    }
+    return Xnd_FromXnd(tp, &x);   /* owns type, data and bitmap */
+}
+
+/* The kernel's loop over n leaves, inputs ops[] into outputs outs[]; with
+   out= given (in_place), inputs overlapping an output are copied first. */
+static int
+run_loop(FuncObject *self, const entry_t *e, const operand_t *ops, int nin,
+         const operand_t *outs, int64_t n, int in_place)
+{
+    char *ptrs[MAX_IN + MAX_OUT];
+    intptr_t steps[MAX_IN + MAX_OUT];
+    intptr_t dims[1] = {(intptr_t)n};
+    char *copies[MAX_IN] = {NULL};
+    for (int i = 0; i < nin; i++) {
+        ptrs[i] = ops[i].ptr;
+        steps[i] = ops[i].step;
+    }
+    if (in_place && copy_overlapping_inputs(ops, nin, outs, e->nout, n, ptrs, steps, copies) < 0) {
+        free_copies(copies, nin);
+        return -1;
+    }
+    for (int j = 0; j < e->nout; j++) {
+        ptrs[nin + j] = outs[j].ptr;
+        steps[nin + j] = outs[j].step;
+    }
+    int rc = 0;
+    if (n >= GIL_RELEASE_N) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = e->strided(ptrs, dims, steps, NULL);
+        Py_END_ALLOW_THREADS
+    }
+    else if (n > 0) {
+        rc = e->strided(ptrs, dims, steps, NULL);
+    }
+    free_copies(copies, nin);
+    if (rc != 0) {
+        PyErr_Format(PyExc_RuntimeError, "kernel %s failed (status %d)", self->name, rc);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *
 func_call(FuncObject *self, PyObject *args, PyObject *kwds)
 {
@@ -804,180 +974,42 @@ func_call(FuncObject *self, PyObject *args, PyObject *kwds)
     }
     operand_t ops[MAX_IN];
     enum ndt tags[MAX_IN];
-    const operand_t *like = NULL;
-    PyObject *like_arg = NULL;
-    int optional = 0;
-    for (Py_ssize_t i = 0; i < nin; i++) {
-        if (describe(PyTuple_GET_ITEM(args, i), &ops[i]) < 0) {
-            return NULL;
-        }
-        tags[i] = ops[i].leaf->tag;
-        optional |= ops[i].optional;
-        if (ops[i].kind != SCALAR) {
-            if (like == NULL) {
-                like = &ops[i];
-                like_arg = PyTuple_GET_ITEM(args, i);
-            }
-            else {
-                char msg[160];
-                if (!same_dims(like, &ops[i], msg, sizeof msg)) {
-                    PyErr_SetString(PyExc_ValueError, msg);
-                    return NULL;
-                }
-            }
-        }
+    const operand_t *like;
+    PyObject *like_arg;
+    int optional;
+    if (describe_operands(args, nin, ops, tags, &like, &like_arg, &optional) < 0) {
+        return NULL;
     }
     entry_t *e = lookup(self, (int)nin, tags);
     if (e == NULL) {
         return NULL;
     }
-    if (e->status == 1) {
-        raise_no_kernel(self, e, NoKernel);
-        return NULL;
-    }
-    if (e->status == 2) {
-        raise_no_kernel(self, e, NotElementwise);
+    if (e->status != 0) {
+        raise_no_kernel(self, e, e->status == 1 ? NoKernel : NotElementwise);
         return NULL;
     }
     const int64_t n = like ? like->n : 1;
     const int nout = e->nout;
     PyObject *results[MAX_OUT] = {NULL};
     operand_t outs[MAX_OUT];
-    char *copies[MAX_IN] = {NULL};
-
     if (out != NULL) {
-        /* Write into existing containers: same dims, the kernel's dtype. */
-        int tuple = PyTuple_Check(out);
-        if ((tuple && PyTuple_GET_SIZE(out) != nout) || (!tuple && nout != 1)) {
-            PyErr_Format(PyExc_ValueError, "%s: out= needs %d container(s)", self->name, nout);
-            return NULL;
-        }
-        for (int j = 0; j < nout; j++) {
-            PyObject *o = tuple ? PyTuple_GET_ITEM(out, j) : out;
-            if (describe(o, &outs[j]) < 0) {
-                if (PyErr_ExceptionMatches(NeedsCopy)) {
-                    /* the Python layer copies operands, but out= must be written */
-                    PyErr_Clear();
-                    PyErr_SetString(PyExc_ValueError,
-                        "out= must be C-contiguous or a 1-D strided view (optional: a whole "
-                        "container); write into a contiguous container and copy");
-                }
-                return NULL;
-            }
-            if (like != NULL) {
-                char msg[160];
-                if (!same_dims(like, &outs[j], msg, sizeof msg)) {
-                    PyErr_Format(PyExc_ValueError, "out= does not fit the operands: %s", msg);
-                    return NULL;
-                }
-            }
-            else if (outs[j].kind != SCALAR) {
-                PyErr_SetString(PyExc_ValueError, "out= does not fit the operands: they are scalars");
-                return NULL;
-            }
-            if (outs[j].leaf->tag != e->out_tags[j]) {
-                PyErr_Format(PyExc_TypeError, "out= has dtype %s, the kernel %s writes %s",
-                             tag_name(outs[j].leaf->tag), self->name, tag_name(e->out_tags[j]));
-                return NULL;
-            }
-            if (optional && !outs[j].optional) {
-                PyErr_Format(PyExc_ValueError,
-                    "out= must be optional (?%s): the operands have missing values",
-                    tag_name(e->out_tags[j]));
-                return NULL;
-            }
-            if (xdap_is_readonly(o)) {
-                PyErr_SetString(PyExc_ValueError, "out= is read-only");
-                return NULL;
-            }
-            Py_INCREF(o);
-            results[j] = o;
+        if (bind_outputs(self, e, out, like, optional, results, outs) < 0) {
+            goto error;
         }
     }
     else {
         PyTypeObject *tp = Py_TYPE(PyTuple_GET_ITEM(args, 0));
         for (int j = 0; j < nout; j++) {
-            NDT_STATIC_CONTEXT(ctx);
-            if (n * e->out_size[j] >= BUFFER_MIN_BYTES) {
-                PyObject *shared = shareable_type(like_arg, like, e->out_tags[j], optional);
-                if (shared != NULL) {
-                    results[j] = new_buffer_xnd_shared(shared, n * e->out_size[j], n, optional);
-                    if (results[j] == NULL || describe(results[j], &outs[j]) < 0) {
-                        goto error;
-                    }
-                    continue;
-                }
-            }
-            ndt_t *t = result_type(like, e->out_tags[j], optional, &ctx);
-            if (t == NULL) {
-                (void)Ndt_SetError(&ctx);
-                goto error;
-            }
-            if (n * e->out_size[j] >= BUFFER_MIN_BYTES) {
-                results[j] = new_buffer_xnd(t, n * e->out_size[j], n, optional);
-                if (results[j] == NULL || describe(results[j], &outs[j]) < 0) {
-                    goto error;
-                }
-                continue;
-            }
-            xnd_t x = xnd_error;
-            x.index = 0;
-            x.type = t;
-            x.ptr = alloc_data(n * e->out_size[j]);
-            if (x.ptr == NULL) {
-                ndt_del(t);
-                PyErr_NoMemory();
-                goto error;
-            }
-            if (optional) {
-                x.bitmap.data = ndt_alloc((n + 7) / 8 > 0 ? (n + 7) / 8 : 1, 1);
-                if (x.bitmap.data == NULL) {
-                    ndt_aligned_free(x.ptr);
-                    ndt_del(t);
-                    PyErr_NoMemory();
-                    goto error;
-                }
-            }
-            results[j] = Xnd_FromXnd(tp, &x);   /* owns type, data and bitmap */
-            if (results[j] == NULL) {
-                goto error;
-            }
-            if (describe(results[j], &outs[j]) < 0) {
+            results[j] = new_output(tp, like, like_arg, e->out_tags[j], e->out_size[j], n,
+                                    optional);
+            if (results[j] == NULL || describe(results[j], &outs[j]) < 0) {
                 goto error;
             }
         }
     }
-
-    char *ptrs[MAX_IN + MAX_OUT];
-    intptr_t steps[MAX_IN + MAX_OUT];
-    intptr_t dims[1] = {(intptr_t)n};
-    for (Py_ssize_t i = 0; i < nin; i++) {
-        ptrs[i] = ops[i].ptr;
-        steps[i] = ops[i].step;
-    }
-    if (out != NULL && copy_overlapping_inputs(ops, (int)nin, outs, nout, n, ptrs, steps, copies) < 0) {
+    if (run_loop(self, e, ops, (int)nin, outs, n, out != NULL) < 0) {
         goto error;
     }
-    for (int j = 0; j < nout; j++) {
-        ptrs[nin + j] = outs[j].ptr;
-        steps[nin + j] = outs[j].step;
-    }
-    int rc = 0;
-    if (n > 0) {
-        if (n >= GIL_RELEASE_N) {
-            Py_BEGIN_ALLOW_THREADS
-            rc = e->strided(ptrs, dims, steps, NULL);
-            Py_END_ALLOW_THREADS
-        }
-        else {
-            rc = e->strided(ptrs, dims, steps, NULL);
-        }
-    }
-    if (rc != 0) {
-        PyErr_Format(PyExc_RuntimeError, "kernel %s failed (status %d)", self->name, rc);
-        goto error;
-    }
-    free_copies(copies, (int)nin);
     for (int j = 0; j < nout; j++) {
         if (outs[j].optional &&
             combine_validity((uint8_t *)outs[j].bitmap, n, ops, (int)nin) < 0) {
@@ -1004,7 +1036,6 @@ func_call(FuncObject *self, PyObject *args, PyObject *kwds)
     return tup;
 
 error:
-    free_copies(copies, (int)nin);
     for (int j = 0; j < nout; j++) {
         Py_XDECREF(results[j]);
     }
@@ -1088,9 +1119,30 @@ static PyTypeObject Func_Type = {
     .tp_methods = func_methods,
 };
 
+/* key(gufunc) -> (table address, name): a stable, hashable identity of a
+   gumath function (its table lives as long as the process), for caches. */
+static PyObject *
+apply_key(PyObject *module, PyObject *source)
+{
+    (void)module;
+    if (strcmp(Py_TYPE(source)->tp_name, "_gumath.gufunc") != 0) {
+        PyErr_Format(PyExc_TypeError, "key: expected a gumath gufunc, got %s",
+                     Py_TYPE(source)->tp_name);
+        return NULL;
+    }
+    const MirrorGufunc *g = (const MirrorGufunc *)source;
+    return Py_BuildValue("(ns)", (Py_ssize_t)(uintptr_t)g->tbl, g->name);
+}
+
+static PyMethodDef module_methods[] = {
+    {"key", (PyCFunction)apply_key, METH_O,
+     "key(gufunc) -> (table address, name): a stable cache key of a gumath function"},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_apply", "Fast elementwise application of gumath kernels.", -1,
-    NULL, NULL, NULL, NULL, NULL,
+    module_methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC

@@ -1,4 +1,10 @@
-"""DistArray: a Distribution plus this rank's partition as an xnd container.
+"""DistArray: the surface -- a Distribution plus this rank's Parts.
+
+The engines (``xdap.movement``, ``xdap.protocols``, ``xdap.kernels``,
+``xdap.io``, ``xdap.create``) take and return the core pair
+``(Distribution, Parts)``; this module is the one place that wraps such a
+pair into a DistArray, and the public constructors (``from_global``,
+``from_distarray``, ...) are thin wrappers around the engines.
 
 >>> import numpy as np, xdap
 >>> from mpi4py import MPI
@@ -10,74 +16,107 @@
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from ndtypes import ndt
 
 from . import comm as _comm
-from .containers import (Parts, as_container, check_ragged_rows, concat_parts, container,
-                         expand_ranges, pack_validity, parts, take_rows)
-from .distribution import Distribution, make_distribution
-from .types import TypeInfo, type_info
+from . import create
+from .distribution import Distribution
+from .parts import Parts, container, expand_ranges, parts as parts_of_container
 
-__all__ = ["DistArray", "from_global"]
+__all__ = ["DistArray", "from_global", "from_distarray", "from_partitioned", "from_arrow",
+           "from_awkward", "load"]
 
 
 class DistArray:
-    """A distributed array: ``distribution`` + ``local`` (xnd) on every rank.
+    """A distributed array: ``distribution`` + ``parts`` (this rank's data,
+    ``local`` as an xnd container) on every rank.
 
     Fixed types (``N * M * T``) are distributed along every dimension of the
     process grid. Ragged types (``var * var * T``) are distributed by rows
     (the outermost dimension, a 1-d grid); each rank holds whole rows.
 
     Construct with ``xdap.from_global``, ``xdap.from_distarray`` or
-    ``xdap.from_partitioned``; the constructor is collective.
+    ``xdap.from_partitioned``; ``DistArray(distribution, local)`` (``local``
+    an xnd container or ``Parts``) is collective and checks on every rank
+    that the local data fit the distribution and that all ranks hold the
+    same element type.
     """
 
+    __slots__ = ("distribution", "parts", "_leaf_index", "_halo", "__weakref__")
+
     def __init__(self, distribution: Distribution, local):
-        self.distribution = distribution
-        self._local = local
-        self.info = type_info(local)
-        self._parts = parts(local)
+        p = local if isinstance(local, Parts) else parts_of_container(local)
         comm = distribution.comm
-        with _comm.collective_checks(comm):
-            expect = distribution.local_shape
-            have = self._parts.values.shape if self.info.kind == "fixed" else (self._parts.nrows,)
-            if tuple(have) != tuple(expect):
-                raise ValueError(f"local partition has shape {tuple(have)} but the "
-                                 f"distribution gives this rank {tuple(expect)}")
-            if self.info.kind == "ragged" and distribution.ndim != 1:
+        ragged = p.info.ragged
+        share = None
+        with _comm.agreement(comm, share=True) as ag:
+            if tuple(p.shape) != tuple(distribution.local_shape):
+                raise ValueError(f"local partition has shape {tuple(p.shape)} but the "
+                                 f"distribution gives this rank {tuple(distribution.local_shape)}")
+            if ragged and distribution.ndim != 1:
                 raise ValueError("a ragged array is distributed by rows: its distribution "
                                  f"needs exactly one dimension, got {distribution.ndim}")
-        ragged = self.info.kind == "ragged"
-        # One allgather carries the element type and, for ragged arrays, this
-        # rank's share of the global leaf index.
-        share, finish = _ragged_leaf_index(distribution, self._parts) if ragged else (None, None)
-        gathered = comm.allgather((self.info.leaf if ragged else (self.info.leaf, self.info.kind),
-                                   share))
-        infos = [info for info, _ in gathered]
+            # One collective carries the verdicts, the element type and, for
+            # ragged arrays, this rank's share of the global leaf index.
+            share, finish = _ragged_leaf_index(distribution, p) if ragged else (None, None)
+            ag.share((p.info.leaf if ragged else (p.info.leaf, p.info.kind.value), share))
+        infos = [info for info, _ in ag.shared]
         if len(set(map(str, infos))) != 1:
             raise TypeError(f"ranks disagree on the element type: {infos}")
-        self._leaf_index = finish([s for _, s in gathered]) if ragged else None
+        self._init(distribution, p, finish([s for _, s in ag.shared]) if ragged else None)
+
+    def _init(self, distribution, p, leaf_index):
+        self.distribution = distribution
+        self.parts = p
+        self._leaf_index = leaf_index
+        self._halo = None
+
+    @classmethod
+    def _trusted(cls, distribution: Distribution, p: Parts, leaf_index=None) -> "DistArray":
+        """A DistArray over a pair already agreed on every rank (no
+        communication): ``leaf_index`` is the ragged leaf index the array
+        shares with the one it was derived from."""
+        new = object.__new__(cls)
+        new._init(distribution, p, leaf_index)
+        return new
+
+    @classmethod
+    def _of(cls, pair) -> "DistArray | None":
+        """The validated DistArray of an engine's ``(Distribution, Parts)``
+        (None stays None: a rank outside a target communicator)."""
+        return None if pair is None else cls(*pair)
+
+    # -- the arraylike protocol (xdap.arraylike) ------------------------------
+    def __xdap_wrap__(self, distribution, p, same_rows=False):
+        if same_rows:
+            return DistArray._trusted(distribution, p, self._leaf_index)
+        return DistArray(distribution, p)
 
     # -- the public face ----------------------------------------------------
     @property
     def local(self):
         """This rank's partition: an xnd container (a view, never a copy)."""
-        return self._local
+        return container(self.parts)
+
+    @property
+    def info(self):
+        """The classified local type (``xdap.types.TypeInfo``)."""
+        return self.parts.info
 
     @property
     def type(self) -> ndt:
         """The global type: ``N * M * T`` (fixed) or ``var * ... * T`` (ragged)."""
-        if self.info.kind == "fixed":
-            return ndt(self.info.with_shape(self.global_shape).type_string())
-        return ndt(self.info.type_string())
+        return ndt(self.parts.info.global_type(self.distribution.global_shape))
 
     @property
     def global_shape(self) -> tuple:
         """Global sizes; ragged arrays: (rows, None, ...) for the var dims."""
         shape = self.distribution.global_shape
-        if self.info.kind == "ragged":
-            return shape + (None,) * (self.info.var_ndim - 1)
+        if self.parts.info.ragged:
+            return shape + (None,) * (self.parts.info.var_ndim - 1)
         return shape
 
     @property
@@ -95,36 +134,37 @@ class DistArray:
 
     @property
     def ndim(self) -> int:
-        return self.info.ndim
+        return self.parts.info.ndim
 
+    # -- exchange (xdap.protocols, xdap.io) -----------------------------------
     def __distarray__(self, version: str = "0.10.0") -> dict:
         """DAP export (0.10.0; "0.9.0" on request): the buffer is a zero-copy
         view of ``local``. No communication.
 
         See ``xdap.protocols.dap`` for the ragged/optional layout.
         """
-        from .protocols.dap import export
-        return export(self, version)
+        from .protocols import dap
+        return dap.export(self.distribution, self.parts, version, leaf_index=self._leaf_index)
 
     @property
     def __partitioned__(self) -> dict:
         """``__partitioned__`` export (tiles with zero-copy views of ``local``;
         the first export over a communicator is collective, see
         ``xdap.protocols.partitioned``)."""
-        from .protocols.partitioned import export
-        return export(self)
+        from .protocols import partitioned
+        return partitioned.export(self.distribution, self.parts)
 
     def to_arrow(self):
         """This rank's owned part as a pyarrow array (zero-copy; see
         ``xdap.protocols.arrow``)."""
-        from .protocols.arrow import to_arrow
-        return to_arrow(self)
+        from .protocols.arrow import owned_arrow
+        return owned_arrow(self.distribution, self.parts)
 
     def to_awkward(self):
         """This rank's owned part as an awkward Array (zero-copy; see
         ``xdap.protocols.awkward``)."""
-        from .protocols.awkward import to_awkward
-        return to_awkward(self)
+        from .protocols.awkward import owned_awkward
+        return owned_awkward(self.distribution, self.parts)
 
     def save(self, path) -> None:
         """Save to the directory ``path``: type, distribution and data,
@@ -141,34 +181,38 @@ class DistArray:
         xnd([[1.0, None], [], [2.0]], type='var * var * ?float64')
         """
         from .io import save
-        save(self, path)
+        save(self.distribution, self.parts, path)
 
+    # -- data movement (xdap.movement; collective) ----------------------------
     def redistribute(self, dist=None, grid=None, comm=None, *, method="auto", **per_dim):
         """This array in another distribution, as a new DistArray (collective;
         copies).  ``dist``: a spec per dimension (with ``grid`` and per-dim
         options, as ``from_global``) or an ``xdap.Distribution``; ``comm``: a
         subset of ``self.comm`` (ranks outside pass ``MPI.COMM_NULL`` and get
         None).  See ``xdap.movement.redistribute``."""
-        from .movement.redistribute import redistribute
-        return redistribute(self, dist, grid, comm, method=method, **per_dim)
+        from .movement.redistribute import move
+        return DistArray._of(move(self.distribution, self.parts, dist, grid, comm,
+                                  method=method, **per_dim))
 
-    # -- halo exchange and reductions (xdap.movement; collective) -----------
     def exchange_halos(self):
         """Fill the ghost cells of padded block dimensions from their owners,
         corners included, periodic edges wrapped; in place, returns self.
         See ``xdap.movement.halo``."""
-        from .movement.halo import exchange_halos
-        return exchange_halos(self)
+        from .movement import halo
+        self._halo = halo.exchange(self.distribution, self.parts, self._halo)
+        return self
 
     def accumulate_halos(self, mode="add", clear=False):
         """Reverse halo exchange: owners combine their ghost copies' values
         (mode "add" or "replace"); in place, returns self."""
-        from .movement.halo import accumulate_halos
-        return accumulate_halos(self, mode, clear)
+        from .movement import halo
+        halo.accumulate(self.distribution, self.parts, mode, clear)
+        return self
 
     def _reduce(self, op, axis):
-        from .movement.reduce import reduce
-        return reduce(self, op, axis)
+        from .movement.reduce import reduce_parts
+        out = reduce_parts(self.distribution, self.parts, op, axis)
+        return DistArray(*out) if isinstance(out, tuple) else out
 
     def sum(self, axis=None):
         """Sum over ``axis`` (None: all -> xnd scalar on every rank; else a
@@ -210,29 +254,8 @@ class DistArray:
         by several ranks (unstructured, not one-to-one) is taken from the
         lowest rank holding it.
         """
-        d = self.distribution
-        own = [d.owned_positions(k) for k in range(d.ndim)]
-        gidx = [d.global_indices(k)[o] for k, o in zip(range(d.ndim), own)]
-        if self.info.kind == "fixed":
-            values = self._parts.values[np.ix_(*own)]
-            mask = self._parts.valid_mask()
-            mask = None if mask is None else mask[np.ix_(*own)]
-            pieces = self.comm.allgather((gidx, values, mask))
-            out = np.zeros(d.global_shape, self.info.numpy_dtype)
-            full_mask = np.zeros(d.global_shape, bool) if self.info.optional else None
-            for g, v, m in reversed(pieces):      # lowest rank written last: it wins
-                out[np.ix_(*g)] = v
-                if full_mask is not None:
-                    full_mask[np.ix_(*g)] = m
-            validity = None if full_mask is None else pack_validity(full_mask)
-            return container(Parts(self.info.with_shape(out.shape), out, validity))
-        mine = take_rows(self._parts, own[0])
-        pieces = self.comm.allgather((gidx[0], mine))
-        rows = np.concatenate([g for g, _ in pieces])
-        allp = concat_parts([p for _, p in pieces])
-        # first occurrence of each global row (lowest rank) in global order
-        uniq, first = np.unique(rows, return_index=True)
-        return container(take_rows(allp, first[np.argsort(uniq)]))
+        from .movement.gather import to_global
+        return container(to_global(self.distribution, self.parts))
 
     # -- elementwise operators: thin delegates to xdap.kernels (collective) --
     # Each returns a new DistArray with this distribution; comparisons give
@@ -240,7 +263,6 @@ class DistArray:
     __hash__ = object.__hash__
 
     def _kernel(self, name, *args):
-        import numbers
         if not all(isinstance(a, (DistArray, numbers.Number)) for a in args):
             return NotImplemented    # e.g. a == None: Python's default, not a kernel call
         from . import kernels
@@ -293,6 +315,10 @@ def _ragged_leaf_index(d: Distribution, p: Parts):
     return (rows[own], counts[own]), finish
 
 
+# --------------------------------------------------------------------------
+# the public constructors: engines' pairs, wrapped
+# --------------------------------------------------------------------------
+
 def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, dtype=None,
                 **per_dim) -> DistArray:
     """Distribute a whole array (collective).
@@ -315,51 +341,71 @@ def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, 
     >>> a.global_shape, a.local.value
     ((3, None), [[1.0, None], [], [2.0]])
     """
-    comm = _comm.resolve(comm)
-    p = None
-    with _comm.collective_checks(comm):
-        if root is not None and not (isinstance(root, int) and 0 <= root < comm.size):
-            raise ValueError(f"root must be a rank in [0, {comm.size}), got {root!r}")
-        if root is None or comm.rank == root:
-            if data is None:
-                raise ValueError("from_global: data is None on a rank that must provide it"
-                                 + ("" if root is None else f" (root={root})"))
-            p = parts(as_container(data, type=type, dtype=dtype))
-    meta = None if p is None else (p.info, p.values.shape if p.info.kind == "fixed" else (p.nrows,))
-    if root is None:
-        metas = comm.allgather(meta)
-        if any(m != metas[0] for m in metas):
-            raise ValueError("from_global: ranks passed different global arrays "
-                             f"(type/shape per rank: {[(str(m[0].type_string()), m[1]) for m in metas]})")
-    else:
-        meta = comm.bcast(meta, root=root)
-    info, shape = meta
-    _comm.same_everywhere(comm, "from_global: dist, grid and the per-dimension options",
-                          (dist, grid, per_dim))
-    with _comm.collective_checks(comm):
-        if dist is not None and info.kind == "ragged" and len(tuple(dist)) != 1:
-            raise ValueError(f"ragged data is distributed by rows: dist needs one entry, got {dist!r}")
-        d = make_distribution(shape, dist, grid, comm, **per_dim)
-        if info.kind == "ragged":
-            for r in range(comm.size):
-                check_ragged_rows(info, d.local_shape_of(r)[0], r)
-    if root is None:
-        [mine] = _select(p, d, [comm.rank])
-    else:
-        mine = comm.scatter(_select(p, d, range(comm.size))
-                            if comm.rank == root else None, root=root)
-    return DistArray(d, container(mine))
+    return DistArray(*create.from_global(data, dist, grid, comm, root=root, type=type,
+                                         dtype=dtype, **per_dim))
 
 
-def _select(p: Parts, d: Distribution, ranks) -> list:
-    """The parts of the global array that each of ``ranks`` holds (copies)."""
-    if p.info.kind == "ragged":
-        return [take_rows(p, d.global_indices(0, r)) for r in ranks]
-    mask = p.valid_mask()           # unpacked once, not once per rank
-    out = []
-    for r in ranks:
-        index = np.ix_(*[d.global_indices(k, r) for k in range(d.ndim)])
-        values = np.ascontiguousarray(p.values[index])
-        validity = None if mask is None else pack_validity(mask[index])
-        out.append(Parts(p.info.with_shape(values.shape), values, validity))
-    return out
+def from_distarray(obj, comm=None) -> DistArray:
+    """Import a DAP 0.9.0 / 0.10.0 export (collective; zero-copy where the
+    buffer is C-contiguous, a copy otherwise); see ``xdap.protocols.dap``.
+
+    ``obj`` is an object with ``__distarray__()`` or the dict itself, on every
+    rank of ``comm`` (default ``MPI.COMM_WORLD``). Every rule of the protocol
+    is checked across ranks; a violation on any rank raises the same
+    ValueError/TypeError on every rank, naming the rule, rank and value.
+    """
+    from .protocols import dap
+    return DistArray(*dap.import_dap(obj, comm))
+
+
+def from_partitioned(obj, comm=None) -> DistArray:
+    """Import a ``__partitioned__`` export (collective); see
+    ``xdap.protocols.partitioned.import_partitioned`` for the accepted forms.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> d = {"shape": (4,), "partition_tiling": (1,), "partitions": {
+    ...      (0,): {"start": (0,), "shape": (4,), "data": np.arange(4.0), "location": [0]}},
+    ...      "locals": [(0,)], "get": lambda x: x}
+    >>> xdap.from_partitioned(d, comm=MPI.COMM_SELF).to_global().value
+    [0.0, 1.0, 2.0, 3.0]
+    """
+    from .protocols import partitioned
+    return DistArray(*partitioned.import_partitioned(obj, comm))
+
+
+def from_arrow(arr, comm=None, type=None) -> DistArray:
+    """A DistArray whose rows are every rank's Arrow array, stacked in rank
+    order (collective; zero-copy); see ``xdap.protocols.arrow.stack_arrow``.
+
+    >>> import pyarrow as pa, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_arrow(pa.array([[1.0], [2.0, 3.0]]), comm=MPI.COMM_SELF)
+    >>> a.global_shape, a.to_global().value
+    ((2, None), [[1.0], [2.0, 3.0]])
+    """
+    from .protocols import arrow
+    return DistArray(*arrow.stack_arrow(arr, comm, type))
+
+
+def from_awkward(arr, comm=None, type=None) -> DistArray:
+    """A DistArray of every rank's awkward array, rows stacked in rank order
+    (collective; zero-copy); see ``xdap.protocols.awkward.stack_awkward``."""
+    from .protocols import awkward
+    return DistArray(*awkward.stack_awkward(arr, comm, type))
+
+
+def load(path, comm=None, dist=None, grid=None, **per_dim) -> DistArray:
+    """Load a save written by ``DistArray.save`` (collective); see
+    ``xdap.io.load``.
+
+    >>> import tempfile, os, numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(6.0), comm=MPI.COMM_SELF)
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.xdap")
+    >>> a.save(path)
+    >>> xdap.load(path, comm=MPI.COMM_SELF).to_global().value
+    [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    """
+    from . import io
+    return DistArray(*io.load(path, comm, dist, grid, **per_dim))

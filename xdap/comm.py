@@ -1,25 +1,30 @@
-"""MPI through mpi4py: the only module that imports it.
+"""MPI through mpi4py: communicators, the agreement helper, DistDL partitions.
 
-For now this holds the collective building blocks every entry point uses:
-resolving a communicator and *collective validation* -- each rank checks its
-part, the verdicts are combined in one allgather, and either every rank
-proceeds or every rank raises the same error.
+*Agreement* is how every collective entry point keeps its promise that bad
+input gives the same error on every rank and never a hang: each rank checks
+its own part of the arguments and names the ones that must match; one small
+collective combines every rank's verdict, and then either every rank
+proceeds or every rank raises the same error -- the lowest failing rank's,
+or one naming the argument that differs and the ranks that passed it.
 
 >>> from mpi4py import MPI
->>> with collective_checks(MPI.COMM_SELF):
-...     pass                       # no error on any rank: proceed
+>>> with agreement(MPI.COMM_SELF, "example") as ag:
+...     ag.same("axis", 0)          # must be equal on every rank
+...     if 0 > 1:
+...         raise ValueError("never")
 """
 from __future__ import annotations
 
-import contextlib
+import hashlib
 import math
+import pickle
 
 import numpy as np
 
 from mpi4py import MPI
 
-__all__ = ["MPI", "resolve", "agree", "collective_checks", "same_everywhere",
-           "balanced_grid", "Partition", "CartesianPartition"]
+__all__ = ["MPI", "resolve", "agreement", "Agreement", "agree", "balanced_grid", "attached",
+           "Partition", "CartesianPartition"]
 
 
 def resolve(comm):
@@ -31,60 +36,172 @@ def resolve(comm):
     return comm
 
 
+# --------------------------------------------------------------------------
+# agreement
+# --------------------------------------------------------------------------
+
+_WORDS = 4                       # a 16-byte digest as four 32-bit words
+_BIG = np.iinfo(np.int64).max
+
+
+def _digest(value) -> bytes:
+    return hashlib.blake2b(pickle.dumps(value, protocol=5), digest_size=16).digest()
+
+
+class Agreement:
+    """One collective entry point's agreement (use ``agreement(...)``).
+
+    Inside the ``with`` block a rank checks its arguments -- raising
+    ValueError/TypeError for a bad one -- and calls ``same(name, value)`` for
+    each argument that must be equal on every rank (any picklable value;
+    large ones cost a hash, not a transfer).  With ``share=True`` every rank
+    may also ``share(value)`` something small that all ranks receive as
+    ``shared`` (a list in rank order) after the block.
+
+    The block's end is ONE collective: an allreduce of a few integers (or,
+    with ``share=True``, one allgather).  Afterwards every rank raises the
+    same error if any rank failed (the lowest failing rank's message, ending
+    in ``(rank r)``; TypeError if that was a TypeError, else ValueError) or
+    if a ``same`` argument differs (a ValueError naming it and the ranks).
+    An exception other than ValueError/TypeError is a bug: the other ranks
+    are told (so they raise too instead of hanging) and it propagates.
+    """
+
+    def __init__(self, comm, what: str = "", share: bool = False):
+        self.comm = resolve(comm)
+        self.what = what
+        self._share = share
+        self._same: dict = {}
+        self._value = None
+        self.shared = None
+
+    def same(self, name: str, value) -> None:
+        """``value`` must be equal on every rank (one that does not pickle is
+        a TypeError of this rank, agreed like any other)."""
+        try:
+            self._same[name] = _digest(value)
+        except Exception as e:
+            raise TypeError(f"{self._prefix()}{name} cannot be compared across ranks (it does "
+                            f"not pickle: {type(e).__name__}: {e})") from None
+
+    def share(self, value) -> None:
+        """Hand every rank this rank's ``value`` (``share=True`` only)."""
+        if not self._share:
+            raise RuntimeError("Agreement.share needs agreement(..., share=True)")
+        self._value = value
+
+    def _prefix(self) -> str:
+        return f"{self.what}: " if self.what else ""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        if error is not None and not isinstance(error, (ValueError, TypeError)):
+            if isinstance(error, Exception):
+                # a bug (or MemoryError): tell the others, then let it propagate
+                self.finish(ValueError(f"internal error on rank {self.comm.rank}: "
+                                       f"{type(error).__name__}: {error}"))
+            return False
+        self.finish(error)
+        return True      # a ValueError/TypeError of this rank was raised by finish()
+
+    def finish(self, error: BaseException | None = None) -> None:
+        """The collective step: combine verdicts and ``same`` digests; raise
+        the agreed error on every rank (``error``: this rank's own, or None)."""
+        comm = self.comm
+        if comm.size == 1:
+            if error is not None:
+                self._raise(0, (isinstance(error, TypeError), str(error)), error)
+            self.shared = [self._value] if self._share else None
+            return
+        digest = _digest(sorted(self._same.items())) if error is None else None
+        if self._share:
+            verdict = None if error is None else (isinstance(error, TypeError), str(error))
+            got = comm.allgather((verdict, digest, self._same if digest else None, self._value))
+            failed = [(r, v) for r, (v, _, _, _) in enumerate(got) if v is not None]
+            if failed:
+                self._raise(*failed[0], error)
+            digests = [d for _, d, _, _ in got]
+            if any(d != digests[0] for d in digests):
+                self._raise_mismatch([s for _, _, s, _ in got])
+            self.shared = [v for _, _, _, v in got]
+            return
+        buf = np.full(1 + 2 * _WORDS, _BIG, np.int64)
+        if error is not None:
+            buf[0] = comm.rank
+        else:
+            words = np.frombuffer(digest, np.uint32).astype(np.int64)
+            buf[1:1 + _WORDS], buf[1 + _WORDS:] = words, -words
+        out = np.empty_like(buf)
+        comm.Allreduce(buf, out, op=MPI.MIN)
+        if out[0] != _BIG:                  # the lowest failing rank tells its error
+            r = int(out[0])
+            verdict = comm.bcast(None if error is None or comm.rank != r else
+                                 (isinstance(error, TypeError), str(error)), root=r)
+            self._raise(r, verdict, error)
+        if not np.array_equal(out[1:1 + _WORDS], -out[1 + _WORDS:]):    # min != max
+            self._raise_mismatch(comm.allgather(self._same))
+
+    def _raise(self, rank, verdict, own):
+        is_type_error, message = verdict
+        cls = TypeError if is_type_error else ValueError
+        raise cls(f"{message} (rank {rank})") from own
+
+    def _raise_mismatch(self, per_rank: list):
+        names = list(per_rank[0])
+        for name in names + sorted({n for s in per_rank for n in s} - set(names)):
+            values = [s.get(name) for s in per_rank]
+            differ = [r for r, v in enumerate(values) if v != values[0]]
+            if differ:
+                raise ValueError(f"{self._prefix()}{name} must be the same on every rank: "
+                                 f"rank {differ[0]} passed something else than rank 0"
+                                 + (f" (ranks {', '.join(map(str, differ))} differ)"
+                                    if len(differ) > 1 else ""))
+
+
+def agreement(comm, what: str = "", share: bool = False) -> Agreement:
+    """The agreement of a collective entry point (see ``Agreement``)."""
+    return Agreement(comm, what, share)
+
+
 def agree(comm, error: BaseException | None) -> None:
-    """Combine every rank's verdict; raise the same error everywhere if any failed.
-
-    Every rank raises the lowest failing rank's error: a TypeError if that
-    was a TypeError, else a ValueError, with the same message on all ranks,
-    ending in the rank it came from.
-    """
-    verdict = None
-    if error is not None:
-        verdict = (type(error).__name__, isinstance(error, TypeError), str(error))
-    verdicts = comm.allgather(verdict)
-    for rank, v in enumerate(verdicts):
-        if v is not None:
-            _, is_type_error, message = v
-            cls = TypeError if is_type_error else ValueError
-            raise cls(f"{message} (rank {rank})") from error
+    """Combine every rank's verdict (``error`` or None) and raise the same
+    error everywhere if any rank failed: ``agreement`` for a step whose
+    error was caught by the caller."""
+    Agreement(comm).finish(error)
 
 
-@contextlib.contextmanager
-def collective_checks(comm):
-    """Run a block of local checks; afterwards all ranks agree (see ``agree``).
-
-    Only ValueError and TypeError count as verdicts; anything else is a bug
-    and propagates (after telling the other ranks, so they do not hang).
-    """
-    error = None
-    try:
-        yield
-    except (ValueError, TypeError) as e:
-        error = e
-    except BaseException as e:
-        agree(comm, ValueError(f"internal error on rank {comm.rank}: {type(e).__name__}: {e}"))
-        raise
-    agree(comm, error)
-
-
-def same_everywhere(comm, what: str, value) -> None:
-    """Raise the same ValueError on every rank unless ``value`` (anything
-    picklable: arguments of a collective call) is equal on all ranks.
-
-    One allgather of a 16-byte digest, so large arguments (index lists) cost
-    a hash, not a transfer.
+def attached(comm, name: str, maxsize: int = 16):
+    """An LRU (``xdap.cache.LRU``) of resources kept on ``comm`` itself (an
+    MPI attribute): it lives and dies with the communicator, and is freed
+    when the communicator is.  Local; no communication.
 
     >>> from mpi4py import MPI
-    >>> same_everywhere(MPI.COMM_SELF, "dist", ("b", "c"))
+    >>> attached(MPI.COMM_SELF, "doc").get_or_make("k", lambda: 42)
+    42
     """
-    import hashlib
-    import pickle
-    digest = hashlib.blake2b(pickle.dumps(value, protocol=5), digest_size=16).digest()
-    digests = comm.allgather(digest)
-    differ = [r for r, d in enumerate(digests) if d != digests[0]]
-    if differ:
-        raise ValueError(f"{what} must be the same on every rank: rank {differ[0]} passed "
-                         f"something else than rank 0")
+    table = comm.Get_attr(_keyval())
+    if table is None:
+        table = {}
+        comm.Set_attr(_keyval(), table)
+    lru = table.get(name)
+    if lru is None:
+        from .cache import LRU
+        lru = table[name] = LRU(maxsize)
+    return lru
+
+
+_KEYVAL = []
+
+
+def _keyval():
+    if not _KEYVAL:
+        def delete(comm, keyval, table):
+            for lru in table.values():
+                lru.clear()
+        _KEYVAL.append(MPI.Comm.Create_keyval(delete_fn=delete))
+    return _KEYVAL[0]
 
 
 def balanced_grid(nprocs: int, ndims: int) -> tuple:

@@ -34,7 +34,7 @@ from mpi4py import MPI
 
 import xdap
 from xdap import kernels
-from xdap.containers import Parts, container, pack_validity, parts
+from xdap.parts import Parts, container, pack_validity, parts
 from xdap.types import type_info
 
 

@@ -1,18 +1,25 @@
-"""A Distribution: a Cartesian process grid plus one map per distributed
-dimension, bound to a communicator.
+"""A Distribution: a Cartesian process grid plus one map per dimension,
+bound to a communicator.
 
 The grid assigns ranks to coordinates in C order (the DAP and MPI_Cart_create
 convention: the last coordinate varies fastest), unless an imported DAP
 array says otherwise, in which case the explicit rank -> coordinates table
 is kept.
 
+A Distribution is immutable and hashable; ``fingerprint()`` is a digest of
+its maps and rank placement (not of the communicator), the same on every
+process, so plans can be cached on it.
+
 >>> from mpi4py import MPI
 >>> d = make_distribution((10, 6), ("b", "c"), comm=MPI.COMM_SELF)
 >>> d.grid, d.local_shape, d.global_indices(1).tolist()
 ((1, 1), (10, 6), [0, 1, 2, 3, 4, 5])
+>>> d == make_distribution((10, 6), ("b", "c"), comm=MPI.COMM_SELF), len(d.fingerprint())
+(True, 16)
 """
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -25,10 +32,73 @@ __all__ = ["Distribution", "make_distribution", "DIST_TYPES"]
 DIST_TYPES = ("b", "c", "u", "n")
 
 
-class MapShapes:
-    """``ndim`` and ``global_shape`` of anything with one map per dimension
-    in ``maps`` (a Distribution; a redistribution plan's Layout)."""
+class Distribution:
+    """Grid + maps + communicator. Immutable; compare with ``==``.
 
+    maps         one Map per dimension (grid size 1 for undistributed ones)
+    comm         the mpi4py communicator (its size == product of the grid)
+    rank_coords  optional (size, ndim) int array: grid coordinates of each
+                 rank when they are not the C-order default
+
+    ``Distribution.detached(maps, rank_coords)`` is the same description
+    without a communicator (``comm`` and ``coords`` None): what the pure
+    planners and their one-rank tests work on.
+    """
+
+    __slots__ = ("maps", "comm", "grid", "coords", "_placement", "_fp", "_at")
+
+    def __init__(self, maps, comm=None, rank_coords=None):
+        comm = _comm.resolve(comm)
+        self._setup(maps, comm, rank_coords)
+
+    @classmethod
+    def detached(cls, maps, rank_coords=None) -> "Distribution":
+        """A Distribution without a communicator (a pure description).
+
+        >>> d = Distribution.detached([BlockMap(6, 2)])
+        >>> d.size, d.local_shape_of(1), d.comm is None
+        (2, (3,), True)
+        """
+        self = object.__new__(cls)
+        self._setup(maps, None, rank_coords)
+        return self
+
+    def _setup(self, maps, comm, rank_coords):
+        maps = tuple(maps)
+        if not all(isinstance(m, Map) for m in maps):
+            raise TypeError(f"a Distribution needs one xdap.maps.Map per dimension, got {maps!r}")
+        grid = tuple(m.grid_size for m in maps)
+        n = math.prod(grid)
+        if comm is not None and n != comm.size:
+            raise ValueError(f"process grid {grid} has {n} positions "
+                             f"but the communicator has {comm.size} ranks "
+                             "(product of the grid sizes must equal the number of processes)")
+        placement = None
+        if rank_coords is not None:
+            placement = np.asarray(rank_coords, dtype=np.int64).reshape(n, -1)
+            if np.array_equal(placement, _c_order(grid, n)):
+                placement = None
+            else:
+                at = np.full(grid, -1, np.int64)
+                if placement.shape[1] == len(grid) and ((placement >= 0) & (placement < grid)).all():
+                    at[tuple(placement.T)] = np.arange(n)
+                if (at < 0).any():
+                    raise ValueError("rank_coords must give every rank distinct grid "
+                                     f"coordinates inside the grid {grid}")
+                placement.flags.writeable = False
+        set_ = object.__setattr__
+        set_(self, "maps", maps)
+        set_(self, "comm", comm)
+        set_(self, "grid", grid)
+        set_(self, "_placement", placement)
+        set_(self, "_fp", None)
+        set_(self, "_at", None)
+        set_(self, "coords", None if comm is None else self.coords_of(comm.rank))
+
+    def __setattr__(self, name, value):
+        raise AttributeError("a Distribution is immutable")
+
+    # -- grid ---------------------------------------------------------------
     @property
     def ndim(self) -> int:
         return len(self.maps)
@@ -37,65 +107,45 @@ class MapShapes:
     def global_shape(self) -> tuple:
         return tuple(m.size for m in self.maps)
 
+    @property
+    def size(self) -> int:
+        """Number of ranks (the communicator's size)."""
+        return math.prod(self.grid)
 
-class Distribution(MapShapes):
-    """Grid + maps + communicator. Immutable; compare with ``==``.
-
-    maps         one Map per dimension (grid size 1 for undistributed ones)
-    comm         the mpi4py communicator (its size == product of the grid)
-    rank_coords  optional (size, ndim) int array: grid coordinates of each
-                 rank when they are not the C-order default
-    """
-
-    def __init__(self, maps, comm=None, rank_coords=None):
-        self.maps = tuple(maps)
-        self.comm = _comm.resolve(comm)
-        self.grid = tuple(m.grid_size for m in self.maps)
-        if math.prod(self.grid) != self.comm.size:
-            raise ValueError(f"process grid {self.grid} has {math.prod(self.grid)} positions "
-                             f"but the communicator has {self.comm.size} ranks "
-                             "(product of the grid sizes must equal the number of processes)")
-        if rank_coords is None:
-            self._rank_coords = None
-            self.coords = tuple(int(c) for c in np.unravel_index(self.comm.rank, self.grid)) \
-                if self.grid else ()
-        else:
-            self._rank_coords = np.asarray(rank_coords, dtype=np.int64).reshape(self.comm.size, -1)
-            c_order = np.array(np.unravel_index(np.arange(self.comm.size), self.grid)).T \
-                if self.grid else np.zeros((self.comm.size, 0), np.int64)
-            if np.array_equal(self._rank_coords, c_order):
-                self._rank_coords = None
-            self.coords = tuple(int(c) for c in self.coords_of(self.comm.rank))
-
-    # -- grid ---------------------------------------------------------------
     def coords_of(self, rank: int) -> tuple:
         """Grid coordinates of a rank."""
-        if self._rank_coords is not None:
-            return tuple(int(c) for c in self._rank_coords[rank])
+        if self._placement is not None:
+            return tuple(int(c) for c in self._placement[rank])
         return tuple(int(c) for c in np.unravel_index(rank, self.grid)) if self.grid else ()
 
     @property
     def rank_coords(self) -> np.ndarray:
-        """Grid coordinates of every rank: an int64 array ``(nranks, ndim)``,
-        row ``r`` = ``coords_of(r)`` (a new array; C order unless the
+        """Grid coordinates of every rank: a read-only int64 array
+        ``(nranks, ndim)``, row ``r`` = ``coords_of(r)`` (C order unless the
         distribution was given another placement).
 
         >>> from mpi4py import MPI
         >>> make_distribution((4, 6), ("b", "b"), (1, 1), MPI.COMM_SELF).rank_coords.tolist()
         [[0, 0]]
         """
-        if self._rank_coords is not None:
-            return self._rank_coords.copy()
-        n = self.comm.size
-        return np.array(np.unravel_index(np.arange(n), self.grid), np.int64).T.reshape(n, -1) \
-            if self.grid else np.zeros((n, 0), np.int64)
+        if self._placement is not None:
+            return self._placement
+        return _c_order(self.grid, self.size)
+
+    @property
+    def c_order(self) -> bool:
+        """Whether ranks sit on the grid in C order (no explicit placement)."""
+        return self._placement is None
 
     def rank_of(self, coords) -> int:
         """The rank at given grid coordinates."""
-        if self._rank_coords is not None:
-            hit = np.flatnonzero((self._rank_coords == np.asarray(coords)).all(axis=1))
-            return int(hit[0])
-        return int(np.ravel_multi_index(tuple(coords), self.grid)) if self.grid else 0
+        if self._placement is None:
+            return int(np.ravel_multi_index(tuple(coords), self.grid)) if self.grid else 0
+        if self._at is None:
+            at = np.empty(self.grid, np.int64)
+            at[tuple(self._placement.T)] = np.arange(self.size)
+            object.__setattr__(self, "_at", at)
+        return int(self._at[tuple(coords)])
 
     # -- shapes and indices ---------------------------------------------------
     def local_shape_of(self, rank: int) -> tuple:
@@ -117,31 +167,67 @@ class Distribution(MapShapes):
         m = self.maps[dim]
         return np.arange(m.local_size(c[dim]))[m.owned_local_slice(c[dim])]
 
+    def canonical_positions(self, rank: int | None = None) -> list:
+        """Per dim, the local positions whose global index counts on the rank
+        (``Map.canonical_positions``): every global element counts once."""
+        c = self.coords if rank is None else self.coords_of(rank)
+        return [m.canonical_positions(p) for m, p in zip(self.maps, c)]
+
     def dim_data(self, version: str = "0.10.0", rank: int | None = None) -> tuple:
         """DAP dimension dictionaries of a rank (default: this one)."""
         c = self.coords if rank is None else self.coords_of(rank)
-        return tuple(m.dim_dict(p, version=version) for m, p in zip(self.maps, c))
+        return tuple(m.to_dim_dict(p, version=version) for m, p in zip(self.maps, c))
 
     @property
     def is_contiguous_1d(self) -> bool:
         """True when each rank's owned indices along dim 0 are one range in
         rank order, no other dim is distributed, and there is no padding --
         the case where a flattened ragged array stays block distributed."""
-        m = self.maps[0]
-        return (isinstance(m, BlockMap) and all(m.comm_padding(p) == (0, 0) for p in range(m.grid_size))
-                and all(g == 1 for g in self.grid[1:]) and self._rank_coords is None)
+        return (self.maps[0].contiguous and all(g == 1 for g in self.grid[1:])
+                and self._placement is None)
+
+    def team_ranks(self, axes) -> list:
+        """The ranks that differ from this one only on grid ``axes`` (this
+        rank included), in rank order -- pure.
+
+        >>> from mpi4py import MPI
+        >>> make_distribution((4, 4), ("b", "b"), (1, 1), MPI.COMM_SELF).team_ranks((0,))
+        [0]
+        """
+        keep = [k for k in range(self.ndim) if k not in axes]
+        table = self.rank_coords[:, keep]
+        return np.flatnonzero((table == np.asarray(self.coords, np.int64)[keep]).all(axis=1)).tolist()
+
+    # -- identity -------------------------------------------------------------
+    def fingerprint(self) -> bytes:
+        """A 16-byte digest of the maps and the rank placement (not of the
+        communicator): equal on every process for equal distributions."""
+        if self._fp is None:
+            h = hashlib.blake2b(digest_size=16)
+            for m in self.maps:
+                h.update(m.fingerprint())
+            if self._placement is not None:
+                h.update(self._placement.tobytes())
+            object.__setattr__(self, "_fp", h.digest())
+        return self._fp
 
     def __eq__(self, other):
         if not isinstance(other, Distribution):
             return NotImplemented
-        same_coords = (self._rank_coords is None and other._rank_coords is None) or (
-            self._rank_coords is not None and other._rank_coords is not None
-            and np.array_equal(self._rank_coords, other._rank_coords))
-        return self.maps == other.maps and same_coords
+        return self is other or self.fingerprint() == other.fingerprint()
+
+    def __hash__(self):
+        return hash(self.fingerprint())
 
     def __repr__(self):
         maps = ", ".join(repr(m) for m in self.maps)
         return f"Distribution(grid={self.grid}, maps=({maps}))"
+
+
+def _c_order(grid: tuple, n: int) -> np.ndarray:
+    if not grid:
+        return np.zeros((n, 0), np.int64)
+    return np.array(np.unravel_index(np.arange(n), grid), np.int64).T.reshape(n, -1)
 
 
 def _per_dim(name, value, ndim):
@@ -247,4 +333,3 @@ def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_si
             one_to_one = len(allidx) == n and len(np.unique(allidx)) == n
             maps.append(UnstructuredMap(n, idx, one_to_one=one_to_one))
     return Distribution(maps, comm)
-

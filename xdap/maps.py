@@ -1,8 +1,7 @@
 """Dimension maps: how ONE array dimension is laid out over a 1-d process grid.
 
 A map is a *global* description: it knows the part held by every grid rank
-``p = 0 .. grid_size-1`` along its dimension (build it from the dimension
-dictionaries of all ranks, gathered by the caller).  Pure numpy, no MPI.
+``p = 0 .. grid_size-1`` along its dimension.  Pure numpy, no MPI.
 
 Three kinds, after the Distributed Array Protocol (DAP) 0.10.0, section 1.6:
 
@@ -12,36 +11,43 @@ Three kinds, after the Distributed Array Protocol (DAP) 0.10.0, section 1.6:
 * :class:`UnstructuredMap` (``'u'``): an explicit list of global indices per
   rank.
 
+Each map owns its wire forms, so no engine switches on map classes:
+``to_dim_dict(p)`` / ``from_dim_dicts(...)`` (DAP; the protocol's generic
+rules live in ``xdap.protocols.dap_dims``), ``to_json()`` /
+``Map.from_json(...)`` (save manifests), ``tiles()`` (``__partitioned__``)
+and ``fingerprint()`` (plan cache keys).  Maps are immutable and hashable.
+
 Vocabulary used throughout:
 
 * *local position*: index into a rank's buffer along this dimension;
 * *owned*: DAP's ``num_owned_indices`` -- communication padding (ghost copies
   of a neighbour's cells) is not owned, boundary padding is.  The owned local
   positions of every map form a contiguous slice of the buffer, see
-  :meth:`Map.owned_local_slice`.
+  :meth:`Map.owned_local_slice`;
+* *canonical*: the one copy of a global index that counts (its owner's):
+  :meth:`Map.canonical_positions`.
 
 >>> m = BlockMap(18, 2, padding=(1, 1))          # DAP 0.10.0 example 2.2
->>> m.dim_dict(1)["start"], m.dim_dict(1)["stop"]
+>>> m.to_dim_dict(1)["start"], m.to_dim_dict(1)["stop"]
 (8, 18)
 >>> m.global_indices(1)[:3]
 array([ 8,  9, 10])
 >>> m.owners([8, 17])
 (array([0, 1]), array([8, 9]))
+>>> Map.from_json(m.to_json()) == m, len(m.fingerprint())
+(True, 16)
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = [
-    "Map",
-    "BlockMap",
-    "CyclicMap",
-    "UnstructuredMap",
-    "map_from_dim_dicts",
-    "num_owned_indices",
-]
+__all__ = ["Map", "BlockMap", "CyclicMap", "UnstructuredMap", "Tiles", "MAP_KINDS",
+           "is_int", "dap_minor", "as_slice"]
 
 _I64 = np.dtype(np.int64)
 _I64_MAX = np.iinfo(np.int64).max
@@ -51,8 +57,8 @@ _I64_MAX = np.iinfo(np.int64).max
 # small helpers
 # --------------------------------------------------------------------------
 
-def _is_int(v) -> bool:
-    # bool is an int subclass in Python, but True is never a valid size/index.
+def is_int(v) -> bool:
+    """An integer argument: Python or NumPy int, never a bool."""
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
@@ -61,7 +67,7 @@ def _is_bool(v) -> bool:
 
 
 def _int_arg(name: str, v, minimum: int | None = None) -> int:
-    if not _is_int(v):
+    if not is_int(v):
         raise TypeError(f"{name} must be an int, got {v!r} ({type(v).__name__})")
     v = int(v)
     if minimum is not None and v < minimum:
@@ -69,8 +75,8 @@ def _int_arg(name: str, v, minimum: int | None = None) -> int:
     return v
 
 
-def _dap_minor(version: str) -> int:
-    """0.9.x -> 9, 0.10.x -> 10; the only two dialects we speak."""
+def dap_minor(version: str) -> int:
+    """0.9.x -> 9, 0.10.x -> 10; the only two DAP dialects we speak."""
     parts = str(version).split(".")
     if len(parts) >= 2 and parts[0] == "0" and parts[1] in ("9", "10"):
         return int(parts[1])
@@ -103,23 +109,47 @@ def _check_range(a: np.ndarray, bound: int, what: str, where: str = "") -> None:
         raise ValueError(f"{what} {bad} out of range [0, {bound}){where}")
 
 
+def as_slice(a):
+    """An ascending run of consecutive ints as a slice; anything else as is."""
+    if isinstance(a, slice):
+        return a
+    a = np.asarray(a, np.int64)
+    if a.size == 0:
+        return slice(0, 0)
+    first = int(a[0])
+    if int(a[-1]) - first == a.size - 1 and (a.size == 1 or bool((np.diff(a) == 1).all())):
+        return slice(first, first + a.size)
+    return a
+
+
+@dataclass(frozen=True)
+class Tiles:
+    """A dimension cut into rectangular tiles (``__partitioned__``), in
+    global order: each tile's global start, size, the grid rank holding it
+    and its start in that rank's buffer."""
+    start: np.ndarray
+    size: np.ndarray
+    coord: np.ndarray
+    local: np.ndarray
+
+
 # --------------------------------------------------------------------------
 # the common interface
 # --------------------------------------------------------------------------
 
 class Map:
     """Abstract map of one dimension of global size ``size`` over
-    ``grid_size`` grid ranks.  Subclasses set ``dist_type``.
+    ``grid_size`` grid ranks.  Subclasses set ``dist_type`` and ``name``.
 
-    Equality compares the full description; maps are unhashable (they hold
-    arrays and are compared by value).
+    Immutable; ``==`` compares the full description and ``hash`` its
+    fingerprint.
     """
 
     dist_type: str = "?"
+    name: str = "?"
     size: int
     grid_size: int
-
-    __hash__ = None  # type: ignore[assignment]
+    periodic: bool = False
 
     # -- per-rank layout ----------------------------------------------------
     def local_size(self, p: int) -> int:
@@ -129,6 +159,17 @@ class Map:
     def owned_count(self, p: int) -> int:
         """DAP ``num_owned_indices`` of grid rank ``p``."""
         raise NotImplementedError
+
+    def comm_padding(self, p: int) -> tuple[int, int]:
+        """``(lo, hi)`` communication-padding widths of grid rank ``p``: the
+        ghost cells at either end of its buffer (none but for padded blocks)."""
+        self._check_rank(p)
+        return (0, 0)
+
+    @property
+    def padding(self) -> tuple:
+        """``(lo, hi)`` padding of every grid rank (boundary and communication)."""
+        return ((0, 0),) * self.grid_size
 
     def owned_local_slice(self, p: int) -> slice:
         """The local positions grid rank ``p`` owns, as a ``slice`` of its buffer.
@@ -140,8 +181,8 @@ class Map:
         elsewhere (DAP counts them on every holder; :meth:`owners` picks the
         lowest holding rank as the canonical copy).
         """
-        self._check_rank(p)
-        return slice(0, self.local_size(p))
+        lo = self.comm_padding(p)[0]
+        return slice(lo, lo + self.owned_count(p))
 
     def canonical_positions(self, p: int):
         """The local positions of grid rank ``p`` whose global index ``p`` is
@@ -155,9 +196,33 @@ class Map:
         """
         return self.owned_local_slice(p)
 
+    def piece_positions(self, ranks: np.ndarray, local: np.ndarray) -> np.ndarray:
+        """For buffer positions ``local`` of the canonical copies held by grid
+        ranks ``ranks`` (as :meth:`owners` returns them): their position in
+        that rank's canonical piece, ``buf[canonical_positions(p)]``."""
+        lo = np.array([self.comm_padding(p)[0] for p in range(self.grid_size)], np.int64)
+        return local - lo[ranks]
+
     def global_indices(self, p: int) -> np.ndarray:
         """Global index of each local buffer position on grid rank ``p`` (int64)."""
         raise NotImplementedError
+
+    def buffer_indices(self, p: int):
+        """Global indices of grid rank ``p``'s whole buffer: a ``range`` when
+        they are consecutive, else an int64 array (:meth:`global_indices`)."""
+        return self.global_indices(p)
+
+    @property
+    def has_copies(self) -> bool:
+        """Whether some global index sits in more than one buffer (ghost
+        padding, or indices shared by several unstructured ranks)."""
+        return any(self.local_size(p) != self.owned_count(p) for p in range(self.grid_size))
+
+    @property
+    def contiguous(self) -> bool:
+        """Whether each grid rank's buffer is one range of global indices, in
+        grid-rank order, without copies (unpadded blocks)."""
+        return False
 
     # -- translation --------------------------------------------------------
     def owners(self, g) -> tuple[np.ndarray, np.ndarray]:
@@ -190,26 +255,107 @@ class Map:
     def _global_from_local(self, p: int, l: np.ndarray) -> np.ndarray:
         return self.global_indices(p)[l]
 
-    # -- export -------------------------------------------------------------
-    def dim_dict(self, p: int, version: str = "0.10.0") -> dict:
+    def locate(self, need) -> list:
+        """Where the global indices ``need`` (a range or an int array) sit:
+        ``[(grid rank j, selection of need, selection of j's canonical piece)]``
+        for every j whose piece holds some of them; selections are slices when
+        contiguous, else int64 arrays, and together cover ``need``."""
+        g = np.arange(need.start, need.stop, dtype=np.int64) if isinstance(need, range) \
+            else np.asarray(need, np.int64)
+        ranks, local = self.owners(g)
+        ppos = self.piece_positions(ranks, local)
+        out = []
+        for j in np.unique(ranks):
+            sel = np.flatnonzero(ranks == j)
+            out.append((int(j), as_slice(sel), as_slice(ppos[sel])))
+        return out
+
+    # -- other maps of the same kind ----------------------------------------
+    def without_padding(self) -> "Map":
+        """This map with its communication padding dropped (the owned parts)."""
+        return self
+
+    def resized(self, grid_size: int) -> "Map":
+        """The same kind of map over ``grid_size`` grid ranks: blocks stay
+        balanced blocks (with their padding while it fits, and periodic
+        flag), cyclic keeps its block size; unstructured becomes block."""
+        raise NotImplementedError
+
+    # -- wire forms ---------------------------------------------------------
+    def to_dim_dict(self, p: int, version: str = "0.10.0") -> dict:
         """The DAP dimension dictionary of grid rank ``p``."""
         raise NotImplementedError
+
+    @classmethod
+    def from_dim_dicts(cls, dicts, lengths, size: int, minor: int) -> "Map":
+        """The map described by every grid rank's DAP dict of this kind
+        (``dicts[p]``, checked for the protocol's generic rules by
+        ``xdap.protocols.dap_dims``) and buffer length ``lengths[p]``;
+        ValueError/TypeError names the kind's rule, the grid rank and value."""
+        raise NotImplementedError
+
+    def to_json(self) -> dict:
+        """The map as JSON (save manifests); the arrays of
+        :meth:`json_arrays` are stored beside it."""
+        raise NotImplementedError
+
+    def json_arrays(self) -> dict:
+        """Arrays that :meth:`to_json` leaves out (unstructured indices)."""
+        return {}
+
+    @staticmethod
+    def from_json(d: dict, arrays: dict | None = None) -> "Map":
+        """The map of a :meth:`to_json` dict (and its :meth:`json_arrays`);
+        the constructors validate everything.
+
+        >>> Map.from_json({"dist_type": "c", "size": 5, "grid_size": 2, "block_size": 2})
+        CyclicMap(size=5, grid_size=2, block_size=2)
+        """
+        if not isinstance(d, dict) or d.get("dist_type") not in MAP_KINDS:
+            raise ValueError(f"not a dimension map: {d!r:.100} (dist_type must be one of "
+                             f"{', '.join(MAP_KINDS)})")
+        return MAP_KINDS[d["dist_type"]]._from_json(d, arrays or {})
+
+    def tiles(self) -> Tiles:
+        """How this dimension is cut into rectangular tiles for
+        ``__partitioned__`` (ValueError for unstructured maps)."""
+        raise NotImplementedError
+
+    def fingerprint(self) -> bytes:
+        """A 16-byte digest of everything that defines the map (cache keys;
+        the same on every process for equal maps)."""
+        fp = self.__dict__.get("_fp")
+        if fp is None:
+            h = hashlib.blake2b(json.dumps(self.to_json(), sort_keys=True).encode(), digest_size=16)
+            for key, a in sorted(self.json_arrays().items()):
+                h.update(key.encode())
+                h.update(np.ascontiguousarray(a, np.int64).tobytes())
+            fp = self.__dict__["_fp"] = h.digest()
+        return fp
+
+    # -- value semantics ----------------------------------------------------
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return self is other or self.fingerprint() == other.fingerprint()
+
+    def __hash__(self):
+        return hash(self.fingerprint())
+
+    def __setattr__(self, name, value):
+        if getattr(self, "_frozen", False):
+            raise AttributeError(f"{type(self).__name__} is immutable")
+        object.__setattr__(self, name, value)
+
+    def _freeze(self):
+        object.__setattr__(self, "_frozen", True)
 
     def _common(self, p: int) -> dict:
         return {"dist_type": self.dist_type, "size": self.size,
                 "proc_grid_size": self.grid_size, "proc_grid_rank": p}
 
-    # -- value semantics ----------------------------------------------------
-    def _key(self) -> tuple:
-        raise NotImplementedError
-
-    def __eq__(self, other):
-        if type(other) is not type(self):
-            return NotImplemented
-        return self._key() == other._key()
-
     def _check_rank(self, p) -> None:
-        if not _is_int(p) or not 0 <= p < self.grid_size:
+        if not is_int(p) or not 0 <= p < self.grid_size:
             raise ValueError(f"grid rank {p!r} out of range [0, {self.grid_size})")
 
 
@@ -240,11 +386,12 @@ class BlockMap(Map):
     array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
     >>> m.owned_local_slice(1), m.owned_count(1)
     (slice(1, 10, None), 9)
-    >>> m.dim_dict(0, version="0.9.0")["stop"]
+    >>> m.to_dim_dict(0, version="0.9.0")["stop"]
     9
     """
 
     dist_type = "b"
+    name = "block"
 
     def __init__(self, size: int, grid_size: int, bounds=None, padding=None,
                  periodic: bool = False):
@@ -271,7 +418,7 @@ class BlockMap(Map):
             raise TypeError(f"block dimension: periodic must be a bool, got {periodic!r}")
 
         self.size, self.grid_size, self.bounds = size, P, bounds
-        self.padding = _normalise_padding(padding, P)
+        self._padding = _normalise_padding(padding, P)
         self.periodic = bool(periodic)
         self._check_padding()
 
@@ -283,9 +430,14 @@ class BlockMap(Map):
         # The default (array_split) layout has closed-form owners: integer
         # division is ~4x faster than a searchsorted of random queries.
         self._balanced = (q, r) if q and bounds == balanced else None
+        self._freeze()
+
+    @property
+    def padding(self) -> tuple:
+        return self._padding
 
     def _check_padding(self) -> None:
-        P, pad = self.grid_size, self.padding
+        P, pad = self.grid_size, self._padding
         owned = [self.owned_count(p) for p in range(P)]
         if P == 1:
             if pad[0][0] + pad[0][1] > owned[0]:
@@ -316,10 +468,8 @@ class BlockMap(Map):
 
     # -- layout -------------------------------------------------------------
     def comm_padding(self, p: int) -> tuple[int, int]:
-        """``(lo, hi)`` communication-padding widths of grid rank ``p``
-        (its padding with the boundary parts zeroed)."""
         self._check_rank(p)
-        lo, hi = self.padding[p]
+        lo, hi = self._padding[p]
         return (lo if p > 0 else 0, hi if p < self.grid_size - 1 else 0)
 
     def owned_range(self, p: int) -> tuple[int, int]:
@@ -340,12 +490,19 @@ class BlockMap(Map):
         start, stop = self.owned_range(p)
         return stop - start
 
-    def owned_local_slice(self, p: int) -> slice:
-        lo = self.comm_padding(p)[0]
-        return slice(lo, lo + self.owned_count(p))
-
     def global_indices(self, p: int) -> np.ndarray:
         return np.arange(*self.buffer_range(p), dtype=_I64)
+
+    def buffer_indices(self, p: int):
+        return range(*self.buffer_range(p))
+
+    @property
+    def has_copies(self) -> bool:
+        return any(self.comm_padding(p) != (0, 0) for p in range(self.grid_size))
+
+    @property
+    def contiguous(self) -> bool:
+        return not self.has_copies
 
     # -- translation --------------------------------------------------------
     def owners(self, g):
@@ -381,32 +538,135 @@ class BlockMap(Map):
     def _global_from_local(self, p, l):
         return l + self.buffer_range(p)[0]
 
-    # -- export -------------------------------------------------------------
-    def dim_dict(self, p, version="0.10.0"):
-        minor = _dap_minor(version)
+    def locate(self, need) -> list:
+        if not isinstance(need, range):
+            return super().locate(need)
+        out = []
+        for j in range(self.grid_size):
+            a, b = self.owned_range(j)
+            lo, hi = max(a, need.start), min(b, need.stop)
+            if lo < hi:
+                out.append((j, slice(lo - need.start, hi - need.start), slice(lo - a, hi - a)))
+        return out
+
+    # -- other maps ---------------------------------------------------------
+    def without_padding(self) -> "BlockMap":
+        return BlockMap(self.size, self.grid_size, bounds=self.bounds) \
+            if any(lo or hi for lo, hi in self._padding) else self
+
+    def resized(self, grid_size: int) -> "BlockMap":
+        pad = self._padding[0] if len(set(self._padding)) == 1 else (0, 0)
+        try:
+            return BlockMap(self.size, grid_size, padding=pad, periodic=self.periodic)
+        except ValueError:          # the padding does not fit the new blocks
+            return BlockMap(self.size, grid_size, periodic=self.periodic)
+
+    # -- wire forms ---------------------------------------------------------
+    def to_dim_dict(self, p, version="0.10.0"):
+        minor = dap_minor(version)
         self._check_rank(p)
         if minor == 10:
             start, stop = self.buffer_range(p)
         else:
-            if self.periodic and (self.padding[0][0] or self.padding[-1][1]):
+            if self.periodic and (self._padding[0][0] or self._padding[-1][1]):
                 raise ValueError(
                     "block dimension: periodic with nonzero edge padding "
-                    f"{(self.padding[0][0], self.padding[-1][1])} is unsupported in DAP 0.9.0 "
+                    f"{(self._padding[0][0], self._padding[-1][1])} is unsupported in DAP 0.9.0 "
                     "(it would mean wrap-around communication padding outside size)")
             start, stop = self.owned_range(p)
         d = self._common(p)
-        d.update(start=start, stop=stop, padding=self.padding[p])
+        d.update(start=start, stop=stop, padding=self._padding[p])
         if self.periodic:
             d["periodic"] = True
         return d
 
-    def _key(self):
-        return (self.size, self.grid_size, self.bounds, self.padding, self.periodic)
+    @classmethod
+    def from_dim_dicts(cls, dicts, lengths, size, minor):
+        """DAP block dicts: 0.10.0 counts communication padding inside
+        start..stop (stop - start == buffer length), 0.9.0 outside it.
+
+        >>> d = [{'start': 0, 'stop': 9, 'padding': (1, 1)}, {'start': 9, 'stop': 18,
+        ...       'padding': (1, 1)}]
+        >>> BlockMap.from_dim_dicts(d, [10, 10], 18, 9) == BlockMap(18, 2, padding=(1, 1))
+        True
+        """
+        P = len(dicts)
+        periodic = _common_flag(dicts, "periodic", "block")
+        owned, paddings = [], []
+        for p, d in enumerate(dicts):
+            pad = _padding_pair(d.get("padding", (0, 0)), p)
+            paddings.append(pad)
+            comm_lo = pad[0] if p > 0 else 0
+            comm_hi = pad[1] if p < P - 1 else 0
+            start, stop, n = int(d["start"]), int(d["stop"]), lengths[p]
+            if not 0 <= start <= stop <= size:
+                raise ValueError(f"block dimension: grid rank {p} needs 0 <= start <= stop <= "
+                                 f"size, got start {start}, stop {stop}, size {size}")
+            if minor == 10:
+                if stop - start != n:
+                    raise ValueError(f"block dimension: stop - start of grid rank {p} "
+                                     f"({stop} - {start} = {stop - start}) must equal its buffer "
+                                     f"length ({n})")
+                lo, hi = start + comm_lo, stop - comm_hi
+                if lo > hi:
+                    raise ValueError(f"block dimension: communication padding {(comm_lo, comm_hi)} "
+                                     f"of grid rank {p} exceeds its buffer range [{start}, {stop})")
+            else:
+                if periodic and ((p == 0 and pad[0]) or (p == P - 1 and pad[1])):
+                    raise ValueError(
+                        f"block dimension: periodic with nonzero edge padding {pad} on grid rank "
+                        f"{p} is unsupported in DAP 0.9.0 (wrap-around communication padding "
+                        f"outside size)")
+                if start - comm_lo < 0 or stop + comm_hi > size:
+                    raise ValueError(f"block dimension: buffer range of grid rank {p} "
+                                     f"[{start - comm_lo}, {stop + comm_hi}) (start/stop plus "
+                                     f"communication padding) leaves [0, {size})")
+                if stop - start + comm_lo + comm_hi != n:
+                    raise ValueError(f"block dimension: stop - start plus communication padding "
+                                     f"of grid rank {p} ({stop - start + comm_lo + comm_hi}) must "
+                                     f"equal its buffer length ({n})")
+                lo, hi = start, stop
+            owned.append((lo, hi, comm_lo or comm_hi))
+        if owned[0][0] != 0:
+            raise ValueError(f"block dimension: owned start of grid rank 0 ({owned[0][0]}) must "
+                             f"be 0 (blocks cover [0, size))")
+        for p in range(P - 1):
+            (_, hi, padded), (lo, _, padded_next) = owned[p], owned[p + 1]
+            if hi != lo:
+                if padded or padded_next:
+                    raise ValueError(
+                        f"block dimension: owned stop of grid rank {p} ({hi}) must equal owned "
+                        f"start of grid rank {p + 1} ({lo}) (adjacent blocks; owned = start..stop "
+                        f"without communication padding)")
+                raise ValueError(f"block dimension: stop of grid rank {p} ({hi}) must equal "
+                                 f"start of grid rank {p + 1} ({lo}) (adjacent blocks)")
+        if owned[-1][1] != size:
+            raise ValueError(f"block dimension: owned stop of grid rank {P - 1} ({owned[-1][1]}) "
+                             f"must equal size ({size}) (blocks cover [0, size))")
+        bounds = [0] + [hi for _, hi, _ in owned]
+        return BlockMap(size, P, bounds, paddings, bool(periodic))
+
+    def to_json(self):
+        return {"dist_type": "b", "size": self.size, "grid_size": self.grid_size,
+                "bounds": list(self.bounds), "padding": [list(p) for p in self._padding],
+                "periodic": self.periodic}
+
+    @classmethod
+    def _from_json(cls, d, arrays):
+        return BlockMap(d["size"], d["grid_size"], bounds=d["bounds"],
+                        padding=[tuple(p) for p in d["padding"]], periodic=d["periodic"])
+
+    def tiles(self) -> Tiles:
+        """One tile per grid rank: its OWNED range (padding left out)."""
+        g = self.grid_size
+        b = np.asarray(self.bounds, np.int64)
+        local = np.array([self.comm_padding(p)[0] for p in range(g)], np.int64)
+        return Tiles(b[:-1], np.diff(b), np.arange(g), local)
 
     def __repr__(self):
         s = f"BlockMap(size={self.size}, grid_size={self.grid_size}, bounds={self.bounds}"
-        if any(lo or hi for lo, hi in self.padding):
-            s += f", padding={self.padding}"
+        if any(lo or hi for lo, hi in self._padding):
+            s += f", padding={self._padding}"
         if self.periodic:
             s += ", periodic=True"
         return s + ")"
@@ -416,7 +676,7 @@ def _normalise_padding(padding, P: int) -> tuple:
     if padding is None:
         return ((0, 0),) * P
     padding = list(padding) if not isinstance(padding, np.ndarray) else padding.tolist()
-    if len(padding) == 2 and all(_is_int(x) for x in padding):
+    if len(padding) == 2 and all(is_int(x) for x in padding):
         padding = [padding] * P          # one (lo, hi) for every rank
     if len(padding) != P:
         raise ValueError(f"block dimension: padding must be one (lo, hi) or one per grid rank "
@@ -428,13 +688,26 @@ def _padding_pair(pad, p: int) -> tuple[int, int]:
     if isinstance(pad, np.ndarray):
         pad = pad.tolist()
     if (not isinstance(pad, Sequence) or isinstance(pad, str) or len(pad) != 2
-            or not all(_is_int(x) for x in pad)):
+            or not all(is_int(x) for x in pad)):
         raise TypeError(f"block dimension: padding of grid rank {p} must be a 2-tuple of ints, "
                         f"got {pad!r}")
     if pad[0] < 0 or pad[1] < 0:
         raise ValueError(f"block dimension: padding of grid rank {p} must be non-negative, "
                          f"got {tuple(pad)}")
     return int(pad[0]), int(pad[1])
+
+
+def _common_flag(dicts, key: str, kind: str) -> bool:
+    """An optional bool key (default False) that must agree on every grid rank."""
+    first = dicts[0].get(key, False)
+    for p, d in enumerate(dicts):
+        v = d.get(key, False)
+        if not _is_bool(v):
+            raise TypeError(f"{kind} dimension: {key} of grid rank {p} must be a bool, got {v!r}")
+        if v != first:
+            raise ValueError(f"{kind} dimension: {key} of grid rank {p} ({v}) differs "
+                             f"from grid rank 0 ({first})")
+    return bool(first)
 
 
 # --------------------------------------------------------------------------
@@ -460,11 +733,13 @@ class CyclicMap(Map):
     """
 
     dist_type = "c"
+    name = "cyclic"
 
     def __init__(self, size: int, grid_size: int, block_size: int = 1):
         self.size = _int_arg("cyclic dimension: size", size, 0)
         self.grid_size = _int_arg("cyclic dimension: grid_size", grid_size, 1)
         self.block_size = _int_arg("cyclic dimension: block_size", block_size, 1)
+        self._freeze()
 
     def owned_count(self, p):
         self._check_rank(p)
@@ -473,6 +748,10 @@ class CyclicMap(Map):
         return cycles * bs + min(max(rest - p * bs, 0), bs)
 
     local_size = owned_count
+
+    @property
+    def has_copies(self) -> bool:
+        return False
 
     def global_indices(self, p):
         return self._global_from_local(p, np.arange(self.owned_count(p), dtype=_I64))
@@ -515,8 +794,11 @@ class CyclicMap(Map):
                              f"{p} (it is owned by grid rank {int(ranks.reshape(-1)[i])})")
         return local
 
-    def dim_dict(self, p, version="0.10.0"):
-        _dap_minor(version)
+    def resized(self, grid_size: int) -> "CyclicMap":
+        return CyclicMap(self.size, grid_size, self.block_size)
+
+    def to_dim_dict(self, p, version="0.10.0"):
+        dap_minor(version)
         self._check_rank(p)
         d = self._common(p)
         d["start"] = min(p * self.block_size, self.size)
@@ -524,8 +806,51 @@ class CyclicMap(Map):
             d["block_size"] = self.block_size
         return d
 
-    def _key(self):
-        return (self.size, self.grid_size, self.block_size)
+    @classmethod
+    def from_dim_dicts(cls, dicts, lengths, size, minor):
+        bs = dicts[0].get("block_size", 1)
+        for p, d in enumerate(dicts):
+            b = d.get("block_size", 1)
+            if not is_int(b):
+                raise TypeError(f"cyclic dimension: block_size of grid rank {p} must be an int, "
+                                f"got {b!r}")
+            if b < 1:
+                raise ValueError(f"cyclic dimension: block_size of grid rank {p} ({b}) must be "
+                                 ">= 1")
+            if b != bs:
+                raise ValueError(f"cyclic dimension: block_size of grid rank {p} ({b}) differs "
+                                 f"from grid rank 0 ({bs})")
+        m = CyclicMap(size, len(dicts), int(bs))
+        for p, d in enumerate(dicts):
+            start, first = d["start"], p * m.block_size
+            # a rank that owns nothing may say start == size (spec 1.6.4)
+            if start != first and not (first >= size and start == size):
+                raise ValueError(f"cyclic dimension: start of grid rank {p} ({start}) must be "
+                                 f"grid rank * block_size ({first})"
+                                 + (f" or size ({size})" if first >= size else ""))
+            if lengths[p] != m.owned_count(p):
+                raise ValueError(f"cyclic dimension: buffer length of grid rank {p} "
+                                 f"({lengths[p]}) must equal its owned count ({m.owned_count(p)})")
+        return m
+
+    def to_json(self):
+        return {"dist_type": "c", "size": self.size, "grid_size": self.grid_size,
+                "block_size": self.block_size}
+
+    @classmethod
+    def _from_json(cls, d, arrays):
+        return CyclicMap(d["size"], d["grid_size"], d["block_size"])
+
+    def tiles(self) -> Tiles:
+        """Tiles of ``block_size``, dealt round robin: ``g * ceil(n / (g * b))``
+        of them (at least g, the trailing ones empty), so that every grid
+        rank holds the same number."""
+        g, bs, n = self.grid_size, self.block_size, self.size
+        count = g * max(1, -(-n // (g * bs)))
+        i = np.arange(count, dtype=np.int64)
+        start = np.minimum(i * bs, n)
+        size = np.minimum(start + bs, n) - start
+        return Tiles(start, size, i % g, (i // g) * bs)
 
     def __repr__(self):
         return (f"CyclicMap(size={self.size}, grid_size={self.grid_size}, "
@@ -555,6 +880,7 @@ class UnstructuredMap(Map):
     """
 
     dist_type = "u"
+    name = "unstructured"
 
     def __init__(self, size: int, indices, one_to_one: bool = False):
         size = _int_arg("unstructured dimension: size", size, 0)
@@ -611,14 +937,21 @@ class UnstructuredMap(Map):
                 f"unstructured dimension: one_to_one is True but the owned counts sum to "
                 f"{total}, not size {size}: global index {dup} is held by grid ranks "
                 f"{holders[0]} and {holders[1]}")
+        for a in (rank_of, local_of):
+            a.flags.writeable = False
         self._rank_of, self._local_of = rank_of, local_of
-        self._sorted: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._sorted: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # lazily, per rank
+        self._freeze()
 
     def local_size(self, p):
         self._check_rank(p)
         return len(self.indices[p])
 
     owned_count = local_size
+
+    @property
+    def has_copies(self) -> bool:
+        return not self.one_to_one and sum(len(a) for a in self.indices) != self.size
 
     def global_indices(self, p):
         """Read-only int64 view of rank ``p``'s indices (no copy)."""
@@ -629,6 +962,19 @@ class UnstructuredMap(Map):
         if self.one_to_one:
             return self.owned_local_slice(p)
         return np.flatnonzero(self.owners(self.global_indices(p))[0] == p)
+
+    def piece_positions(self, ranks, local):
+        if self.one_to_one:
+            return local
+        out = np.empty_like(local)
+        for p in range(self.grid_size):
+            hit = ranks == p
+            if hit.any():
+                held = self.canonical_positions(p)
+                where = np.full(self.local_size(p), -1, np.int64)
+                where[held] = np.arange(len(held))
+                out[hit] = where[local[hit]]
+        return out
 
     def owners(self, g):
         g = _as_int64(g, "global index")
@@ -668,22 +1014,60 @@ class UnstructuredMap(Map):
     def _global_from_local(self, p, l):
         return self.indices[p][l]
 
-    def dim_dict(self, p, version="0.10.0"):
-        _dap_minor(version)
+    def resized(self, grid_size: int) -> BlockMap:
+        return BlockMap(self.size, grid_size)
+
+    def to_dim_dict(self, p, version="0.10.0"):
+        dap_minor(version)
         self._check_rank(p)
         d = self._common(p)
         d["indices"] = self.indices[p]
         d["one_to_one"] = self.one_to_one
         return d
 
-    def _key(self):  # arrays compared in __eq__
-        return (self.size, self.grid_size, self.one_to_one)
+    @classmethod
+    def from_dim_dicts(cls, dicts, lengths, size, minor):
+        one = _common_flag(dicts, "one_to_one", "unstructured")
+        arrays = []
+        for p, d in enumerate(dicts):
+            try:
+                a = np.asarray(d["indices"])
+            except Exception as exc:  # e.g. a non-buffer object
+                raise TypeError(f"unstructured dimension: indices of grid rank {p} must be an "
+                                f"integer buffer: {exc}") from None
+            if a.ndim != 1:
+                raise ValueError(f"unstructured dimension: indices of grid rank {p} must be "
+                                 f"1-d, got shape {a.shape}")
+            if a.size and a.dtype.kind not in "iu":
+                raise TypeError(f"unstructured dimension: indices of grid rank {p} must be "
+                                f"integers, got dtype {a.dtype}")
+            if len(a) != lengths[p]:
+                raise ValueError(f"unstructured dimension: len(indices) of grid rank {p} "
+                                 f"({len(a)}) must equal its buffer length ({lengths[p]})")
+            arrays.append(a)
+        return UnstructuredMap(size, arrays, bool(one))
 
-    def __eq__(self, other):
-        if type(other) is not type(self):
-            return NotImplemented
-        return self._key() == other._key() and all(
-            np.array_equal(a, b) for a, b in zip(self.indices, other.indices))
+    def to_json(self):
+        return {"dist_type": "u", "size": self.size, "grid_size": self.grid_size,
+                "one_to_one": self.one_to_one, "counts": [len(a) for a in self.indices]}
+
+    def json_arrays(self):
+        return {"indices": np.concatenate(self.indices) if self.indices else np.zeros(0, _I64)}
+
+    @classmethod
+    def _from_json(cls, d, arrays):
+        flat = np.asarray(arrays.get("indices", ()), np.int64)
+        counts = np.asarray(d["counts"], np.int64)
+        if counts.sum() != len(flat) or len(counts) != d["grid_size"]:
+            raise ValueError(f"unstructured dimension: {len(flat)} stored indices, but the "
+                             f"counts say {counts.tolist()}")
+        return UnstructuredMap(d["size"], list(np.split(flat, np.cumsum(counts)[:-1])),
+                               one_to_one=d["one_to_one"])
+
+    def tiles(self) -> Tiles:
+        raise ValueError(f"an unstructured dimension ({self!r}) cannot be cut into "
+                         "rectangular tiles; redistribute first, e.g. "
+                         "a.redistribute(dist=('b',)) (block) or dist=('c',), block_size=(b,)")
 
     def __repr__(self):
         counts = tuple(len(a) for a in self.indices)
@@ -691,274 +1075,4 @@ class UnstructuredMap(Map):
                 f"counts={counts}, one_to_one={self.one_to_one})")
 
 
-# --------------------------------------------------------------------------
-# import from DAP dimension dictionaries
-# --------------------------------------------------------------------------
-
-_REQUIRED = {"b": ("start", "stop"), "c": ("start",), "u": ("indices",)}
-_COMMON = ("size", "proc_grid_size", "proc_grid_rank")
-_NAMES = {"b": "block", "c": "cyclic", "u": "unstructured"}
-
-
-def map_from_dim_dicts(dicts, buffer_lengths, version: str = "0.10.0") -> Map:
-    """Build and validate the map of one dimension from every grid rank's dict.
-
-    ``dicts[p]`` is grid rank ``p``'s dimension dictionary for this dimension
-    and ``buffer_lengths[p]`` its local buffer length along it.  ``{}`` is the
-    0.10.0 alias for an undistributed block over the whole buffer (accepted
-    in 0.9.0 too); 0.9.0's ``'n'`` (undistributed, optional boundary
-    ``padding``) becomes a one-rank :class:`BlockMap`.  Every violated rule
-    raises ValueError/TypeError naming the rule, the grid rank and the value.
-
-    >>> dicts = [{'dist_type': 'b', 'size': 18, 'proc_grid_size': 2, 'proc_grid_rank': 0,
-    ...           'start': 0, 'stop': 9, 'padding': (1, 1)},
-    ...          {'dist_type': 'b', 'size': 18, 'proc_grid_size': 2, 'proc_grid_rank': 1,
-    ...           'start': 9, 'stop': 18, 'padding': (1, 1)}]
-    >>> m = map_from_dim_dicts(dicts, [10, 10], version="0.9.0")
-    >>> m == BlockMap(18, 2, padding=(1, 1)), m.dim_dict(1)["start"]
-    (True, 8)
-    >>> map_from_dim_dicts([{}], [4])
-    BlockMap(size=4, grid_size=1, bounds=(0, 4))
-    >>> map_from_dim_dicts([{'dist_type': 'c', 'size': 5, 'proc_grid_size': 1,
-    ...                      'proc_grid_rank': 0, 'start': 0}], [4])
-    Traceback (most recent call last):
-    ...
-    ValueError: cyclic dimension: buffer length of grid rank 0 (4) must equal its owned count (5)
-    """
-    minor = _dap_minor(version)
-    dicts, lengths = list(dicts), list(buffer_lengths)
-    if not dicts:
-        raise ValueError("need one dimension dictionary per grid rank, got none")
-    if len(lengths) != len(dicts):
-        raise ValueError(f"got {len(dicts)} dimension dictionaries but {len(lengths)} "
-                         f"buffer lengths")
-    for p, n in enumerate(lengths):
-        _int_arg(f"buffer length of grid rank {p}", n, 0)
-    dicts = [_expand_alias(d, p, int(n), minor, len(dicts)) for p, (d, n)
-             in enumerate(zip(dicts, lengths))]
-
-    for p, d in enumerate(dicts):
-        if "dist_type" not in d:
-            raise ValueError(f"required key 'dist_type' missing in the dict of grid rank {p}")
-    kind = dicts[0]["dist_type"]
-    if kind not in _REQUIRED:
-        raise ValueError(f"dist_type of grid rank 0 ({kind!r}) is unknown "
-                         f"(known: 'b', 'c', 'u'" + (", 'n')" if minor == 9 else ")"))
-    name = _NAMES[kind]
-    for p, d in enumerate(dicts):
-        if d.get("dist_type") != kind:
-            raise ValueError(f"{name} dimension: dist_type of grid rank {p} "
-                             f"({d['dist_type']!r}) differs from grid rank 0 ({kind!r})")
-        for key in _COMMON + _REQUIRED[kind]:
-            if key not in d:
-                raise ValueError(f"{name} dimension: required key {key!r} missing in the "
-                                 f"dict of grid rank {p}")
-            if key != "indices" and not _is_int(d[key]):
-                raise TypeError(f"{name} dimension: {key} of grid rank {p} must be an int, "
-                                f"got {d[key]!r} ({type(d[key]).__name__})")
-        if d["size"] < 0:
-            raise ValueError(f"{name} dimension: size of grid rank {p} ({d['size']}) must be >= 0")
-        if d["proc_grid_size"] < 1:
-            raise ValueError(f"{name} dimension: proc_grid_size of grid rank {p} "
-                             f"({d['proc_grid_size']}) must be >= 1")
-        for key in ("size", "proc_grid_size"):
-            if d[key] != dicts[0][key]:
-                raise ValueError(f"{name} dimension: {key} of grid rank {p} ({d[key]}) "
-                                 f"differs from grid rank 0 ({dicts[0][key]})")
-        if d["proc_grid_rank"] != p:
-            raise ValueError(f"{name} dimension: proc_grid_rank of the dict at grid rank {p} "
-                             f"is {d['proc_grid_rank']} (must equal its position {p})")
-    if dicts[0]["proc_grid_size"] != len(dicts):
-        raise ValueError(f"{name} dimension: proc_grid_size ({dicts[0]['proc_grid_size']}) "
-                         f"must equal the number of dicts given ({len(dicts)})")
-    size = int(dicts[0]["size"])
-    build = {"b": _block_from_dicts, "c": _cyclic_from_dicts, "u": _unstructured_from_dicts}
-    return build[kind](dicts, [int(n) for n in lengths], size, minor)
-
-
-def _expand_alias(d, p: int, n: int, minor: int, ndicts: int) -> Mapping:
-    if not isinstance(d, Mapping):
-        raise TypeError(f"dimension dictionary of grid rank {p} must be a dict, got "
-                        f"{type(d).__name__}")
-    if len(d) == 0:                       # spec 1.6.3: undistributed block
-        return {"dist_type": "b", "proc_grid_rank": 0, "proc_grid_size": 1,
-                "start": 0, "stop": n, "size": n}
-    if d.get("dist_type") != "n":
-        return d
-    if minor != 9:
-        raise ValueError(f"dist_type of grid rank {p} ('n') is only valid in DAP 0.9.0")
-    if ndicts != 1:
-        raise ValueError(f"undistributed dimension ('n'): grid size is 1, but {ndicts} "
-                         f"dicts were given")
-    if "size" not in d:
-        raise ValueError("undistributed dimension ('n'): required key 'size' missing in the "
-                         "dict of grid rank 0")
-    if not _is_int(d["size"]):
-        raise TypeError(f"undistributed dimension ('n'): size of grid rank 0 must be an int, "
-                        f"got {d['size']!r}")
-    out = {"dist_type": "b", "proc_grid_rank": 0, "proc_grid_size": 1,
-           "start": 0, "stop": d["size"], "size": d["size"]}
-    for key in ("padding", "periodic"):
-        if key in d:
-            out[key] = d[key]
-    return out
-
-
-def _common_flag(dicts, key: str, kind: str) -> bool:
-    """An optional bool key (default False) that must agree on every grid rank."""
-    first = dicts[0].get(key, False)
-    for p, d in enumerate(dicts):
-        v = d.get(key, False)
-        if not _is_bool(v):
-            raise TypeError(f"{kind} dimension: {key} of grid rank {p} must be a bool, got {v!r}")
-        if v != first:
-            raise ValueError(f"{kind} dimension: {key} of grid rank {p} ({v}) differs "
-                             f"from grid rank 0 ({first})")
-    return bool(first)
-
-
-def _block_from_dicts(dicts, lengths, size, minor) -> BlockMap:
-    P = len(dicts)
-    periodic = _common_flag(dicts, "periodic", "block")
-    owned, paddings = [], []
-    for p, d in enumerate(dicts):
-        pad = _padding_pair(d.get("padding", (0, 0)), p)
-        paddings.append(pad)
-        comm_lo = pad[0] if p > 0 else 0
-        comm_hi = pad[1] if p < P - 1 else 0
-        start, stop, n = int(d["start"]), int(d["stop"]), lengths[p]
-        if not 0 <= start <= stop <= size:
-            raise ValueError(f"block dimension: grid rank {p} needs 0 <= start <= stop <= size, "
-                             f"got start {start}, stop {stop}, size {size}")
-        if minor == 10:
-            if stop - start != n:
-                raise ValueError(f"block dimension: stop - start of grid rank {p} "
-                                 f"({stop} - {start} = {stop - start}) must equal its buffer "
-                                 f"length ({n})")
-            lo, hi = start + comm_lo, stop - comm_hi
-            if lo > hi:
-                raise ValueError(f"block dimension: communication padding {(comm_lo, comm_hi)} of "
-                                 f"grid rank {p} exceeds its buffer range [{start}, {stop})")
-        else:
-            if periodic and ((p == 0 and pad[0]) or (p == P - 1 and pad[1])):
-                raise ValueError(
-                    f"block dimension: periodic with nonzero edge padding {pad} on grid rank "
-                    f"{p} is unsupported in DAP 0.9.0 (wrap-around communication padding "
-                    f"outside size)")
-            if start - comm_lo < 0 or stop + comm_hi > size:
-                raise ValueError(f"block dimension: buffer range of grid rank {p} "
-                                 f"[{start - comm_lo}, {stop + comm_hi}) (start/stop plus "
-                                 f"communication padding) leaves [0, {size})")
-            if stop - start + comm_lo + comm_hi != n:
-                raise ValueError(f"block dimension: stop - start plus communication padding of "
-                                 f"grid rank {p} ({stop - start + comm_lo + comm_hi}) must "
-                                 f"equal its buffer length ({n})")
-            lo, hi = start, stop
-        owned.append((lo, hi, comm_lo or comm_hi))
-    if owned[0][0] != 0:
-        raise ValueError(f"block dimension: owned start of grid rank 0 ({owned[0][0]}) must be 0 "
-                         f"(blocks cover [0, size))")
-    for p in range(P - 1):
-        (_, hi, padded), (lo, _, padded_next) = owned[p], owned[p + 1]
-        if hi != lo:
-            if padded or padded_next:
-                raise ValueError(
-                    f"block dimension: owned stop of grid rank {p} ({hi}) must equal owned start "
-                    f"of grid rank {p + 1} ({lo}) (adjacent blocks; owned = start..stop "
-                    f"without communication padding)")
-            raise ValueError(f"block dimension: stop of grid rank {p} ({hi}) must equal start "
-                             f"of grid rank {p + 1} ({lo}) (adjacent blocks)")
-    if owned[-1][1] != size:
-        raise ValueError(f"block dimension: owned stop of grid rank {P - 1} ({owned[-1][1]}) must "
-                         f"equal size ({size}) (blocks cover [0, size))")
-    bounds = [0] + [hi for _, hi, _ in owned]
-    return BlockMap(size, P, bounds, paddings, bool(periodic))
-
-
-def _cyclic_from_dicts(dicts, lengths, size, minor) -> CyclicMap:
-    bs = dicts[0].get("block_size", 1)
-    for p, d in enumerate(dicts):
-        b = d.get("block_size", 1)
-        if not _is_int(b):
-            raise TypeError(f"cyclic dimension: block_size of grid rank {p} must be an int, "
-                            f"got {b!r}")
-        if b < 1:
-            raise ValueError(f"cyclic dimension: block_size of grid rank {p} ({b}) must be >= 1")
-        if b != bs:
-            raise ValueError(f"cyclic dimension: block_size of grid rank {p} ({b}) differs from "
-                             f"grid rank 0 ({bs})")
-    m = CyclicMap(size, len(dicts), int(bs))
-    for p, d in enumerate(dicts):
-        start, first = d["start"], p * m.block_size
-        # a rank that owns nothing may say start == size (spec 1.6.4)
-        if start != first and not (first >= size and start == size):
-            raise ValueError(f"cyclic dimension: start of grid rank {p} ({start}) must be "
-                             f"grid rank * block_size ({first})"
-                             + (f" or size ({size})" if first >= size else ""))
-        if lengths[p] != m.owned_count(p):
-            raise ValueError(f"cyclic dimension: buffer length of grid rank {p} ({lengths[p]}) "
-                             f"must equal its owned count ({m.owned_count(p)})")
-    return m
-
-
-def _unstructured_from_dicts(dicts, lengths, size, minor) -> UnstructuredMap:
-    one = _common_flag(dicts, "one_to_one", "unstructured")
-    arrays = []
-    for p, d in enumerate(dicts):
-        try:
-            a = np.asarray(d["indices"])
-        except Exception as exc:  # e.g. a non-buffer object
-            raise TypeError(f"unstructured dimension: indices of grid rank {p} must be an "
-                            f"integer buffer: {exc}") from None
-        if a.ndim != 1:
-            raise ValueError(f"unstructured dimension: indices of grid rank {p} must be 1-d, "
-                             f"got shape {a.shape}")
-        if a.size and a.dtype.kind not in "iu":
-            raise TypeError(f"unstructured dimension: indices of grid rank {p} must be "
-                            f"integers, got dtype {a.dtype}")
-        if len(a) != lengths[p]:
-            raise ValueError(f"unstructured dimension: len(indices) of grid rank {p} "
-                             f"({len(a)}) must equal its buffer length ({lengths[p]})")
-        arrays.append(a)
-    return UnstructuredMap(size, arrays, bool(one))
-
-
-# --------------------------------------------------------------------------
-# num_owned_indices, done right
-# --------------------------------------------------------------------------
-
-def num_owned_indices(dim_dict: Mapping, version: str = "0.10.0") -> int:
-    """Number of indices owned according to ONE dimension dictionary.
-
-    Block follows the spec appendix (0.10.0: ``stop - start`` minus
-    communication padding; 0.9.0: ``stop - start``); cyclic uses the true
-    count, unlike the appendix (which gives the partial last block to rank
-    0); unstructured is ``len(indices)``; 0.9.0 ``'n'`` is ``size``.
-
-    >>> dd = {'dist_type': 'c', 'size': 7, 'proc_grid_size': 2, 'block_size': 2}
-    >>> [num_owned_indices(dict(dd, proc_grid_rank=p, start=2 * p)) for p in range(2)]
-    [4, 3]
-    >>> num_owned_indices({'dist_type': 'b', 'size': 18, 'proc_grid_size': 2,
-    ...                    'proc_grid_rank': 1, 'start': 8, 'stop': 18, 'padding': (1, 1)})
-    9
-    """
-    minor = _dap_minor(version)
-    if len(dim_dict) == 0:
-        raise ValueError("an empty dimension dictionary owns its whole buffer; the count "
-                         "is the buffer length, which the dict does not carry")
-    kind = dim_dict["dist_type"]
-    if kind == "n":
-        return int(dim_dict["size"])
-    if kind == "b":
-        count = dim_dict["stop"] - dim_dict["start"]
-        if minor == 9:
-            return int(count)
-        lo, hi = dim_dict.get("padding", (0, 0))
-        p, P = dim_dict["proc_grid_rank"], dim_dict["proc_grid_size"]
-        return int(count - (lo if p > 0 else 0) - (hi if p < P - 1 else 0))
-    if kind == "c":
-        return CyclicMap(dim_dict["size"], dim_dict["proc_grid_size"],
-                         dim_dict.get("block_size", 1)).owned_count(dim_dict["proc_grid_rank"])
-    if kind == "u":
-        return len(np.asarray(dim_dict["indices"]))
-    raise ValueError(f"dist_type {kind!r} is unknown (known: 'b', 'c', 'u')")
+MAP_KINDS = {"b": BlockMap, "c": CyclicMap, "u": UnstructuredMap}

@@ -15,20 +15,21 @@ complex64/128), optionally ``?T`` (missing values, an LSB-first validity
 bitmap, 1 = valid, as in Arrow).
 
 >>> info = type_info("var * var * ?float64")
->>> info.kind, info.var_ndim, info.dtype, info.optional
-('ragged', 2, 'float64', True)
+>>> info.kind, info.ragged, info.var_ndim, info.dtype, info.optional
+(<Kind.RAGGED: 'ragged'>, True, 2, 'float64', True)
 >>> type_info("3 * 4 * int32").shape, buffer_format("int32")
 ((3, 4), 'i')
 """
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
 
 import numpy as np
 from ndtypes import ndt
 
-__all__ = ["TypeInfo", "type_info", "numpy_dtype", "buffer_format",
+__all__ = ["Kind", "TypeInfo", "type_info", "numpy_dtype", "buffer_format",
            "dtype_from_format", "dtype_from_numpy", "DTYPES"]
 
 # ndtypes name -> (numpy dtype, native PEP-3118 format that memoryview and
@@ -55,21 +56,50 @@ _BY_NUMPY = {dt: name for name, (dt, _) in DTYPES.items()}
 _FIXED_DIM = re.compile(r"^(\d+)$|^fixed\(shape=(\d+), step=(-?\d+)\)$")
 
 
+class Kind(str, enum.Enum):
+    """The two families of distributable types. A ``str`` enum, so that the
+    saved JSON and the messages read ``"fixed"`` / ``"ragged"``."""
+    FIXED = "fixed"
+    RAGGED = "ragged"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class TypeInfo:
     """The classified shape of a local partition's type.
 
-    kind      'fixed' or 'ragged'
-    shape     fixed dims (kind 'fixed'); () for ragged
-    var_ndim  number of var dims (kind 'ragged'); 0 for fixed
+    kind      Kind.FIXED or Kind.RAGGED
+    shape     fixed dims (fixed); () for ragged
+    var_ndim  number of var dims (ragged); 0 for fixed
     dtype     scalar name without '?', e.g. 'float64'
     optional  True for ?T leaves
+
+    Build with ``TypeInfo.fixed(shape, dtype)`` / ``TypeInfo.of_ragged(var_ndim,
+    dtype)`` or ``type_info(t)``.
     """
-    kind: str
+    kind: Kind
     shape: tuple
     var_ndim: int
     dtype: str
     optional: bool
+
+    def __post_init__(self):
+        object.__setattr__(self, "kind", Kind(self.kind))
+
+    @classmethod
+    def fixed(cls, shape, dtype: str, optional: bool = False) -> "TypeInfo":
+        return cls(Kind.FIXED, tuple(int(s) for s in shape), 0, dtype, bool(optional))
+
+    @classmethod
+    def of_ragged(cls, var_ndim: int, dtype: str, optional: bool = False) -> "TypeInfo":
+        return cls(Kind.RAGGED, (), int(var_ndim), dtype, bool(optional))
+
+    @property
+    def ragged(self) -> bool:
+        """True for ``var * var * T`` (rows of lists), False for fixed dims."""
+        return self.kind is Kind.RAGGED
 
     @property
     def leaf(self) -> str:
@@ -86,19 +116,40 @@ class TypeInfo:
 
     @property
     def ndim(self) -> int:
-        return len(self.shape) if self.kind == "fixed" else self.var_ndim
+        return self.var_ndim if self.ragged else len(self.shape)
 
     def with_shape(self, shape) -> "TypeInfo":
-        """The same dtype with other fixed dims (kind 'fixed' only)."""
-        return TypeInfo("fixed", tuple(int(s) for s in shape), 0, self.dtype, self.optional)
+        """The same dtype with other fixed dims (fixed types only)."""
+        return TypeInfo.fixed(shape, self.dtype, self.optional)
+
+    def with_leaf(self, leaf: str) -> "TypeInfo":
+        """The same dims with another leaf, e.g. ``'?int64'``."""
+        return TypeInfo(self.kind, self.shape, self.var_ndim, leaf.lstrip("?"),
+                        leaf.startswith("?"))
+
+    @property
+    def layout(self) -> tuple:
+        """What two arrays must share to be combined elementwise: the kind and
+        the fixed shape / number of var dims (not the dtype)."""
+        return (self.kind, self.shape, self.var_ndim)
+
+    def describe_layout(self) -> str:
+        """The layout with a placeholder leaf, e.g. ``'3 * 4 * T'``, ``'var * var * T'``."""
+        dims = "var * " * self.var_ndim if self.ragged else "".join(f"{s} * " for s in self.shape)
+        return dims + "T"
 
     def type_string(self) -> str:
         """The ndtypes string of a C-contiguous container of this layout."""
-        if self.kind == "fixed":
-            dims = "".join(f"{s} * " for s in self.shape)
-        else:
-            dims = "var * " * self.var_ndim
-        return dims + self.leaf
+        return self.describe_layout()[:-1] + self.leaf
+
+    def global_type(self, global_shape) -> str:
+        """The type of the whole array whose local parts have this type:
+        ``N * M * T`` for fixed types, the type itself for ragged ones.
+
+        >>> type_info("2 * 3 * int8").global_type((10, 3))
+        '10 * 3 * int8'
+        """
+        return self.type_string() if self.ragged else self.with_shape(global_shape).type_string()
 
 
 def type_info(t) -> TypeInfo:
@@ -109,7 +160,7 @@ def type_info(t) -> TypeInfo:
     types, mixed fixed/var dims and zero-dimensional scalars.
 
     >>> type_info("2 * 3 * ?complex128")
-    TypeInfo(kind='fixed', shape=(2, 3), var_ndim=0, dtype='complex128', optional=True)
+    TypeInfo(kind=<Kind.FIXED: 'fixed'>, shape=(2, 3), var_ndim=0, dtype='complex128', optional=True)
     >>> type_info("{a: int64}")
     Traceback (most recent call last):
     ...
@@ -142,7 +193,7 @@ def type_info(t) -> TypeInfo:
         if len(dims) < 2:
             raise TypeError(f"cannot distribute type {text!r}: ragged data needs an outer "
                             "dimension of rows, e.g. 'var * var * float64'")
-        return TypeInfo("ragged", (), len(dims), dtype, optional)
+        return TypeInfo.of_ragged(len(dims), dtype, optional)
     shape = []
     for d in dims:
         m = _FIXED_DIM.match(d)
@@ -150,7 +201,7 @@ def type_info(t) -> TypeInfo:
             raise TypeError(f"cannot distribute type {text!r}: dimension {d!r} is neither "
                             "fixed nor var (abstract or mixed fixed/var types are not supported)")
         shape.append(int(m.group(1) or m.group(2)))
-    return TypeInfo("fixed", tuple(shape), 0, dtype, optional)
+    return TypeInfo.fixed(shape, dtype, optional)
 
 
 def numpy_dtype(dtype: str) -> np.dtype:

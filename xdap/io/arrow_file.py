@@ -16,7 +16,7 @@ Writing copies the piece once into an in-memory IPC buffer (so the file's
 CRC is computed while writing it); reading is zero-copy over the bytes read
 (except bool leaves, unpacked to one byte each).
 
->>> from xdap.containers import as_container, parts, container
+>>> from xdap.parts import as_container, parts, container
 >>> p = parts(as_container([[1 + 2j, None], []], type="var * var * ?complex128"))
 >>> buf = to_ipc(p)
 >>> q = from_ipc(memoryview(buf), p.info)
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..containers import Parts
+from ..parts import Parts
 from ..protocols.arrow import ComplexType, parts_from_arrow, to_arrow
 from ..types import TypeInfo
 

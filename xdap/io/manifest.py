@@ -28,11 +28,10 @@ from __future__ import annotations
 import json
 import zlib
 
-import numpy as np
 
-from ..maps import BlockMap, CyclicMap, Map, UnstructuredMap
+from ..maps import Map
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "map_to_json", "maps_to_json",
+__all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "maps_to_json",
            "maps_from_json", "dumps", "loads", "generation_name", "file_name"]
 
 FORMAT = "xdap-save"
@@ -50,47 +49,20 @@ def file_name(generation: str, what: str) -> str:
     return f"{generation}.{what}"
 
 
-def map_to_json(m: Map) -> dict:
-    """A dimension map as JSON (unstructured indices are kept in a file)."""
-    if isinstance(m, BlockMap):
-        return {"dist_type": "b", "size": m.size, "grid_size": m.grid_size,
-                "bounds": list(m.bounds), "padding": [list(p) for p in m.padding],
-                "periodic": m.periodic}
-    if isinstance(m, CyclicMap):
-        return {"dist_type": "c", "size": m.size, "grid_size": m.grid_size,
-                "block_size": m.block_size}
-    if isinstance(m, UnstructuredMap):
-        return {"dist_type": "u", "size": m.size, "grid_size": m.grid_size,
-                "one_to_one": m.one_to_one, "counts": [len(a) for a in m.indices]}
-    raise TypeError(f"cannot save a dimension map of type {type(m).__name__}")
-
-
 def maps_to_json(maps) -> list:
-    return [map_to_json(m) for m in maps]
+    return [m.to_json() for m in maps]
 
 
 def maps_from_json(dicts, indices: dict) -> list:
     """Rebuild the maps; ``indices[k]`` is the concatenated int64 index array
-    of unstructured dim k. The map constructors validate everything."""
+    of unstructured dim k (``Map.json_arrays``). The map constructors
+    validate everything."""
     maps = []
     for k, d in enumerate(dicts):
-        kind = d["dist_type"]
-        if kind == "b":
-            maps.append(BlockMap(d["size"], d["grid_size"], bounds=d["bounds"],
-                                 padding=[tuple(p) for p in d["padding"]],
-                                 periodic=bool(d["periodic"])))
-        elif kind == "c":
-            maps.append(CyclicMap(d["size"], d["grid_size"], d["block_size"]))
-        elif kind == "u":
-            flat = np.asarray(indices[k], np.int64)
-            counts = np.asarray(d["counts"], np.int64)
-            if counts.sum() != len(flat) or len(counts) != d["grid_size"]:
-                raise ValueError(f"unstructured dimension {k}: the index file holds {len(flat)} "
-                                 f"indices, the manifest's counts {counts.tolist()}")
-            maps.append(UnstructuredMap(d["size"], list(np.split(flat, np.cumsum(counts)[:-1])),
-                                        one_to_one=bool(d["one_to_one"])))
-        else:
-            raise ValueError(f"unknown dist_type {kind!r} in dimension {k}")
+        try:
+            maps.append(Map.from_json(d, {"indices": indices[k]} if k in indices else None))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"dimension {k}: {e}") from None
     return maps
 
 

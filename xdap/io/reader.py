@@ -13,23 +13,23 @@ import os
 import numpy as np
 
 from .. import comm as _comm
-from ..array import DistArray
-from ..containers import Parts, concat_parts, container, pack_validity, take_rows, unpack_validity
+from ..comm import balanced_grid
+from ..parts import Parts, concat_parts, pack_validity, take_rows, unpack_validity
 from ..distribution import Distribution, make_distribution
-from ..maps import BlockMap, CyclicMap
-from ..types import TypeInfo
+from ..types import Kind, TypeInfo
 from . import manifest as mf
 from .arrow_file import from_ipc
 from .files import map_verified, read_into
 from .npy import parse_npy_header
-from .plan import index_tuple, needed_indices, read_plan, selection_size
+from .plan import index_tuple, read_plan, selection_size
 from .writer import agreed_path
 
 __all__ = ["load"]
 
 
-def load(path, comm=None, dist=None, grid=None, **per_dim) -> DistArray:
-    """Load a save written by ``DistArray.save`` (collective).
+def load(path, comm=None, dist=None, grid=None, **per_dim) -> tuple:
+    """Load a save written by ``DistArray.save``: ``(Distribution, Parts)``
+    (collective; ``xdap.load`` wraps it).
 
     With no ``dist``/``grid``/options on as many ranks as saved it, the
     distribution is the saved one exactly (padding, periodic, block sizes,
@@ -49,23 +49,22 @@ def load(path, comm=None, dist=None, grid=None, **per_dim) -> DistArray:
     >>> a = xdap.from_global([[1, None], [], [2]], type="var * var * ?int8", comm=MPI.COMM_SELF)
     >>> path = os.path.join(tempfile.mkdtemp(), "r.xdap")
     >>> a.save(path)
-    >>> b = xdap.load(path, comm=MPI.COMM_SELF, dist=("c",))
-    >>> str(b.type), b.local.value
-    ('var * var * ?int8', [[1, None], [], [2]])
+    >>> d, p = load(path, comm=MPI.COMM_SELF, dist=("c",))
+    >>> d.maps[0], p.info.type_string(), p.nrows
+    (CyclicMap(size=3, grid_size=1, block_size=1), 'var * var * ?int8', 3)
     """
     comm = _comm.resolve(comm)
     path = agreed_path(comm, path, "load")
-    _comm.same_everywhere(comm, "load: dist, grid and the per-dimension options",
-                          (dist, grid, per_dim))
+    with _comm.agreement(comm, "load") as ag:
+        ag.same("dist, grid and the per-dimension options", (dist, grid, per_dim))
     for attempt in range(_ATTEMPTS):
         body = None
-        with _comm.collective_checks(comm):
+        with _comm.agreement(comm):
             if comm.rank == 0:
                 body = _read_manifest(path)
         body = comm.bcast(body, root=0)
         try:
-            d, local = _load_generation(path, body, comm, dist, grid, per_dim)
-            return DistArray(d, local)
+            return _load_generation(path, body, comm, dist, grid, per_dim)
         except (ValueError, TypeError) as e:      # raised alike on every rank
             # Another process may have saved to ``path`` since the manifest
             # was read, and deleted the files it names: load the new save.
@@ -93,25 +92,26 @@ def _generation_now(path: str):
 
 
 def _load_generation(path, body, comm, dist, grid, per_dim) -> tuple:
-    """(distribution, local container) of the save that manifest ``body``
+    """(distribution, local Parts) of the save that manifest ``body``
     describes (collective; errors are raised alike on every rank)."""
-    with _comm.collective_checks(comm):
-        info = TypeInfo(body["kind"], tuple(body["shape"]) if body["kind"] == "fixed" else (),
+    with _comm.agreement(comm):
+        ragged = Kind(body["kind"]) is Kind.RAGGED
+        info = TypeInfo(body["kind"], () if ragged else tuple(body["shape"]),
                         body["var_ndim"], body["dtype"], body["optional"])
         indices = {int(k): _read_npy(path, rec) for k, rec in body["maps_files"].items()}
         saved = mf.maps_from_json(body["distribution"]["maps"], indices)
         where = {tuple(p["coords"]): p["rank"] for p in body["pieces"]}
         if len(where) != len(body["pieces"]) or sorted(where.values()) != list(range(len(where))):
             raise ValueError(f"xdap save {path!r}: the manifest's pieces do not match its grid")
-    with _comm.collective_checks(comm):
+    with _comm.agreement(comm):
         d = _target(body, saved, comm, dist, grid, per_dim)
 
     local, error = None, None
     try:
-        need = [needed_indices(m, c) for m, c in zip(d.maps, d.coords)]
+        need = [m.buffer_indices(c) for m, c in zip(d.maps, d.coords)]
         plan = read_plan(saved, lambda coords: where[coords], need)
-        local = container((_read_ragged if info.kind == "ragged" else _read_fixed)(
-            path, body, info, plan, d.local_shape))
+        local = (_read_ragged if info.ragged else _read_fixed)(path, body, info, plan,
+                                                               d.local_shape)
     except Exception as e:      # MemoryError too: raised here alone, it left the others waiting
         error = e if isinstance(e, (ValueError, TypeError)) else \
             ValueError(f"xdap save {path!r}: {type(e).__name__}: {e}")
@@ -162,29 +162,19 @@ def _target(body, saved, comm, dist, grid, per_dim) -> Distribution:
         if comm.size == len(body["pieces"]):
             return Distribution(saved, comm, body["distribution"]["rank_coords"])
         return _default(shape, saved, comm)
-    if body["kind"] == "ragged" and dist is not None and len(tuple(dist)) != 1:
+    if Kind(body["kind"]) is Kind.RAGGED and dist is not None and len(tuple(dist)) != 1:
         raise ValueError(f"ragged data is distributed by rows: dist needs one entry, got {dist!r}")
     return make_distribution(shape, dist, grid, comm, **per_dim)
 
 
 def _default(shape, saved, comm) -> Distribution:
-    """Keep each dim's kind on another rank count (see ``load``)."""
-    if all(m.grid_size == 1 for m in saved):
-        return make_distribution(shape, None, None, comm)
-    dist, block_size, padding, periodic = [], [], [], []
-    for m in saved:
-        kind = "n" if m.grid_size == 1 else ("c" if isinstance(m, CyclicMap) else "b")
-        dist.append(kind)
-        block_size.append(m.block_size if kind == "c" else None)
-        uniform = isinstance(m, BlockMap) and len(set(m.padding)) == 1 and kind == "b"
-        padding.append(m.padding[0] if uniform else None)
-        periodic.append(m.periodic if isinstance(m, BlockMap) and kind == "b" else None)
-    try:
-        return make_distribution(shape, dist, None, comm, block_size=block_size,
-                                 padding=padding, periodic=periodic)
-    except ValueError:          # the padding does not fit the new, smaller blocks
-        return make_distribution(shape, dist, None, comm, block_size=block_size,
-                                 periodic=periodic)
+    """Keep each dim's kind on another rank count (see ``load``): the saved
+    maps resized over a balanced grid of the distributed dims."""
+    distributed = [k for k, m in enumerate(saved) if m.grid_size > 1] or [0]
+    grid = [1] * len(saved)
+    for k, g in zip(distributed, balanced_grid(comm.size, len(distributed))):
+        grid[k] = g
+    return Distribution([m.resized(g) for m, g in zip(saved, grid)], comm)
 
 
 def _is_whole(sels, shape) -> bool:
@@ -254,7 +244,7 @@ def _read_ragged(path, body, info, plan, local_shape) -> Parts:
     if len(got) == 1 and _is_whole((plan[0][1][0],), local_shape):
         return got[0][1]                                   # zero-copy over the file's bytes
     if not got:
-        raise ValueError(f"load: this rank's part of the ragged array would have no rows, and "
+        raise ValueError("load: this rank's part of the ragged array would have no rows, and "
                          "xnd 0.2.0.dev3 cannot hold a ragged container of zero rows; load onto "
                          "fewer ranks or a distribution that gives every rank a row")
     positions = np.concatenate([g for g, _ in got])

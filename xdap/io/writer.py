@@ -24,8 +24,7 @@ import threading
 import numpy as np
 
 from .. import comm as _comm
-from ..containers import take_block, take_rows
-from ..maps import UnstructuredMap
+from ..parts import take_block, take_rows
 from . import manifest as mf
 from .arrow_file import to_ipc
 from .files import as_path, crash_point, fsync_dir, write_file
@@ -38,8 +37,9 @@ _OURS = re.compile(r"^g(\d{6})\.")
 _TMP = re.compile(r"^\.manifest\.g\d{6}\.tmp$")
 
 
-def save(a, path) -> None:
-    """Save a DistArray to the directory ``path`` (collective).
+def save(d, p, path) -> None:
+    """Save the array ``(d, p)`` to the directory ``path`` (collective;
+    ``DistArray.save`` calls this).
 
     Writes the global type, the distribution and the owned data of every
     rank in parallel: fixed pieces as ``.npy`` files (their validity
@@ -53,14 +53,14 @@ def save(a, path) -> None:
     >>> from mpi4py import MPI
     >>> a = xdap.from_global(np.arange(6.0), comm=MPI.COMM_SELF)
     >>> path = os.path.join(tempfile.mkdtemp(), "a.xdap")
-    >>> a.save(path)
+    >>> save(a.distribution, a.parts, path)
     >>> xdap.load(path, comm=MPI.COMM_SELF).to_global().value
     [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
     """
-    comm = a.comm
+    comm = d.comm
     prepared = None
     path = agreed_path(comm, path, "save")
-    with _comm.collective_checks(comm):
+    with _comm.agreement(comm):
         if comm.rank == 0:
             prepared = _prepare(path)
     generation = comm.bcast(prepared, root=0)
@@ -68,9 +68,9 @@ def save(a, path) -> None:
     files = {}
     error = None
     try:
-        files = _write_piece(a, path, generation)
+        files = _write_piece(d, p, path, generation)
         if comm.rank == 0:
-            maps_files = _write_maps(a, path, generation)
+            maps_files = _write_maps(d, path, generation)
     except Exception as e:      # MemoryError too: every rank must reach the agreement
         error = ValueError(f"save to {path!r}: writing this rank's piece failed: "
                            f"{type(e).__name__}: {e}")
@@ -82,19 +82,20 @@ def save(a, path) -> None:
                        or (comm.rank == 0 and n.startswith(generation + ".map"))])
         raise
 
-    d = a.distribution
+    info = p.info
     shape = list(d.global_shape)
     pieces = comm.gather({"rank": comm.rank, "coords": list(d.coords),
                           "shape": files.pop("_shape"), "files": files}, root=0)
-    with _comm.collective_checks(comm):
+    with _comm.agreement(comm):
         if comm.rank == 0:
             body = {
                 "format": mf.FORMAT, "version": mf.FORMAT_VERSION, "generation": generation,
-                "type": str(a.type), "kind": a.info.kind, "dtype": a.info.dtype,
-                "optional": a.info.optional, "var_ndim": a.info.var_ndim, "shape": shape,
+                "type": info.global_type(d.global_shape), "kind": info.kind.value,
+                "dtype": info.dtype, "optional": info.optional, "var_ndim": info.var_ndim,
+                "shape": shape,
                 "distribution": {
                     "grid": list(d.grid),
-                    "rank_coords": None if d._rank_coords is None else d._rank_coords.tolist(),
+                    "rank_coords": None if d.c_order else d.rank_coords.tolist(),
                     "maps": mf.maps_to_json(d.maps)},
                 "maps_files": maps_files,
                 "pieces": pieces,
@@ -106,10 +107,11 @@ def agreed_path(comm, path, what: str) -> str:
     """``path`` as a str, the same on every rank (collective; the same error
     everywhere otherwise). The check runs outside the gather, so a bad path
     on one rank cannot leave it in a different collective than the others."""
-    with _comm.collective_checks(comm):
+    with _comm.agreement(comm, share=True) as ag:
         path = as_path(path)
-    paths = comm.allgather(path)
-    if any(p != paths[0] for p in paths):
+        ag.share(path)
+    paths = ag.shared
+    if any(q != paths[0] for q in paths):
         raise ValueError(f"{what}: ranks passed different paths: {paths}")
     return path
 
@@ -144,12 +146,12 @@ def _prepare(path: str) -> str:
     return mf.generation_name(max(numbers) + 1)
 
 
-def _write_piece(a, path: str, generation: str) -> dict:
+def _write_piece(d, p, path: str, generation: str) -> dict:
     """Write this rank's piece; return {role: record} and '_shape'."""
-    d, p, r = a.distribution, a._parts, a.comm.rank
+    r = d.comm.rank
     sels = [piece_positions(m, c) for m, c in zip(d.maps, d.coords)]
     name = os.path.join(path, mf.file_name(generation, f"piece{r}"))
-    if a.info.kind == "ragged":
+    if p.info.ragged:
         rows = sels[0]
         whole = isinstance(rows, slice) and rows == slice(0, p.nrows)
         piece = p if whole else take_rows(p, np.arange(p.nrows)[rows])
@@ -168,21 +170,22 @@ def _write_piece(a, path: str, generation: str) -> dict:
     out = {"values": dict(write_file(name + ".values.npy", [header, values]),
                           header_bytes=len(header)),
            "_shape": list(values.shape)}
-    if a.info.optional:
+    if p.info.optional:
         header = npy_header(bits.dtype, bits.shape)
         out["validity"] = dict(write_file(name + ".validity.npy", [header, bits]),
                                header_bytes=len(header))
     return out
 
 
-def _write_maps(a, path: str, generation: str) -> dict:
-    """Rank 0: the index arrays of unstructured dims, one .npy each."""
+def _write_maps(d, path: str, generation: str) -> dict:
+    """Rank 0: the arrays a map's JSON leaves out (unstructured indices), one
+    .npy file each."""
     out = {}
-    for k, m in enumerate(a.distribution.maps):
-        if isinstance(m, UnstructuredMap):
-            flat = np.ascontiguousarray(np.concatenate(m.indices), np.int64)
+    for k, m in enumerate(d.maps):
+        for role, array in m.json_arrays().items():
+            flat = np.ascontiguousarray(array, np.int64)
             header = npy_header(flat.dtype, flat.shape)
-            name = os.path.join(path, mf.file_name(generation, f"map{k}.indices.npy"))
+            name = os.path.join(path, mf.file_name(generation, f"map{k}.{role}.npy"))
             out[str(k)] = dict(write_file(name, [header, flat]), header_bytes=len(header))
     return out
 

@@ -27,32 +27,29 @@ True
 """
 from __future__ import annotations
 
-import dataclasses
+import functools
 
 import numpy as np
 from xnd import xnd
 
-from .. import _xndbuf
+from .. import cache
 from .. import comm as _comm
-from .operands import (common_dtype, describe_layout, is_scalar, layout_key, scalar_dtype,
-                       to_container)
-from ..containers import Parts, as_container, container, parts
+from ..arraylike import is_distributed, unwrap, wrap_like
+from ..parts import Parts, as_container, container, parts, parts_of
 from ..types import type_info
+from .operands import common_dtype, is_scalar, scalar_dtype, to_container
 
 __all__ = ["apply", "fast"]
 
-_FAST = {}
-
 
 def fast(func):
-    """The cached fast-path handle (``xdap._apply.Func``) of a gumath callable."""
+    """The fast-path handle (``xdap._apply.Func``) of a gumath callable, kept
+    in the plan cache under the function's table and name (gufunc objects
+    are unhashable; their tables live as long as the process)."""
     _apply = _apply_module()
     if isinstance(func, _apply.Func):
         return func
-    hit = _FAST.get(id(func))        # gufuncs are unhashable: key by id, keep func alive
-    if hit is None or hit[0] is not func:
-        hit = _FAST[id(func)] = (func, _apply.Func(func))
-    return hit[1]
+    return cache.plans.get_or_make(("kernel",) + _apply.key(func), lambda: _apply.Func(func))
 
 
 _MOD = []
@@ -66,125 +63,94 @@ def _apply_module():
     return _MOD[0]
 
 
-def _distarray_type():
-    from ..array import DistArray
-    return DistArray
-
-
 def apply(func, *args, out=None):
     """Apply ``func`` (a gumath callable) elementwise per rank.
 
-    Returns a DistArray with the operands' distribution when any operand is
-    a DistArray (collective: every rank must call), else an xnd container.
-    ``out=`` (a DistArray or container of the result's layout and dtype) is
-    written in place and returned; nothing is allocated. Copies happen only
-    for operands whose dtype must be converted, for non-contiguous views and
-    for operands that partially overlap ``out=`` (NumPy's semantics).
+    Returns an array of the operands' kind and distribution when any operand
+    is a DistArray (collective: every rank must call), else an xnd
+    container.  ``out=`` (a DistArray or container of the result's layout
+    and dtype) is written in place and returned; nothing is allocated.
+    Copies happen only for operands whose dtype must be converted, for
+    non-contiguous views and for operands that partially overlap ``out=``
+    (NumPy's semantics).
     """
-    DistArray = _distarray_type()
-    dists = [a for a in args if isinstance(a, DistArray)]
+    dists = [a for a in args if is_distributed(a)]
     if not dists:
-        if isinstance(out, DistArray):
+        if is_distributed(out):
             raise TypeError("out= is a DistArray but no operand is: pass DistArray operands")
         return local_apply(func, args, out)
     first = dists[0]
-    locals_ = [a._local if isinstance(a, DistArray) else a for a in args]
+    d0, p0 = unwrap(first)
+    locals_ = [container(a.parts) if is_distributed(a) else a for a in args]
     if out is None and all(a is first or is_scalar(a) for a in args):
         # One DistArray (and scalars): the ranks agree on its dtype and layout
         # class, so every rank reaches the same verdict without communicating.
         result = local_apply(func, locals_, None)
-    elif _verdict_is_global(args, out, first, DistArray):
+    elif _verdict_is_global(args, out, p0):
         # Fixed layouts (or ragged operands derived from one another): every
         # check depends only on metadata equal on all ranks (distribution,
         # dtype, type shape; a rank's local shape follows from the
         # distribution), so each rank raises the same error on its own.
-        check_distarrays(args, out, DistArray)
-        result = local_apply(func, locals_, None if out is None else out._local)
+        check_operands(args, out)
+        result = local_apply(func, locals_, None if out is None else container(out.parts))
     else:
         # Independent ragged operands: their row lengths are compared rank by
-        # rank and may differ on some ranks only -- agree (one allgather).
+        # rank and may differ on some ranks only -- agree (one collective).
         result = None
-        with _comm.collective_checks(first.comm):
-            check_distarrays(args, out, DistArray)
-            result = local_apply(func, locals_, None if out is None else out._local)
+        with _comm.agreement(d0.comm, "kernel"):
+            check_operands(args, out)
+            result = local_apply(func, locals_, None if out is None else container(out.parts))
         # Every rank now knows these rows are equal everywhere (and they never
-        # change): share one token so later calls on them skip the allgather.
-        token = _rows_token(first)
+        # change): share one token so later calls on them skip the agreement.
+        token = p0.rows_token()
         for a in args if out is None else args + (out,):
-            if isinstance(a, DistArray):
-                a._kernel_rows = token
+            if is_distributed(a):
+                a.parts.rows = token
     if out is not None:
         return out
     if isinstance(result, tuple):
-        return tuple(derive(first, r) for r in result)
+        return tuple(_derived(first, d0, p0, r) for r in result)
     if result is None:
         return None
-    return derive(first, result)
+    return _derived(first, d0, p0, result)
 
 
-def _verdict_is_global(args, out, first, DistArray):
+def _verdict_is_global(args, out, p0):
     """True when no check of this call can fail on some ranks only: operands
     DistArrays or Python scalars, and a fixed layout or ragged arrays that
-    share their rows by construction (see ``_rows_token``)."""
+    share their rows by construction (``Parts.rows``)."""
     operands = args if out is None else args + (out,)
     for a in operands:
-        if not (isinstance(a, DistArray) or is_scalar(a)):
+        if not (is_distributed(a) or is_scalar(a)):
             return False
-    if first.info.kind == "fixed":
+    if not p0.info.ragged:
         return True
-    token = _rows_token(first)
-    return all(not isinstance(a, DistArray) or a.info.kind != "ragged" or _rows_token(a) is token
+    token = p0.rows_token()
+    return all(not is_distributed(a) or not a.parts.info.ragged or a.parts.rows is token
                for a in operands)
 
 
-def _rows_token(a):
-    """An object shared by DistArrays whose ragged rows are equal on every
-    rank because one was derived from the other by a kernel (``derive``);
-    a DistArray built otherwise gets its own."""
-    token = a.__dict__.get("_kernel_rows")
-    if token is None:
-        token = a._kernel_rows = object()
-    return token
-
-
-_INFO = {}
-
-
+@functools.lru_cache(maxsize=256)
 def _result_info(info, leaf):
-    """``info`` with the leaf dtype ``leaf`` (cached: called once per result)."""
-    key = (info, leaf)
-    hit = _INFO.get(key)
-    if hit is None:
-        if len(_INFO) > 256:
-            _INFO.clear()
-        hit = _INFO[key] = dataclasses.replace(info, dtype=leaf.lstrip("?"),
-                                               optional=leaf.startswith("?"))
-    return hit
+    """``info`` with the leaf dtype ``leaf`` (memoised: called once per result)."""
+    return info.with_leaf(leaf)
 
 
-def derive(a, local):
-    """A DistArray with ``a``'s distribution over ``local``, a container of
-    ``a``'s layout (any dtype). No communication: the layout equals ``a``'s
-    on every rank by construction, so DistArray's collective validation is
-    skipped; the attributes are the ones ``DistArray.__init__`` sets."""
-    new = object.__new__(type(a))
-    new.distribution = a.distribution
-    new._local = local
-    info = new.info = _result_info(a.info, _leaf(local))
-    values, validity, offsets = _xndbuf.layout(local, info.format)   # as parts(), known info
-    new._parts = Parts(info, np.asarray(values), None if validity is None else np.asarray(validity),
-                       tuple(np.asarray(o) for o in offsets))
-    new._leaf_index = a._leaf_index
-    if info.kind == "ragged":
-        new._kernel_rows = _rows_token(a)
-    return new
+def _derived(first, d, p0, result):
+    """The kernel's result container as an array like ``first``: the same
+    distribution and rows (no communication; its layout equals the
+    operand's on every rank by construction)."""
+    p = parts_of(result, _result_info(p0.info, _leaf(result)))
+    if p.info.ragged:
+        p.rows = p0.rows_token()
+    return wrap_like(first, d, p, same_rows=True)
 
 
-def check_distarrays(args, out, DistArray):
+def check_operands(args, out):
     """Local part of the collective operand check (raises ValueError/TypeError)."""
     first = None
     for i, a in enumerate(args):
-        if isinstance(a, DistArray):
+        if is_distributed(a):
             if first is None:
                 first = a
                 continue
@@ -194,31 +160,22 @@ def check_distarrays(args, out, DistArray):
                             "others must be DistArrays or Python scalars (distribute it with "
                             "xdap.from_global)")
     if out is not None:
-        if not isinstance(out, DistArray):
+        if not is_distributed(out):
             raise TypeError(f"out= must be a DistArray like the operands, got {type(out).__name__}")
         _same(first, out, "out=")
 
 
-_AGREE = {}
-
-
 def _same(a, b, what):
-    da, db, ia, ib = a.distribution, b.distribution, a.info, b.info
-    key = (id(da), id(db), ia, ib)
-    hit = _AGREE.get(key)
-    if hit is not None and hit[0] is da and hit[1] is db:
-        return                      # checked before (distributions are immutable)
-    if da is not db and da != db:
+    (da, pa), (db, pb) = unwrap(a), unwrap(b)
+    ia, ib = pa.info, pb.info
+    if da is not db and da != db:           # fingerprints: cheap once computed
         raise ValueError(f"{what} has another distribution than operand 0: "
                          f"{db!r} vs {da!r} (redistribute first)")
-    if layout_key(ia) != layout_key(ib):
+    if ia.layout != ib.layout:
         raise ValueError(f"{what} has another type shape than operand 0: "
-                         f"'{describe_layout(ib)}' vs '{describe_layout(ia)}'")
-    if ia.kind == "fixed" and a.global_shape != b.global_shape:
-        raise ValueError(f"{what} has global shape {b.global_shape}, operand 0 {a.global_shape}")
-    if len(_AGREE) > 256:
-        _AGREE.clear()
-    _AGREE[key] = (da, db)          # the objects keep their ids from being reused
+                         f"'{ib.describe_layout()}' vs '{ia.describe_layout()}'")
+    if not ia.ragged and da.global_shape != db.global_shape:
+        raise ValueError(f"{what} has global shape {db.global_shape}, operand 0 {da.global_shape}")
 
 
 def local_apply(func, args, out=None):
@@ -261,22 +218,17 @@ def _as_containers(args):
     return xs
 
 
-_SCALARS = {}
-
-
 def _scalar(v, dtype):
     """A 0-d container of the Python scalar v next to an array of ``dtype``;
-    cached (kernels only read it) -- building one costs more than a small call."""
+    memoised (kernels only read it) -- building one costs more than a small call."""
     if type(v) is not int and (type(v) is not float or v == 0.0):
         return xnd(v, type=scalar_dtype(v, dtype))       # keep -0.0 apart from 0.0
-    key = (type(v), v, dtype)
-    hit = _SCALARS.get(key)
-    if hit is None:
-        hit = xnd(v, type=scalar_dtype(v, dtype))
-        if len(_SCALARS) > 512:
-            _SCALARS.clear()
-        _SCALARS[key] = hit
-    return hit
+    return _memo_scalar(type(v), v, dtype)
+
+
+@functools.lru_cache(maxsize=512)
+def _memo_scalar(kind, v, dtype):
+    return xnd(v, type=scalar_dtype(v, dtype))
 
 
 def _contiguous(x):
@@ -333,7 +285,7 @@ def _cast(x, dtype):
         t = str(x.type)
         return xnd(x.value, type=("?" if t.startswith("?") else "") + dtype)
     p = parts(x)
-    info = dataclasses.replace(p.info, dtype=dtype)
+    info = p.info.with_leaf(("?" if p.info.optional else "") + dtype)
     return container(Parts(info, p.values.astype(info.numpy_dtype), p.validity, p.offsets))
 
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from xnd import xnd as _xnd
 
-from .apply import apply, derive, fast
+from ..parts import container
+from .apply import _derived, apply, fast
 
 UNARY = ("fabs", "absolute", "negative", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
          "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
@@ -33,20 +34,13 @@ COMPARE = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal
 
 __all__ = list(UNARY + BINARY + COMPARE) + ["gufunc", "UNARY", "BINARY", "COMPARE"]
 
-_MODULES = {}
-
-
 def _module(name):
-    m = _MODULES.get(name)
-    if m is None:
-        import importlib
-        try:
-            m = importlib.import_module(f"xdap.kernels.{name}")
-        except ImportError as e:
-            raise ImportError(f"the kernel library xdap.kernels.{name} is not built: run "
-                              "`.venv/bin/python setup.py build_ext --inplace` (or `make`)") from e
-        _MODULES[name] = m
-    return m
+    import importlib
+    try:
+        return importlib.import_module(f"xdap.kernels.{name}")     # sys.modules keeps it
+    except ImportError as e:
+        raise ImportError(f"the kernel library xdap.kernels.{name} is not built: run "
+                          "`.venv/bin/python setup.py build_ext --inplace` (or `make`)") from e
 
 
 def gufunc(name: str):
@@ -70,10 +64,11 @@ def _make_unary(name):
                 return f(x) if out is None else f(x, out=out)
             except state["retry"]:
                 pass
-        elif out is None and type(x) is state["distarray"]:
+        elif out is None and hasattr(type(x), "__xdap_wrap__"):
             # apply()'s one-DistArray case, minus its argument sorting
+            p = x.parts
             try:
-                return derive(x, f(x._local))
+                return _derived(x, x.distribution, p, f(container(p)))
             except state["retry"]:
                 pass
         return apply(state["gufunc"], x, out=out)
@@ -109,14 +104,12 @@ def _make_binary(name):
 
 def _bind(state, name):
     """A library function's first call: fill its ``state`` (the gumath
-    function, its fast handle, the DistArray class, and the fast path's
-    'take another route' exceptions -- dtype conversion, non-contiguous
-    views -- that apply() handles) and return the fast handle.  Like
-    apply.py, this keeps xdap._apply and xdap.array out of import time."""
+    function, its fast handle, and the fast path's 'take another route'
+    exceptions -- dtype conversion, non-contiguous views -- that apply()
+    handles) and return the fast handle.  Like apply.py, this keeps
+    xdap._apply out of import time."""
     from .. import _apply
-    from ..array import DistArray
     state["gufunc"] = gufunc(name)
-    state["distarray"] = DistArray
     state["retry"] = (_apply.NoKernel, _apply.NeedsCopy, _apply.NotElementwise)
     state["fast"] = fast(state["gufunc"])
     return state["fast"]

@@ -20,7 +20,7 @@ import numbers
 
 import numpy as np
 
-from ..containers import as_container
+from ..parts import as_container
 
 __all__ = ["common_dtype", "exact_float", "scalar_dtype", "to_container", "layout_key",
            "describe_layout"]
@@ -143,7 +143,7 @@ def is_scalar(x) -> bool:
 
 
 def to_container(x):
-    """A plain operand as an xnd container (``xdap.containers.as_container``:
+    """A plain operand as an xnd container (``xdap.parts.as_container``:
     NumPy arrays zero-copy when C-contiguous; lists of bools are bool data,
     as in NumPy, so ``negative([True, False])`` raises like
     ``negative(np.array([True, False]))``).

@@ -38,9 +38,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import comm as _comm
-from ..array import DistArray
+from ..arraylike import is_distributed, unwrap, wrap_like
 from ..comm import MPI, Partition
-from ..containers import Parts, as_container, container, parts
+from ..parts import Parts, as_container, parts
 
 __all__ = ["broadcast", "broadcast_adjoint", "sum_reduce", "sum_reduce_adjoint",
            "all_sum_reduce", "all_sum_reduce_adjoint"]
@@ -60,7 +60,7 @@ def _as_array(x):
     if isinstance(x, np.ndarray):
         return np.ascontiguousarray(x)
     p = parts(x)
-    if p.info.kind != "fixed" or p.info.optional:
+    if p.info.ragged or p.info.optional:
         raise TypeError(f"collectives move fixed, non-optional data; got type '{x.type}'")
     return p.values
 
@@ -183,7 +183,7 @@ def broadcast(x, P_send=None, P_recv=None, *, axes=None):
 
     ``broadcast(a, axes)`` with a DistArray: see the module docstring.
     """
-    if isinstance(x, DistArray):
+    if is_distributed(x):
         return grid_broadcast(x, P_send if axes is None else axes)
     same, a, agreed, ok, error = _two_teams(x, P_send, P_recv)
     reqs, out = [], None
@@ -210,7 +210,7 @@ def sum_reduce(x, P_send=None, P_recv=None, *, axes=None):
 
     ``sum_reduce(a, axes)`` with a DistArray: see the module docstring.
     """
-    if isinstance(x, DistArray):
+    if is_distributed(x):
         return grid_sum_reduce(x, P_send if axes is None else axes)
     same, a, agreed, ok, error = _two_teams(x, P_send, P_recv)
     reqs, out = [], None
@@ -231,7 +231,7 @@ def all_sum_reduce(x, P=None, *, axes=None):
     inactive workers).  The members must hold arrays of one shape and
     dtype, else every member raises ValueError.  ``all_sum_reduce(a, axes)``
     with a DistArray: see the module docstring."""
-    if isinstance(x, DistArray):
+    if is_distributed(x):
         return grid_all_sum_reduce(x, P if axes is None else axes)
     if not P.active:
         return _like(x, _empty())
@@ -248,7 +248,7 @@ def all_sum_reduce(x, P=None, *, axes=None):
 def broadcast_adjoint(y, P_send=None, P_recv=None, *, axes=None):
     """Adjoint of ``broadcast(., P_send, P_recv)``: the copies are summed
     back into each P_send root.  DistArray: ``sum_reduce(a, axes)``."""
-    if isinstance(y, DistArray):
+    if is_distributed(y):
         return grid_sum_reduce(y, P_send if axes is None else axes)
     return sum_reduce(y, P_recv, P_send)
 
@@ -256,7 +256,7 @@ def broadcast_adjoint(y, P_send=None, P_recv=None, *, axes=None):
 def sum_reduce_adjoint(y, P_send=None, P_recv=None, *, axes=None):
     """Adjoint of ``sum_reduce(., P_send, P_recv)``: each root's data is
     copied back to the members of its team.  DistArray: ``broadcast(a, axes)``."""
-    if isinstance(y, DistArray):
+    if is_distributed(y):
         return grid_broadcast(y, P_send if axes is None else axes)
     return broadcast(y, P_recv, P_send)
 
@@ -270,43 +270,30 @@ def all_sum_reduce_adjoint(y, P=None, *, axes=None):
 # DistArray face: teams along grid axes
 # --------------------------------------------------------------------------
 
-def grid_team_ranks(d, axes) -> list:
-    """The ranks of ``d.comm`` that differ from this one only on grid
-    ``axes`` (this rank included), in rank order -- pure.
-
-    >>> from mpi4py import MPI
-    >>> from xdap.distribution import make_distribution
-    >>> grid_team_ranks(make_distribution((4, 4), ("b", "b"), (1, 1), MPI.COMM_SELF), (0,))
-    [0]
-    """
-    keep = [k for k in range(len(d.grid)) if k not in axes]
-    table = d.rank_coords[:, keep]
-    return np.flatnonzero((table == np.asarray(d.coords, np.int64)[keep]).all(axis=1)).tolist()
-
-
 def _blocks(a, axes, what):
     """Validate (collectively); return (values, team partition).  The team
     is ordered by the coordinates on ``axes`` (C order): team rank 0 is the
     rank with coordinate 0 on every axis in ``axes``."""
-    d = a.distribution
+    d, p = unwrap(a)
     team = None
-    with _comm.collective_checks(a.comm):
-        if a.info.kind != "fixed" or a.info.optional:
-            raise TypeError(f"{what}: needs a fixed, non-optional DistArray; got '{a.type}'")
-        norm = _comm._norm_axes(axes, len(a.grid), what)
-        team = sorted(grid_team_ranks(d, norm),
-                      key=lambda r: tuple(d.coords_of(r)[k] for k in norm))
+    with _comm.agreement(d.comm, what):
+        if p.info.ragged or p.info.optional:
+            raise TypeError(f"{what}: needs a fixed, non-optional DistArray; got "
+                            f"'{p.info.global_type(d.global_shape)}'")
+        norm = _comm._norm_axes(axes, d.ndim, what)
+        team = sorted(d.team_ranks(norm), key=lambda r: tuple(d.coords_of(r)[k] for k in norm))
         # every rank's local shape follows from the (agreed) distribution
         shapes = [d.local_shape_of(r) for r in team]
         if any(s != d.local_shape for s in shapes):
             raise ValueError(f"{what}: ranks {team} combine their blocks along grid "
                              f"axes {norm} but hold different local shapes "
                              f"{shapes}; they must agree")
-    return parts(a.local).values, Partition._derived(a.comm, team)
+    return p.values, Partition._derived(d.comm, team)
 
 
 def _rewrap(a, values):
-    return DistArray(a.distribution, container(Parts(a.info.with_shape(values.shape), values)))
+    d, p = unwrap(a)
+    return wrap_like(a, d, Parts(p.info.with_shape(values.shape), values), same_rows=True)
 
 
 def grid_broadcast(a, axes=None):

@@ -18,8 +18,10 @@ neighbours at most, as PETSc's DMDA box stencil), so one round of
 nonblocking sends and receives completes the exchange.  The plan
 (``halo_plan``) is plain data computed from the Distribution alone; the
 executor sends contiguous slabs straight from the buffer and packs the
-others (faster than MPI subarray datatypes here), with persistent requests
-built once per array and cached on it.
+others (faster than MPI subarray datatypes here).  ``exchange`` returns a
+*binding* -- persistent requests for that buffer -- that its caller passes
+back next time (the DistArray surface keeps it), so repeated exchanges of
+one array cost one Startall and one Waitall.
 
 >>> import numpy as np, xdap
 >>> from mpi4py import MPI
@@ -38,12 +40,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import comm as _comm
-from ..comm import MPI
-from ..containers import pack_validity
-from ..maps import BlockMap
+from .. import cache
+from ..arraylike import unwrap
+from ..comm import MPI, agreement
+from ..parts import pack_validity
 
-__all__ = ["HaloPlan", "halo_plan", "exchange_halos", "accumulate_halos"]
+__all__ = ["HaloPlan", "halo_plan", "exchange", "accumulate", "exchange_halos",
+           "accumulate_halos"]
 
 _TAG_BASE = 0x4A10          # tags TAG_BASE + direction code (< 3**ndim)
 
@@ -84,8 +87,6 @@ def _dim_entries(m, p: int) -> dict:
     positions of p and q.  Pure; raises ValueError when a periodic wrap
     would read ghost cells."""
     n = m.local_size(p)
-    if not isinstance(m, BlockMap):
-        return {0: (0, n, p, 0, n)}
     P, N = m.grid_size, m.size
     L, H = m.padding[0][0], m.padding[-1][1]
     per = m.periodic and (L or H)
@@ -101,10 +102,10 @@ def _dim_entries(m, p: int) -> dict:
 
     lo, hi = ghosts(p)
     out = {0: (lo, n - hi, p, lo, n - hi)}
-    start, stop = m.buffer_range(p)
     for d, (rlo, rhi) in ((-1, (0, lo)), (+1, (n - hi, n))):
         if rhi == rlo:
             continue
+        start = m.buffer_range(p)[0]                     # only padded blocks have ghosts
         g0, g1 = start + rlo, start + rhi                # global cells of the ghosts
         q = p + d
         if not 0 <= q < P:                                # periodic edge: wrap
@@ -139,6 +140,11 @@ def halo_plan(distribution, rank: int | None = None) -> HaloPlan:
     me = d.comm.rank if rank is None else int(rank)
     coords = d.coords_of(me)
     maps = d.maps
+    # Every grid position's entries are checked, not only this rank's: a
+    # plan error is then the same on every rank without communicating.
+    for m in maps:
+        for c in range(m.grid_size):
+            _dim_entries(m, c)
     mine = [_dim_entries(m, c) for m, c in zip(maps, coords)]
     recvs, sends, copies = [], [], []
     for code, delta in enumerate(itertools.product((-1, 0, 1), repeat=len(maps))):
@@ -160,7 +166,7 @@ def halo_plan(distribution, rank: int | None = None) -> HaloPlan:
         for m, c, k in zip(maps, coords, delta):
             t = c - k
             if not 0 <= t < m.grid_size:
-                if not (isinstance(m, BlockMap) and m.periodic):
+                if not m.periodic:
                     break
                 t %= m.grid_size
             e = _dim_entries(m, t).get(k)
@@ -275,41 +281,43 @@ def _free_requests(reqs):
             r.Free()
 
 
-def _executor(a, dtype):
-    """The cached plan + executor of a DistArray for a dtype."""
-    cache = a.__dict__.setdefault("_xdap_halo", {})
-    key = np.dtype(dtype).str
-    if key not in cache:
-        plan = cache.get("plan")
-        if plan is None:
-            with _comm.collective_checks(a.comm):
-                plan = halo_plan(a.distribution)
-            cache["plan"] = plan
-        cache[key] = _Executor(plan, a.comm)
-    return cache[key]
+def _plan(d) -> HaloPlan:
+    """This rank's plan, cached on the distribution's fingerprint."""
+    return cache.plans.get_or_make(("halo", d.fingerprint(), d.comm.size, d.comm.rank),
+                                   lambda: halo_plan(d))
 
 
-def _check(a, what):
-    # No communication needed: DistArray's constructor made every rank agree
-    # on the kind, so every rank raises this same error.
-    if a.info.kind != "fixed":
+def _check(p, what):
+    # No communication needed: the element type is the same on every rank
+    # (the DistArray constructor agreed on it), so every rank raises this.
+    if p.info.ragged:
         raise TypeError(f"{what}: halos exist for fixed-dimension arrays only, got "
-                        f"'{a.type}' (ragged rows have no padding cells)")
+                        f"'{p.info.type_string()}' (ragged rows have no padding cells)")
+
+
+def exchange(d, p, binding=None):
+    """Fill the ghost cells of ``(d, p)`` from their owners, in place
+    (collective).  ``binding`` is what the previous call on the same buffer
+    returned (None the first time); returns the binding to pass next time.
+    Optional data: the validity bits travel too (through a temporary byte
+    mask, a copy)."""
+    _check(p, "exchange_halos")
+    plan = _plan(d)
+    if binding is None or binding.plan is not plan:
+        binding = _Executor(plan, d.comm)
+    binding.bind(p.values)
+    binding.forward(p.values)
+    if p.validity is not None:
+        mask = p.valid_mask().view(np.uint8).copy()
+        _Executor(plan, d.comm).forward(mask)
+        p.validity[:] = pack_validity(mask.view(bool))
+    return binding
 
 
 def exchange_halos(a):
-    """Fill ``a``'s ghost cells from their owners, in place (collective);
-    returns ``a``.  Optional data: the validity bits travel too (through a
-    temporary byte mask, a copy)."""
-    _check(a, "exchange_halos")
-    p = a._parts                          # zero-copy views of a.local, made once
-    ex = _executor(a, p.values.dtype)
-    ex.bind(p.values)
-    ex.forward(p.values)
-    if p.validity is not None:
-        mask = p.valid_mask().view(np.uint8).copy()
-        _executor(a, np.uint8).forward(mask)
-        p.validity[:] = pack_validity(mask.view(bool))
+    """Fill the ghost cells of the array ``a``'s padded block dimensions
+    from their owners, in place (collective); returns ``a``."""
+    exchange(*unwrap(a))
     return a
 
 
@@ -322,24 +330,30 @@ def _replace(buf, region, t):
 
 
 def accumulate_halos(a, mode: str = "add", clear: bool = False):
-    """The reverse exchange, in place (collective); returns ``a``.
+    """``accumulate`` on the array ``a`` (in place, collective); returns ``a``."""
+    accumulate(*unwrap(a), mode, clear)
+    return a
+
+
+def accumulate(d, p, mode: str = "add", clear: bool = False) -> None:
+    """The reverse exchange, in place (collective).
 
     mode    "add": each owner adds the values its ghost copies hold;
             "replace": each owner takes the ghost copy's value (where
             several ghosts copy one cell -- corners, narrow grids -- the last
             in direction order wins)
     clear   set the ghost cells to zero afterwards: with mode "add" this is
-            the exact adjoint of ``exchange_halos``
+            the exact adjoint of ``exchange``
 
     Optional data: an NA ghost contributes nothing ("add") or makes its
     owner NA ("replace"); a valid ghost makes an NA owner valid.
     """
-    _check(a, "accumulate_halos")
-    with _comm.collective_checks(a.comm):
+    _check(p, "accumulate_halos")
+    with agreement(d.comm, "accumulate_halos") as ag:
+        ag.same("mode", mode)
         if mode not in ("add", "replace"):
             raise ValueError(f"accumulate_halos: mode must be 'add' or 'replace', got {mode!r}")
-    p = a._parts
-    ex = _executor(a, p.values.dtype)
+    ex = _Executor(_plan(d), d.comm)
     if p.validity is None:
         ex.reverse(p.values, _add if mode == "add" else _replace)
     else:
@@ -350,17 +364,16 @@ def accumulate_halos(a, mode: str = "add", clear: bool = False):
             vals[~mask] = 0                      # NA contributes nothing
             ex.reverse(vals, _add)
             m8 = mask.view(np.uint8).copy()
-            _executor(a, np.uint8).reverse(m8, lambda b, r, t: np.bitwise_or(b[r], t, out=b[r]))
+            ex.reverse(m8, lambda b, r, t: np.bitwise_or(b[r], t, out=b[r]))
             newmask = m8.view(bool)
             keep = ~newmask                      # still NA: restore the hidden values
             vals[keep] = saved[keep]
         else:
             ex.reverse(vals, _replace)
             m8 = mask.view(np.uint8).copy()
-            _executor(a, np.uint8).reverse(m8, _replace)
+            ex.reverse(m8, _replace)
             newmask = m8.view(bool)
         p.validity[:] = pack_validity(newmask)
     if clear:
         for region in ex.plan.ghost_regions:
             p.values[region] = 0
-    return a

@@ -1,10 +1,11 @@
 """Redistribution plans: who sends which elements to whom (pure numpy, no MPI).
 
-A redistribution moves an array from a *source* layout to a *target* layout
-of the same global shape.  A :class:`Layout` is a Distribution without its
-communicator: one map per dimension, the grid coordinates of every rank, and
-each rank's number in a common *parent* communicator (the one the data moves
-in; the target may live on a subset of it, with another grid shape).
+A redistribution moves an array from a *source* Distribution to a *target*
+Distribution of the same global shape.  The data moves in the source's
+communicator (the *parent*); the target may live on a subset of it, with
+another grid shape, given by each target rank's parent rank.  Plans read
+only the maps and the rank placement, so they are built from ``detached``
+Distributions just as well (the one-rank tests do).
 
 Rule of the plan: every element of the global array has exactly ONE source
 rank, its canonical owner (``Map.owners``: communication padding is never a
@@ -24,9 +25,10 @@ not O(elements)).  A per-dimension list that is an arithmetic progression is
 given as a ``slice`` (a rectangular slab when every dimension is a
 step-1 slice).
 
+>>> from xdap.distribution import Distribution
 >>> from xdap.maps import BlockMap, CyclicMap
->>> src = Layout((BlockMap(6, 2), BlockMap(4, 1)))              # rows in 2 blocks
->>> dst = Layout((BlockMap(6, 1), CyclicMap(4, 2)))             # columns cyclic
+>>> src = Distribution.detached((BlockMap(6, 2), BlockMap(4, 1)))   # rows in 2 blocks
+>>> dst = Distribution.detached((BlockMap(6, 1), CyclicMap(4, 2)))  # columns cyclic
 >>> plan = redistribution_plan(src, dst)
 >>> [(t.peer, t.index) for t in plan.sends(1)]
 [(0, (slice(0, 3, 1), slice(0, 3, 2))), (1, (slice(0, 3, 1), slice(1, 4, 2)))]
@@ -35,19 +37,17 @@ step-1 slice).
 """
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..distribution import MapShapes
-from ..maps import Map, UnstructuredMap
+from .. import cache
+from ..maps import Map
 
-__all__ = ["Layout", "layout_of", "DimPlan", "Transfer", "RedistributionPlan",
-           "redistribution_plan", "compress", "runs", "clear_plan_cache"]
+__all__ = ["DimPlan", "Transfer", "RedistributionPlan", "redistribution_plan", "plan_ranks",
+           "compress", "runs"]
 
 _I64 = np.int64
 
@@ -112,89 +112,6 @@ def runs(index) -> tuple[np.ndarray, np.ndarray]:
     starts_at = np.concatenate([[0], breaks])
     lengths = np.diff(np.concatenate([starts_at, [pos.size]]))
     return pos[starts_at], lengths.astype(_I64)
-
-
-# --------------------------------------------------------------------------
-# layouts
-# --------------------------------------------------------------------------
-
-@dataclass(frozen=True, eq=False)
-class Layout(MapShapes):
-    """Where an array lives, without a communicator.
-
-    maps    one Map per dimension; the grid is their grid sizes
-    coords  (nranks, ndim) grid coordinates of each rank of the layout's own
-            communicator (default: C order over the grid)
-    ranks   (nranks,) each rank's number in the parent communicator
-            (default: the same numbers, 0..nranks-1)
-    """
-    maps: tuple
-    coords: np.ndarray | None = None
-    ranks: np.ndarray | None = None
-    _fp: list = field(default_factory=list, repr=False)
-
-    def __post_init__(self):
-        maps = tuple(self.maps)
-        if not maps or not all(isinstance(m, Map) for m in maps):
-            raise TypeError(f"a layout needs one xdap.maps.Map per dimension, got {maps!r}")
-        object.__setattr__(self, "maps", maps)
-        grid = self.grid
-        n = math.prod(grid)
-        if self.coords is None:
-            coords = np.array(np.unravel_index(np.arange(n), grid), dtype=_I64).T.reshape(n, -1)
-        else:
-            coords = np.asarray(self.coords, dtype=_I64).reshape(-1, len(maps))
-        if len(coords) != n:
-            raise ValueError(f"layout: {len(coords)} rank coordinates for a grid of {n} positions")
-        ranks = np.arange(n, dtype=_I64) if self.ranks is None else \
-            np.asarray(self.ranks, dtype=_I64).reshape(-1)
-        if len(ranks) != n:
-            raise ValueError(f"layout: {len(ranks)} parent ranks for a grid of {n} positions")
-        if len(np.unique(ranks)) != n or (ranks < 0).any():
-            raise ValueError(f"layout: parent ranks must be distinct and >= 0, got {ranks.tolist()}")
-        at = np.full(grid, -1, dtype=_I64)
-        at[tuple(coords.T)] = np.arange(n)
-        if (at < 0).any():
-            raise ValueError("layout: rank coordinates do not cover the grid once each")
-        for a in (coords, ranks, at):
-            a.flags.writeable = False
-        object.__setattr__(self, "coords", coords)
-        object.__setattr__(self, "ranks", ranks)
-        object.__setattr__(self, "_at", at)
-        object.__setattr__(self, "_index_of", {int(r): i for i, r in enumerate(ranks)})
-
-    @property
-    def grid(self) -> tuple:
-        return tuple(m.grid_size for m in self.maps)
-
-    def index_of(self, parent_rank: int) -> int | None:
-        """Position of a parent rank in this layout (None: not a member)."""
-        return self._index_of.get(int(parent_rank))
-
-    def local_shape(self, i: int) -> tuple:
-        """Buffer shape of the layout's i-th rank."""
-        return tuple(m.local_size(int(c)) for m, c in zip(self.maps, self.coords[i]))
-
-    def fingerprint(self) -> bytes:
-        """A digest of everything that defines the layout (cache key)."""
-        if not self._fp:
-            h = hashlib.sha1()
-            for m in self.maps:
-                h.update(repr((type(m).__name__, m._key())).encode())
-                if isinstance(m, UnstructuredMap):      # its _key leaves the indices out
-                    for a in m.indices:
-                        h.update(len(a).to_bytes(8, "little"))
-                        h.update(np.ascontiguousarray(a).tobytes())
-            h.update(self.coords.tobytes())
-            h.update(self.ranks.tobytes())
-            self._fp.append(h.digest())
-        return self._fp[0]
-
-
-def layout_of(distribution, parent_ranks=None) -> Layout:
-    """The Layout of an ``xdap.Distribution`` (ranks renumbered into a parent
-    communicator by ``parent_ranks[i]`` for the distribution's rank ``i``)."""
-    return Layout(distribution.maps, distribution.rank_coords, parent_ranks)
 
 
 # --------------------------------------------------------------------------
@@ -264,25 +181,51 @@ class Transfer:
 class RedistributionPlan:
     """Who sends what to whom, for every rank of the parent communicator.
 
+    ``src`` and ``dst`` are Distributions (attached or ``detached``); the
+    source's ranks are the parent communicator's, ``dst_ranks[i]`` is the
+    parent rank of the target's rank ``i`` (default: the same numbers -- the
+    target may live on a subset of the parent, in any order).
+
     ``sends(r)`` / ``recvs(r)``: the Transfers of parent rank ``r`` sorted by
-    peer (empty when ``r`` is not in the source / target layout).  Built
-    without moving data; reusable for any array of the source layout and
-    any dtype.
+    peer (empty when ``r`` is not in the source / target).  Built without
+    moving data; reusable for any array of the source distribution and any
+    dtype.
     """
 
-    def __init__(self, src: Layout, dst: Layout):
+    def __init__(self, src, dst, dst_ranks=None):
         if src.global_shape != dst.global_shape:
             raise ValueError(f"redistribution needs the same global shape: source "
                              f"{src.global_shape}, target {dst.global_shape}")
         self.src, self.dst = src, dst
+        ranks = np.arange(dst.size, dtype=_I64) if dst_ranks is None else \
+            np.asarray(dst_ranks, dtype=_I64).reshape(-1)
+        if len(ranks) != dst.size or len(np.unique(ranks)) != dst.size or (ranks < 0).any():
+            raise ValueError(f"plan: the target's {dst.size} ranks need distinct parent "
+                             f"ranks >= 0, got {ranks.tolist()}")
+        ranks.flags.writeable = False
+        self.dst_ranks = ranks
+        self._dst_index = {int(r): i for i, r in enumerate(ranks)}
         self.dims = tuple(DimPlan(a, b) for a, b in zip(src.maps, dst.maps))
         self._sends: dict = {}
         self._recvs: dict = {}
 
     @property
     def nparent(self) -> int:
-        """Smallest parent communicator size that holds both layouts."""
-        return int(max(self.src.ranks.max(), self.dst.ranks.max())) + 1
+        """Smallest parent communicator size that holds both distributions."""
+        return max(self.src.size, int(self.dst_ranks.max()) + 1)
+
+    def dst_index(self, rank: int) -> int | None:
+        """The target rank of a parent rank (None: not in the target)."""
+        return self._dst_index.get(int(rank))
+
+    def src_shape(self, rank: int):
+        """The source buffer shape of a parent rank (None outside the source)."""
+        return self.src.local_shape_of(rank) if rank < self.src.size else None
+
+    def dst_shape(self, rank: int):
+        """The target buffer shape of a parent rank (None outside the target)."""
+        i = self.dst_index(rank)
+        return None if i is None else self.dst.local_shape_of(i)
 
     def sends(self, rank: int) -> list[Transfer]:
         if rank not in self._sends:
@@ -295,15 +238,18 @@ class RedistributionPlan:
         return self._recvs[rank]
 
     def _transfers(self, rank: int, sending: bool) -> list[Transfer]:
-        me_layout, other = (self.src, self.dst) if sending else (self.dst, self.src)
-        i = me_layout.index_of(rank)
-        if i is None:
-            return []
-        mine = me_layout.coords[i]
+        if sending:
+            if rank >= self.src.size:
+                return []
+            mine = self.src.coords_of(rank)
+        else:
+            i = self.dst_index(rank)
+            if i is None:
+                return []
+            mine = self.dst.coords_of(i)
         # per dimension: partner coordinates with a non-empty list
         options = []
         for d, c in zip(self.dims, mine):
-            c = int(c)
             if sending:
                 opts = [(q, s) for q, (s, _) in d.pairs[c].items()]
             else:
@@ -314,38 +260,29 @@ class RedistributionPlan:
         out = []
         for combo in itertools.product(*options):
             coords = tuple(c for c, _ in combo)
-            peer = int(other.ranks[other._at[coords]])
+            peer = int(self.dst_ranks[self.dst.rank_of(coords)]) if sending \
+                else self.src.rank_of(coords)
             out.append(Transfer(peer, tuple(ix for _, ix in combo)))
         out.sort(key=lambda t: t.peer)
         return out
 
     def volume(self) -> int:
         """Elements moved in total (every rank's receives)."""
-        return sum(t.size for r in self.dst.ranks for t in self.recvs(int(r)))
+        return sum(t.size for r in self.dst_ranks for t in self.recvs(int(r)))
 
 
-# --------------------------------------------------------------------------
-# the cache
-# --------------------------------------------------------------------------
-
-_CACHE: OrderedDict = OrderedDict()
-_CACHE_SIZE = 32
-
-
-def redistribution_plan(src: Layout, dst: Layout) -> RedistributionPlan:
-    """The plan from ``src`` to ``dst``, cached on both layouts' fingerprints
-    (the last 32 plans are kept; a hit returns the same object)."""
-    key = (src.fingerprint(), dst.fingerprint())
-    plan = _CACHE.get(key)
-    if plan is None:
-        plan = RedistributionPlan(src, dst)
-        _CACHE[key] = plan
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    else:
-        _CACHE.move_to_end(key)
-    return plan
+def plan_ranks(dst, dst_ranks) -> tuple | None:
+    """The target's parent ranks as a cache key: None for the identity."""
+    if dst_ranks is None:
+        return None
+    ranks = tuple(int(r) for r in dst_ranks)
+    return None if ranks == tuple(range(dst.size)) else ranks
 
 
-def clear_plan_cache() -> None:
-    _CACHE.clear()
+def redistribution_plan(src, dst, dst_ranks=None) -> RedistributionPlan:
+    """The plan from ``src`` to ``dst`` (see ``RedistributionPlan``), kept in
+    the plan cache (``xdap.cache.plans``) under both distributions'
+    fingerprints and the target's parent ranks."""
+    ranks = plan_ranks(dst, dst_ranks)
+    key = ("redistribute", src.fingerprint(), dst.fingerprint(), ranks)
+    return cache.plans.get_or_make(key, lambda: RedistributionPlan(src, dst, ranks))

@@ -38,18 +38,18 @@ included.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 
+from .. import cache
 from .. import comm as _comm
+from ..arraylike import unwrap, wrap_like
 from ..comm import MPI
-from ..containers import Parts, container, pack_validity, take_rows
 from ..distribution import Distribution, make_distribution
-from .plan import (Layout, RedistributionPlan, as_positions, index_len, layout_of,
-                   redistribution_plan, runs)
+from ..parts import Parts, pack_validity, take_rows
+from .plan import (RedistributionPlan, as_positions, index_len, plan_ranks, redistribution_plan,
+                   runs)
 
-__all__ = ["redistribute", "Redistributor", "METHODS"]
+__all__ = ["redistribute", "move", "executor", "Redistributor", "METHODS"]
 
 METHODS = ("auto", "datatypes", "packed")
 
@@ -149,8 +149,8 @@ def _avg_run_bytes(plan: RedistributionPlan, itemsize: int) -> float:
     """Mean length in bytes of the contiguous runs MPI would copy (innermost
     dimension runs times the inner extent), over every message of the plan."""
     total_bytes, total_runs = 0, 0
-    for r in plan.src.ranks:
-        for t in plan.sends(int(r)):
+    for r in range(plan.src.size):
+        for t in plan.sends(r):
             # each position of the outer dims starts new runs of the innermost
             n_runs = len(runs(t.index[-1])[0])
             for i in t.index[:-1]:
@@ -176,9 +176,7 @@ class Redistributor:
                              f"got {comm.size}")
         r = comm.rank
         self.sends, self.recvs = plan.sends(r), plan.recvs(r)
-        si, di = plan.src.index_of(r), plan.dst.index_of(r)
-        self.src_shape = plan.src.local_shape(si) if si is not None else None
-        self.dst_shape = plan.dst.local_shape(di) if di is not None else None
+        self.src_shape, self.dst_shape = plan.src_shape(r), plan.dst_shape(r)
         self._types: dict = {}
         self._auto: dict = {}
 
@@ -257,7 +255,7 @@ class Redistributor:
     def run_rows(self, p: Parts | None, info) -> Parts | None:
         """Move whole rows of a ragged container (parts ``p``; None outside
         the source layout); returns the target rows' Parts or None."""
-        comm, size = self.comm, self.comm.size
+        comm = self.comm
         nlev = info.var_ndim
         pieces = [take_rows(p, as_positions(t.index[0])) for t in self.sends]
         speer = [t.peer for t in self.sends]
@@ -295,7 +293,8 @@ class Redistributor:
         return take_rows(arrived, np.argsort(where, kind="stable"))
 
     def free(self) -> None:
-        """Release the derived datatypes (also done when garbage collected)."""
+        """Release the derived datatypes (the plan cache calls this when it
+        drops the executor)."""
         if MPI.Is_finalized():
             self._types.clear()
             return
@@ -304,12 +303,6 @@ class Redistributor:
                 if t not in _BY_SIZE.values():
                     t.Free()
         self._types.clear()
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:
-            pass
 
 
 def _exchange(comm, speer, send, rpeer, rcounts, dtype):
@@ -338,63 +331,30 @@ def _exchange(comm, speer, send, rpeer, rcounts, dtype):
 
 
 # --------------------------------------------------------------------------
-# caches
+# the entry points
 # --------------------------------------------------------------------------
 
-_EXECUTORS: OrderedDict = OrderedDict()
-_EXECUTOR_CACHE_SIZE = 16
-
-
-def _executor(plan: RedistributionPlan, comm) -> Redistributor:
+def executor(src: Distribution, dst: Distribution, comm, dst_ranks=None) -> Redistributor:
+    """The executor moving data from ``src`` to ``dst`` over the parent
+    communicator ``comm`` (``dst_ranks``: the target ranks' numbers in it),
+    kept in the plan cache with its plan and MPI datatypes."""
+    plan = redistribution_plan(src, dst, dst_ranks)
     # The plan speaks of ranks of the parent communicator only, and derived
     # datatypes belong to no communicator: an executor depends on the plan,
     # the communicator's size and this rank -- not on which communicator
     # object (a freed one's handle may be reused), so the current one is set.
-    key = (plan.src.fingerprint(), plan.dst.fingerprint(), comm.size, comm.rank)
-    ex = _EXECUTORS.get(key)
-    if ex is None or ex.plan is not plan:
-        ex = Redistributor(plan, comm)
-        _EXECUTORS[key] = ex
-        while len(_EXECUTORS) > _EXECUTOR_CACHE_SIZE:
-            _EXECUTORS.popitem(last=False)[1].free()
-    else:
-        ex.comm = comm
-        _EXECUTORS.move_to_end(key)
+    key = ("executor", src.fingerprint(), dst.fingerprint(), plan_ranks(dst, dst_ranks),
+           comm.size, comm.rank)
+    ex = cache.plans.get_or_make(key, lambda: Redistributor(plan, comm),
+                                 release=Redistributor.free)
+    ex.comm = comm
     return ex
 
 
-def _source_layout(d: Distribution) -> Layout:
-    # Distributions are immutable: remember the layout on the object.
-    lay = getattr(d, "_xdap_layout", None)
-    if lay is None:
-        lay = layout_of(d)
-        d._xdap_layout = lay
-    return lay
-
-
-# --------------------------------------------------------------------------
-# the entry point
-# --------------------------------------------------------------------------
-
 def redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto", **per_dim):
-    """``a`` in another distribution, as a new DistArray (collective on
-    ``a.comm``; copies).
-
-    dist      the target: a ``'b'/'c'/'u'/'n'`` spec per dimension (with
-              ``grid`` and per-dimension options ``block_size``, ``padding``,
-              ``periodic``, ``indices``, ``sizes`` as in ``from_global``), or
-              an ``xdap.Distribution`` of the same global shape (then no
-              ``grid``/options); ragged arrays: one entry, for the rows
-    comm      the target communicator: None = ``a.comm``; any subset of
-              ``a.comm`` (e.g. from ``comm.Split``/``comm.Create``).  Ranks
-              of ``a.comm`` outside it pass ``MPI.COMM_NULL`` and get
-              ``None`` back (an inactive worker: it sends, receives nothing)
-    method    "auto", "datatypes" (one Alltoallw, no packing) or "packed"
-              (numpy packing + one Alltoallv)
-
-    Plans are cached on both distributions: a second call with the same
-    source and target distributions reuses the plan and its MPI datatypes.
-    Invalid targets raise the same ValueError/TypeError on every rank.
+    """``a`` in another distribution, as a new array of ``a``'s kind
+    (collective on ``a.comm``; copies); None on ranks outside ``comm``.
+    See ``move`` for the arguments.
 
     >>> import numpy as np, xdap
     >>> from mpi4py import MPI
@@ -403,86 +363,95 @@ def redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto", **
     >>> b.local.value == list(range(10))
     True
     """
-    from ..array import DistArray
+    out = move(*unwrap(a), dist, grid, comm, method=method, **per_dim)
+    return None if out is None else wrap_like(a, *out)
 
-    A = a.comm
+
+def move(d: Distribution, p: Parts, dist=None, grid=None, comm=None, *, method: str = "auto",
+         **per_dim):
+    """The data ``(d, p)`` in another distribution: the target's
+    ``(Distribution, Parts)``, or None on ranks outside the target
+    communicator (collective on ``d.comm``; copies).
+
+    dist      the target: a ``'b'/'c'/'u'/'n'`` spec per dimension (with
+              ``grid`` and per-dimension options ``block_size``, ``padding``,
+              ``periodic``, ``indices``, ``sizes`` as in ``from_global``), or
+              an ``xdap.Distribution`` of the same global shape (then no
+              ``grid``/options); ragged arrays: one entry, for the rows
+    comm      the target communicator: None = ``d.comm``; any subset of
+              ``d.comm`` (e.g. from ``comm.Split``/``comm.Create``).  Ranks
+              of ``d.comm`` outside it pass ``MPI.COMM_NULL`` and get
+              ``None`` back (an inactive worker: it sends, receives nothing)
+    method    "auto", "datatypes" (one Alltoallw, no packing) or "packed"
+              (numpy packing + one Alltoallv)
+
+    Plans and their MPI datatypes are cached on both distributions'
+    fingerprints (``xdap.cache``): a second call with the same source and
+    target reuses them.  Invalid targets raise the same ValueError/TypeError
+    on every rank.
+    """
+    A = d.comm
     inside = not (comm is not None and comm == MPI.COMM_NULL)
-    target = dst_layout = None
-    shape = a.distribution.global_shape
-    # Local checks, then ONE allgather carrying every rank's verdict and target
-    # fingerprint; the decisions below read only gathered data, so every rank
-    # reaches the same one without another collective.
-    error = None
-    try:
+    target = None
+    shape = d.global_shape
+    # Local checks and every member's target fingerprint travel in ONE
+    # collective; the decisions below read only what all ranks received.
+    with _comm.agreement(A, "redistribute", share=True) as ag:
+        ag.same("method", method)
         if method not in METHODS:
             raise ValueError(f"redistribute: method must be one of {METHODS}, got {method!r}")
         if inside:
-            target = _target_distribution(a, shape, dist, grid, comm, per_dim)
+            target = _target_distribution(p.info, shape, dist, grid, A, comm, per_dim)
             B = target.comm
             if B.size > A.size:
-                raise ValueError(f"redistribute: the target communicator ({B.size} ranks) must be "
-                                 f"a subset of the array's ({A.size} ranks)")
-            parent = np.array(MPI.Group.Translate_ranks(B.Get_group(), list(range(B.size)),
-                                                        A.Get_group()), dtype=np.int64)
-            if (parent == MPI.UNDEFINED).any() or (parent < 0).any():
+                raise ValueError(f"redistribute: the target communicator ({B.size} ranks) must "
+                                 f"be a subset of the array's ({A.size} ranks)")
+            parent = MPI.Group.Translate_ranks(B.Get_group(), list(range(B.size)), A.Get_group())
+            if any(r == MPI.UNDEFINED or r < 0 for r in parent):
                 raise ValueError("redistribute: the target communicator must be a subset of the "
                                  "array's communicator (a rank of it is not in a.comm)")
-            dst_layout = layout_of(target, parent)
-    except (ValueError, TypeError) as e:
-        error = e
-    except BaseException as e:
-        error = ValueError(f"internal error on rank {A.rank}: {type(e).__name__}: {e}")
-    mine = (None if error is None else (isinstance(error, TypeError), str(error)),
-            None if dst_layout is None else
-            (dst_layout.fingerprint(), tuple(dst_layout.ranks.tolist())))
-    gathered = A.allgather(mine)
-    for r, (verdict, _) in enumerate(gathered):
-        if verdict is not None:
-            cls = TypeError if verdict[0] else ValueError
-            raise cls(f"{verdict[1]} (rank {r})") from error
-    fps = [f for _, f in gathered]
-    members = [r for r, f in enumerate(fps) if f is not None]
+            ag.share((target.fingerprint(), tuple(int(r) for r in parent)))
+    shared = ag.shared
+    members = [r for r, f in enumerate(shared) if f is not None]
     if not members:
         raise ValueError("redistribute: no rank is in the target communicator "
                          "(every rank passed MPI.COMM_NULL)")
-    first = fps[members[0]]
-    if any(fps[r] != first for r in members):
+    first = shared[members[0]]
+    if any(shared[r] != first for r in members):
         raise ValueError("redistribute: the ranks of the target communicator passed "
                          "different target distributions (all must pass the same)")
     if sorted(members) != sorted(first[1]):
         raise ValueError(f"redistribute: ranks {sorted(set(first[1]) ^ set(members))} of "
                          f"a.comm disagree about membership in the target communicator "
                          f"(pass MPI.COMM_NULL exactly on the ranks outside it)")
-    if len(members) != A.size:
-        dst_layout = A.bcast(dst_layout, root=members[0])
-    info = a.info
-    if info.kind == "ragged":
-        empty = [int(dst_layout.ranks[i]) for i in range(len(dst_layout.ranks))
-                 if dst_layout.local_shape(i)[0] == 0]
-        if empty:     # decided from the gathered target: the same on every rank
+    dst = target
+    if len(members) != A.size:          # the ranks outside learn the target's layout
+        desc = A.bcast(None if A.rank != members[0] else
+                       (target.maps, None if target.c_order else target.rank_coords),
+                       root=members[0])
+        dst = target if inside else Distribution.detached(*desc)
+    if p.info.ragged:
+        empty = [first[1][i] for i in range(dst.size) if dst.local_shape_of(i)[0] == 0]
+        if empty:     # decided from the agreed target: the same on every rank
             raise ValueError(f"redistribute: the target gives no rows to rank(s) {empty} of "
                              f"a.comm; xnd 0.2.0.dev3 cannot represent an empty ragged "
                              f"partition (every target rank needs at least one row)")
-    plan = redistribution_plan(_source_layout(a.distribution), dst_layout)
-    ex = _executor(plan, A)
-    if info.kind == "ragged":
-        out = ex.run_rows(a._parts, info)
-        if not inside:
-            return None
-        return DistArray(target, container(out))
-    values = np.ascontiguousarray(a._parts.values)
-    out = ex.run(values, info.numpy_dtype, method)
+    ex = executor(d, dst, A, first[1])
+    info = p.info
+    if info.ragged:
+        out = ex.run_rows(p, info)
+        return (target, out) if inside else None
+    out = ex.run(np.ascontiguousarray(p.values), info.numpy_dtype, method)
     validity = None
     if info.optional:
-        mask = a._parts.valid_mask()
-        got = ex.run(np.ascontiguousarray(mask).view(np.uint8), np.uint8, method)
+        got = ex.run(np.ascontiguousarray(p.valid_mask()).view(np.uint8), np.uint8, method)
         validity = None if got is None else pack_validity(got.view(bool))
     if not inside:
         return None
-    return DistArray(target, container(Parts(info.with_shape(out.shape), out, validity)))
+    return target, Parts(info.with_shape(out.shape), out, validity)
 
 
-def _target_distribution(a, shape, dist, grid, comm, per_dim) -> Distribution:
+def _target_distribution(info, shape, dist, grid, source_comm, comm, per_dim) -> Distribution:
     if isinstance(dist, Distribution):
         if grid is not None or per_dim:
             raise ValueError("redistribute: give either a Distribution or dist/grid/options, "
@@ -494,16 +463,16 @@ def _target_distribution(a, shape, dist, grid, comm, per_dim) -> Distribution:
                              f"{dist.global_shape} differs from the array's {shape}")
         target = dist
     else:
-        if a.info.kind == "ragged" and dist is not None and len(tuple(dist)) != 1:
+        if info.ragged and dist is not None and len(tuple(dist)) != 1:
             raise ValueError(f"redistribute: a ragged array is distributed by rows: dist needs "
                              f"one entry, got {dist!r}")
         unknown = set(per_dim) - {"block_size", "padding", "periodic", "indices", "sizes"}
         if unknown:
             raise TypeError(f"redistribute: unknown option(s) {sorted(unknown)} (known: "
                             "block_size, padding, periodic, indices, sizes)")
-        target = make_distribution(shape, dist, grid, a.comm if comm is None else comm,
+        target = make_distribution(shape, dist, grid, source_comm if comm is None else comm,
                                    **per_dim)
-    if a.info.kind == "ragged" and target.ndim != 1:
+    if info.ragged and target.ndim != 1:
         raise ValueError(f"redistribute: a ragged array needs a 1-d target distribution, "
                          f"got {target.ndim} dimensions")
     return target

@@ -39,15 +39,14 @@ import math
 import numpy as np
 from xnd import xnd
 
-from ..array import DistArray
-from ..comm import MPI, Partition
-from ..containers import Parts, container, expand_ranges, leaf_ranges, pack_validity
+from ..arraylike import unwrap, wrap_like
+from ..comm import MPI, Partition, attached
 from ..distribution import Distribution
-from ..maps import BlockMap, UnstructuredMap
-from ..types import dtype_from_numpy, type_info
-from .collectives import grid_team_ranks
+from ..maps import UnstructuredMap
+from ..parts import Parts, expand_ranges, leaf_ranges, pack_validity
+from ..types import TypeInfo, dtype_from_numpy
 
-__all__ = ["reduce", "OPS"]
+__all__ = ["reduce", "reduce_parts", "OPS"]
 
 OPS = ("sum", "prod", "min", "max", "mean", "count", "any", "all")
 
@@ -157,12 +156,6 @@ def _finish(op, total, count, optional, nothing_msg):
 # which local cells count
 # --------------------------------------------------------------------------
 
-def _canonical(d: Distribution, k: int):
-    """Local positions along dim k whose global cell this rank counts: a
-    slice (zero-copy) or an index array (shared unstructured indices)."""
-    return d.maps[k].canonical_positions(d.coords[k])
-
-
 def _select(v, sel):
     if all(isinstance(s, slice) for s in sel):
         return v[tuple(sel)]
@@ -188,36 +181,44 @@ def _norm_axis(axis, ndim):
 # the entry point
 # --------------------------------------------------------------------------
 
-def reduce(a: DistArray, op: str, axis=None):
-    """Reduce ``a`` with ``op`` (one of OPS) over ``axis`` (None = all, an
-    int or a tuple).  Collective.  Returns an xnd scalar on every rank when
-    every axis is reduced, else a DistArray over the remaining axes (its
-    ranks along the reduced grid axes hold the same, replicated values)."""
-    axes = _validate(a, op, axis)
-    if a.info.kind == "ragged":
-        if axes == (1,) and a.info.var_ndim == 2:
-            return _ragged_rows(a, op)
-        return _ragged_all(a, op)
-    return _fixed(a, op, axes)
+def reduce(a, op: str, axis=None):
+    """Reduce the array ``a`` with ``op`` (one of OPS) over ``axis`` (None =
+    all, an int or a tuple).  Collective.  Returns an xnd scalar on every
+    rank when every axis is reduced, else an array of ``a``'s kind over the
+    remaining axes (its ranks along the reduced grid axes hold the same,
+    replicated values)."""
+    out = reduce_parts(*unwrap(a), op, axis)
+    return wrap_like(a, *out) if isinstance(out, tuple) else out
 
 
-def _validate(a, op, axis):
+def reduce_parts(d: Distribution, p: Parts, op: str, axis=None):
+    """``reduce`` on the core pair: an xnd scalar, or the result's
+    ``(Distribution, Parts)``."""
+    axes = _validate(p.info, op, axis)
+    if p.info.ragged:
+        if axes == (1,) and p.info.var_ndim == 2:
+            return d, _ragged_rows(p, op)
+        return _ragged_all(d, p, op)
+    return _fixed(d, p, op, axes)
+
+
+def _validate(info, op, axis):
     """The reduced axes, or the error every rank raises.  No communication:
-    the checks depend only on the arguments and on a.info, which the
-    DistArray constructor made the same on every rank (as for any
-    collective, op and axis must be the same on every rank)."""
+    the checks depend only on the arguments and on the element type, which
+    is the same on every rank (as for any collective, op and axis must be
+    the same on every rank)."""
     if op not in OPS:
         raise ValueError(f"reduce: unknown operation {op!r}; use one of {', '.join(OPS)}")
-    if a.info.kind == "ragged":
-        axes = _norm_axis(axis, a.info.var_ndim)
-        if axes != tuple(range(a.info.var_ndim)) and not (a.info.var_ndim == 2 and axes == (1,)):
-            raise ValueError(f"reduce: a ragged array '{a.type}' reduces over everything "
-                             "(axis=None) or, for var * var * T, over each row (axis=1); "
-                             f"got axis={axis!r}")
+    if info.ragged:
+        axes = _norm_axis(axis, info.var_ndim)
+        if axes != tuple(range(info.var_ndim)) and not (info.var_ndim == 2 and axes == (1,)):
+            raise ValueError(f"reduce: a ragged array '{info.type_string()}' reduces over "
+                             "everything (axis=None) or, for var * var * T, over each row "
+                             f"(axis=1); got axis={axis!r}")
     else:
-        axes = _norm_axis(axis, a.ndim)
-    if op in ("min", "max") and a.info.numpy_dtype.kind == "c":
-        raise TypeError(f"reduce: {op} is not defined for complex data ({a.info.dtype})")
+        axes = _norm_axis(axis, info.ndim)
+    if op in ("min", "max") and info.numpy_dtype.kind == "c":
+        raise TypeError(f"reduce: {op} is not defined for complex data ({info.dtype})")
     return axes
 
 
@@ -228,19 +229,17 @@ def _scalar(op, vals, valid, dt):
     return xnd(vals.item() if bool(valid) else None, type="?" + name)
 
 
-def _fixed(a, op, axes):
-    d = a.distribution
-    p = a._parts
-    ndim = a.ndim
-    sel = [_canonical(d, k) if k in axes else d.maps[k].owned_local_slice(d.coords[k])
-           for k in range(ndim)]
+def _fixed(d, p, op, axes):
+    ndim = p.info.ndim
+    sel = [d.maps[k].canonical_positions(d.coords[k]) if k in axes
+           else d.maps[k].owned_local_slice(d.coords[k]) for k in range(ndim)]
     v = _select(p.values, sel)
     mask = p.valid_mask()
     mask = None if mask is None else _select(mask, sel)
     part, count = _local(op, v, mask, axes)
     # the ranks that differ only on the reduced axes' grid coordinates
     if len(axes) == ndim or all(d.grid[k] == 1 for k in range(ndim) if k not in axes):
-        team = a.comm
+        team = d.comm
     elif all(d.grid[k] == 1 for k in axes):
         team = MPI.COMM_SELF
     else:
@@ -248,41 +247,32 @@ def _fixed(a, op, axes):
     mpi_op = "sum" if op == "mean" else op
     total = _allreduce(team, part, mpi_op)
     count = None if count is None else _allreduce(team, count, "sum")
-    what = f"{op} of an empty selection (the reduced axes {axes} of global shape {a.global_shape} " \
-           "hold no values) is undefined; use optional data to get NA"
-    vals, valid = _finish(op, total, count, a.info.optional, what)
+    what = f"{op} of an empty selection (the reduced axes {axes} of global shape " \
+           f"{d.global_shape} hold no values) is undefined; use optional data to get NA"
+    vals, valid = _finish(op, total, count, p.info.optional, what)
     if len(axes) == ndim:
         return _scalar(op, np.asarray(vals), valid, None)
-    return _as_distarray(a, axes, vals, valid)
+    return _reduced(d, axes, vals, valid)
 
 
 def _team(d, axes):
     """The partition of the ranks that differ only on the reduced axes' grid
     coordinates: created once per distribution and axes (creating a
-    communicator costs more than a small reduction), kept on the
-    Distribution and freed with it."""
-    cache = d.__dict__.setdefault("_reduction_teams", {})
-    key = tuple(sorted(axes))
-    team = cache.get(key)
-    if team is None:
-        team = cache[key] = Partition._derived(d.comm, grid_team_ranks(d, key))
-    return team
+    communicator costs more than a small reduction) and kept on the
+    communicator (``xdap.comm.attached``), freed with it."""
+    key = (d.fingerprint(), tuple(sorted(axes)))
+    return attached(d.comm, "reduction teams").get_or_make(
+        key, lambda: Partition._derived(d.comm, d.team_ranks(key[1])), release=Partition.close)
 
 
-def _as_distarray(a, axes, vals, valid):
-    """The reduced partial of every rank as a DistArray over the kept dims:
-    the kept maps without communication padding; when the reduced grid axes
-    hold R > 1 ranks, the first kept dimension becomes an unstructured map
-    over grid * R positions in which the R ranks of a team hold the same
-    indices (replicated, one_to_one False)."""
-    d = a.distribution
+def _reduced(d, axes, vals, valid):
+    """The reduced partial of every rank as ``(Distribution, Parts)`` over
+    the kept dims: the kept maps without communication padding; when the
+    reduced grid axes hold R > 1 ranks, the first kept dimension becomes an
+    unstructured map over grid * R positions in which the R ranks of a team
+    hold the same indices (replicated, one_to_one False)."""
     keep = [k for k in range(d.ndim) if k not in axes]
-    maps = []
-    for k in keep:
-        m = d.maps[k]
-        if isinstance(m, BlockMap):
-            m = BlockMap(m.size, m.grid_size, bounds=m.bounds)
-        maps.append(m)
+    maps = [d.maps[k].without_padding() for k in keep]
     R = math.prod(d.grid[k] for k in axes)
     coords = d.rank_coords
     table = coords[:, keep]
@@ -295,20 +285,18 @@ def _as_distarray(a, axes, vals, valid):
         maps[0] = UnstructuredMap(m0.size, [m0.global_indices(c // R)
                                             for c in range(m0.grid_size * R)], one_to_one=False)
     vals = np.ascontiguousarray(vals)
-    name = dtype_from_numpy(vals.dtype)
-    info = type_info(" * ".join([str(s) for s in vals.shape] + [("?" if valid is not None else "") + name]))
-    local = container(Parts(info, vals, None if valid is None else pack_validity(valid)))
-    return DistArray(Distribution(maps, d.comm, rank_coords=table), local)
+    info = TypeInfo.fixed(vals.shape, dtype_from_numpy(vals.dtype), valid is not None)
+    return (Distribution(maps, d.comm, rank_coords=table),
+            Parts(info, vals, None if valid is None else pack_validity(valid)))
 
 
 # --------------------------------------------------------------------------
 # ragged
 # --------------------------------------------------------------------------
 
-def _row_selection(a):
+def _row_selection(d, p):
     """Leaves of the rows this rank counts: a slice or an index array."""
-    d, p = a.distribution, a._parts
-    rows = _canonical(d, 0)
+    rows = d.maps[0].canonical_positions(d.coords[0])
     if isinstance(rows, slice):
         ends = leaf_ranges(p.offsets, np.array([rows.start, rows.stop - 1], np.int64)) \
             if rows.stop > rows.start else None
@@ -319,24 +307,22 @@ def _row_selection(a):
     return expand_ranges(start, stop - start)
 
 
-def _ragged_all(a, op):
-    p = a._parts
-    leaves = _row_selection(a)
+def _ragged_all(d, p, op):
+    leaves = _row_selection(d, p)
     v = p.values[leaves]
     mask = p.valid_mask()
     mask = None if mask is None else mask[leaves]
     part, count = _local(op, v, mask, (0,))
-    total = _allreduce(a.comm, part, "sum" if op == "mean" else op)
-    count = None if count is None else _allreduce(a.comm, count, "sum")
-    vals, valid = _finish(op, total, count, a.info.optional,
+    total = _allreduce(d.comm, part, "sum" if op == "mean" else op)
+    count = None if count is None else _allreduce(d.comm, count, "sum")
+    vals, valid = _finish(op, total, count, p.info.optional,
                           f"{op} of a ragged array without any value is undefined; "
                           "use optional data to get NA")
     return _scalar(op, np.asarray(vals), valid, None)
 
 
-def _ragged_rows(a, op):
-    """Per-row reduction of var * var * T (no communication)."""
-    p = a._parts
+def _ragged_rows(p, op):
+    """Per-row reduction of var * var * T (no communication): the rows' Parts."""
     n = p.nrows
     start, stop = leaf_ranges(p.offsets, np.arange(n))
     lengths = stop - start
@@ -364,10 +350,8 @@ def _ragged_rows(a, op):
         else:
             vals, valid = red, None
     vals = np.ascontiguousarray(vals)
-    name = dtype_from_numpy(vals.dtype)
-    info = type_info(f"{n} * " + ("?" if valid is not None else "") + name)
-    local = container(Parts(info, vals, None if valid is None else pack_validity(valid)))
-    return DistArray(a.distribution, local)
+    info = TypeInfo.fixed((n,), dtype_from_numpy(vals.dtype), valid is not None)
+    return Parts(info, vals, None if valid is None else pack_validity(valid))
 
 
 def _segment(ufunc, v, start, lengths, ident):

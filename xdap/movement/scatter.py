@@ -46,19 +46,23 @@ array([22., 74.])
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
 from .. import comm as _comm
+from ..arraylike import is_distributed, unwrap
 from ..comm import MPI
 from ..distribution import Distribution
-from ..maps import BlockMap, UnstructuredMap
 
 __all__ = ["Scatter", "MODES"]
 
 MODES = ("add", "replace", "min", "max")
 _UFUNC = {"add": np.add, "min": np.minimum, "max": np.maximum}
+
+
+def _check_type(info, what):
+    if info.ragged or info.optional:
+        raise TypeError(f"{what}: fixed, non-optional types only, got '{info.type_string()}'")
 
 
 def _last_occurrence(keys: np.ndarray, nkeys: int) -> np.ndarray:
@@ -82,19 +86,20 @@ class Scatter:
     """
 
     def __init__(self, a_or_distribution, needed):
-        d = getattr(a_or_distribution, "distribution", a_or_distribution)
+        d, info = a_or_distribution, None
+        if is_distributed(a_or_distribution):
+            d, p = unwrap(a_or_distribution)
+            info = p.info
         if not isinstance(d, Distribution):
             raise TypeError(f"Scatter needs a DistArray or a Distribution, got "
                             f"{type(a_or_distribution).__name__}")
         comm = d.comm
-        with _comm.collective_checks(comm):
+        with _comm.agreement(comm, "Scatter"):
             if any(g != 1 for g in d.grid[1:]):
                 raise ValueError(f"Scatter: only dimension 0 may be distributed, the grid is "
                                  f"{d.grid}")
-            info = getattr(a_or_distribution, "info", None)
-            if info is not None and (info.kind != "fixed" or info.optional):
-                raise TypeError(f"Scatter: fixed, non-optional types only, got "
-                                f"{a_or_distribution.type}")
+            if info is not None:
+                _check_type(info, "Scatter")
             needed = np.asarray(needed)
             if needed.ndim != 1:
                 raise ValueError(f"Scatter: needed must be 1-d, got shape {needed.shape}")
@@ -112,7 +117,7 @@ class Scatter:
         uniq, self._inverse = np.unique(needed, return_inverse=True)
         self._n_uniq = len(uniq)
         grank, local = m.owners(uniq)
-        rank_of = np.array([d.rank_of((p,) + (0,) * (d.ndim - 1)) for p in range(m.grid_size)],
+        rank_of = np.array([d.rank_of((q,) + (0,) * (d.ndim - 1)) for q in range(m.grid_size)],
                            dtype=np.int64)
         owner = rank_of[grank]
         self._order = np.argsort(owner, kind="stable")     # requests grouped by owner
@@ -147,15 +152,15 @@ class Scatter:
         would hang ranks that pass the plan's own object next to ranks that
         pass an equal copy.
         """
-        d = getattr(a, "distribution", None)
+        if not is_distributed(a):
+            raise TypeError(f"Scatter.{what}: expected a DistArray, got {type(a).__name__}")
+        d, p = unwrap(a)
         if d is not self.distribution:
-            if d is None or not (d == self.distribution):
+            if not (d == self.distribution):
                 raise ValueError(f"Scatter.{what}: the array's distribution differs from "
                                  f"the one the plan was built for")
-            if a.info.kind != "fixed" or a.info.optional:
-                raise TypeError(f"Scatter.{what}: fixed, non-optional types only, got "
-                                f"{a.type}")
-        return a._parts.values
+        _check_type(p.info, f"Scatter.{what}")
+        return p.values
 
     # -- gather -------------------------------------------------------------
     def forward(self, a) -> np.ndarray:
@@ -176,7 +181,7 @@ class Scatter:
         into ``into`` in place (collective; see the module docstring for the
         modes and ``refresh``)."""
         buf = self._check_array(into, "reverse")
-        with _comm.collective_checks(self.comm):
+        with _comm.agreement(self.comm, "Scatter.reverse"):
             if mode not in MODES:
                 raise ValueError(f"Scatter.reverse: mode must be one of {MODES}, got {mode!r}")
             values = np.asarray(values)
@@ -212,10 +217,7 @@ class Scatter:
         indices, block communication padding along dimension 0) with the
         owner's value (collective; no-op when the map has no copies)."""
         m = self.distribution.maps[0]
-        has_copies = (isinstance(m, UnstructuredMap) and not m.one_to_one) or (
-            isinstance(m, BlockMap) and any(m.comm_padding(p) != (0, 0)
-                                            for p in range(m.grid_size)))
-        if not has_copies:
+        if not m.has_copies:
             return
         if self._copies is None:
             d = self.distribution

@@ -23,7 +23,7 @@ them into bits, xnd stores a byte each); Arrow offsets that do not start at
 multiple of 8; a ``ChunkedArray`` of several chunks (concatenated).
 
 >>> import numpy as np
->>> from xdap.containers import as_container, parts
+>>> from xdap.parts import as_container, parts
 >>> x = as_container([[1.0, None], [], [2.0]], type="var * var * ?float64")
 >>> arr = to_arrow(x)
 >>> arr.type, arr.to_pylist()
@@ -37,12 +37,16 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..containers import (Parts, check_ragged_rows, container, pack_validity, parts, take_block,
-                          unpack_validity)
+from .. import comm as _comm
+from ..arraylike import is_distributed, unwrap
+from ..distribution import Distribution
+from ..maps import BlockMap
+from ..parts import (Parts, check_ragged_rows, container, pack_validity, parts, take_block,
+                     unpack_validity)
 from ..types import DTYPES, TypeInfo, type_info
 
-__all__ = ["to_arrow", "from_arrow", "parts_from_arrow", "distarray_from_arrow",
-           "ComplexType"]
+__all__ = ["to_arrow", "owned_arrow", "from_arrow", "parts_from_arrow", "stack_arrow",
+           "stack_rows", "ComplexType"]
 
 _TO_ARROW = {
     "bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(),
@@ -108,18 +112,17 @@ def to_arrow(x) -> pa.Array:
     >>> to_arrow(xnd([[1, 2], [3, 4]], dtype="int32")).to_pylist()
     [[1, 2], [3, 4]]
     """
-    from ..array import DistArray
-    if isinstance(x, DistArray):
-        return _owned_arrow(x)
+    if is_distributed(x):
+        return owned_arrow(*unwrap(x))
     p = x if isinstance(x, Parts) else parts(x)
     return _parts_to_arrow(p)
 
 
-def _owned_arrow(a) -> pa.Array:
-    d = a.distribution
+def owned_arrow(d, p: Parts) -> pa.Array:
+    """The rows of ``(d, p)`` this rank OWNS as a pyarrow array (zero-copy
+    but for inner padding; see ``to_arrow``)."""
     own = [d.maps[k].owned_local_slice(d.coords[k]) for k in range(d.ndim)]
-    p = a._parts
-    if a.info.kind == "fixed" and any(s != slice(0, n) for s, n in zip(own[1:], p.values.shape[1:])):
+    if not p.info.ragged and any(s != slice(0, n) for s, n in zip(own[1:], p.values.shape[1:])):
         # inner padding: the owned block is strided
         return _parts_to_arrow(take_block(p, tuple(own)))
     arr = _parts_to_arrow(p)
@@ -203,12 +206,12 @@ def parts_from_arrow(arr, type=None) -> Parts:
                             "xdap supports 'N * M * T' or 'var * var * T'")
     dtype, values, validity = _leaf_from_arrow(arr)
     if var:
-        info = TypeInfo("ragged", (), len(var) + 1, dtype, validity is not None)
+        info = TypeInfo.of_ragged(len(var) + 1, dtype, validity is not None)
         offsets = (np.array([0, n], np.int32),) + tuple(var)
         p = Parts(info, values, validity, offsets)
     else:
         shape = (n,) + tuple(fixed)
-        info = TypeInfo("fixed", shape, 0, dtype, validity is not None)
+        info = TypeInfo.fixed(shape, dtype, validity is not None)
         p = Parts(info, values.reshape(shape), validity)
     return _apply_type(p, type) if type is not None else p
 
@@ -267,20 +270,20 @@ def _validity(arr):
 
 def _apply_type(p: Parts, type) -> Parts:
     want, have = type_info(type), p.info
-    if (want.kind == have.kind == "fixed" and want.dtype.startswith("complex")
+    if (not want.ragged and not have.ragged and want.dtype.startswith("complex")
             and have.dtype == ("float32" if want.dtype == "complex64" else "float64")
             and have.shape == want.shape + (2,) and p.validity is None):
         # plain (real, imag) pairs, e.g. from a producer that knows no complex type
         values = np.ascontiguousarray(p.values).view(DTYPES[want.dtype][0])[..., 0]
-        p = Parts(TypeInfo("fixed", want.shape, 0, want.dtype, False), values)
+        p = Parts(TypeInfo.fixed(want.shape, want.dtype), values)
         have = p.info
     if (want.kind, want.var_ndim, want.dtype) != (have.kind, have.var_ndim, have.dtype) or (
-            want.kind == "fixed" and want.shape != have.shape):
+            not want.ragged and want.shape != have.shape):
         raise TypeError(f"the Arrow array holds {have.type_string()!r}, not the requested "
                         f"{str(type)!r}")
     if want.optional == have.optional:
         return p
-    info = TypeInfo(have.kind, have.shape, have.var_ndim, have.dtype, want.optional)
+    info = have.with_leaf(("?" if want.optional else "") + have.dtype)
     if want.optional:                        # no bitmap: everything is valid
         return Parts(info, p.values, np.full((p.values.size + 7) // 8, 0xFF, np.uint8), p.offsets)
     if not p.valid_mask().all():
@@ -291,56 +294,51 @@ def _apply_type(p: Parts, type) -> Parts:
 
 # -- a DistArray from per-rank Arrow arrays ------------------------------------------
 
-def distarray_from_arrow(arr, comm=None, type=None):
-    """A DistArray whose rows are every rank's Arrow array, stacked in rank
-    order (collective; published as ``xdap.from_arrow``).
+def stack_arrow(arr, comm=None, type=None) -> tuple:
+    """``(Distribution, Parts)`` whose rows are every rank's Arrow array,
+    stacked in rank order (collective; ``xdap.from_arrow`` wraps it).
 
     Each rank passes its own array (any length, 0 included -- except for
     ragged arrays, which need at least one row on every rank: ndtypes
     0.2.0.dev3 has no empty ``var * var * T``; all ranks then raise the same
-    ValueError); the rows are
-    block distributed over a 1-d grid with the ranks' lengths as irregular
-    block sizes. The local containers wrap the Arrow buffers (zero-copy as in
-    ``from_arrow``). All ranks must agree on the element type (and on the
-    inner dims of fixed types); a mismatch raises the same TypeError on every
-    rank.
+    ValueError); the rows are block distributed over a 1-d grid with the
+    ranks' lengths as irregular block sizes. The local data wrap the Arrow
+    buffers (zero-copy as in ``from_arrow``). All ranks must agree on the
+    element type (and on the inner dims of fixed types); a mismatch raises
+    the same TypeError on every rank.
 
-    >>> import pyarrow as pa, xdap
+    >>> import pyarrow as pa
     >>> from mpi4py import MPI
-    >>> a = xdap.from_arrow(pa.array([[1.0], [2.0, 3.0]]), comm=MPI.COMM_SELF)
-    >>> a.global_shape, a.to_global().value
-    ((2, None), [[1.0], [2.0, 3.0]])
+    >>> d, p = stack_arrow(pa.array([[1.0], [2.0, 3.0]]), comm=MPI.COMM_SELF)
+    >>> d.global_shape, container(p).value
+    ((2,), [[1.0], [2.0, 3.0]])
     """
-    from .. import comm as _comm
     comm = _comm.resolve(comm)
     p = None
-    with _comm.collective_checks(comm):
+    with _comm.agreement(comm):
         p = parts_from_arrow(arr, type)
     return stack_rows(p, comm)
 
 
-def stack_rows(p: Parts, comm):
-    """DistArray of every rank's rows ``p``, in rank order (collective).
-    Shared by the Arrow and Awkward importers."""
-    from .. import comm as _comm
-    from ..array import DistArray
-    from ..distribution import Distribution
-    from ..maps import BlockMap
+def stack_rows(p: Parts, comm) -> tuple:
+    """``(Distribution, Parts)`` of every rank's rows ``p``, in rank order
+    (collective). Shared by the Arrow and Awkward importers."""
     info = p.info
-    kind = info.type_string() if info.kind == "ragged" else ("fixed", info.leaf, info.shape[1:])
-    metas = comm.allgather((p.nrows, kind))
-    with _comm.collective_checks(comm):
-        for r, (_, k) in enumerate(metas):
-            if k != metas[0][1]:
-                show = [m[1] if isinstance(m[1], str) else
-                        " * ".join(["N"] + [str(s) for s in m[1][2]] + [m[1][1]]) for m in metas]
-                raise TypeError(f"ranks hold different element types (type per rank: {show}); "
-                                "every rank's array must have the same type")
-        # checked here, so every rank raises together (container() below
-        # would refuse an empty ragged partition on its own rank only)
+    kind = info.type_string() if info.ragged else ("fixed", info.leaf, info.shape[1:])
+    with _comm.agreement(comm, share=True) as ag:
+        # checked here, so every rank raises together (container() would
+        # refuse an empty ragged partition on its own rank only)
         check_ragged_rows(info, p.nrows)
+        ag.share((p.nrows, kind))
+    metas = ag.shared
+    for r, (_, k) in enumerate(metas):
+        if k != metas[0][1]:
+            show = [m[1] if isinstance(m[1], str) else
+                    " * ".join(["N"] + [str(s) for s in m[1][2]] + [m[1][1]]) for m in metas]
+            raise TypeError(f"ranks hold different element types (type per rank: {show}); "
+                            "every rank's array must have the same type")
     bounds = np.concatenate([[0], np.cumsum([m[0] for m in metas])])
     maps = [BlockMap(int(bounds[-1]), comm.size, bounds=bounds.tolist())]
-    if info.kind == "fixed":
+    if not info.ragged:
         maps += [BlockMap(int(s), 1) for s in info.shape[1:]]
-    return DistArray(Distribution(maps, comm), container(p))
+    return Distribution(maps, comm), p

@@ -22,7 +22,7 @@ starting at 0 is shifted (O(rows)). Records, strings and option types above
 a list level (null lists) raise TypeError.
 
 >>> import numpy as np
->>> from xdap.containers import as_container, parts
+>>> from xdap.parts import as_container, parts
 >>> x = as_container([[1, None], [], [3]], type="var * var * ?int32")
 >>> arr = to_awkward(x)
 >>> str(arr.type), arr.tolist()
@@ -36,10 +36,13 @@ from __future__ import annotations
 import awkward as ak
 import numpy as np
 
-from ..containers import Parts, container, pack_validity, parts, take_block, take_rows
+from .. import comm as _comm
+from ..arraylike import is_distributed, unwrap
+from ..parts import Parts, container, pack_validity, parts, take_block, take_rows
 from ..types import TypeInfo, dtype_from_numpy
 
-__all__ = ["to_awkward", "from_awkward", "parts_from_awkward", "distarray_from_awkward"]
+__all__ = ["to_awkward", "owned_awkward", "from_awkward", "parts_from_awkward",
+           "stack_awkward"]
 
 
 def to_awkward(x) -> ak.Array:
@@ -52,21 +55,20 @@ def to_awkward(x) -> ak.Array:
     >>> str(to_awkward(xnd([[1.0, 2.0]])).type)
     '1 * 2 * float64'
     """
-    from ..array import DistArray
-    if isinstance(x, DistArray):
-        d, p = x.distribution, x._parts
-        own = tuple(d.maps[k].owned_local_slice(d.coords[k]) for k in range(d.ndim))
-        if all(s == slice(0, n) for s, n in zip(own, _row_shape(p))):
-            return _to_awkward(p)
-        # communication padding: the owned part is copied
-        if p.info.kind == "ragged":
-            return _to_awkward(take_rows(p, np.arange(own[0].start, own[0].stop)))
-        return _to_awkward(take_block(p, own))
+    if is_distributed(x):
+        return owned_awkward(*unwrap(x))
     return _to_awkward(x if isinstance(x, Parts) else parts(x))
 
 
-def _row_shape(p: Parts):
-    return p.values.shape if p.info.kind == "fixed" else (p.nrows,)
+def owned_awkward(d, p: Parts) -> ak.Array:
+    """The part of ``(d, p)`` this rank owns as an awkward Array (zero-copy
+    unless there is communication padding to leave out)."""
+    own = tuple(d.maps[k].owned_local_slice(d.coords[k]) for k in range(d.ndim))
+    if all(s == slice(0, n) for s, n in zip(own, p.shape)):
+        return _to_awkward(p)
+    if p.info.ragged:                   # communication padding: the owned part is copied
+        return _to_awkward(take_rows(p, np.arange(own[0].start, own[0].stop)))
+    return _to_awkward(take_block(p, own))
 
 
 def _to_awkward(p: Parts) -> ak.Array:
@@ -75,7 +77,7 @@ def _to_awkward(p: Parts) -> ak.Array:
     if p.validity is not None:
         node = ak.contents.BitMaskedArray(ak.index.IndexU8(np.asarray(p.validity, np.uint8)), node,
                                           valid_when=True, length=len(flat), lsb_order=True)
-    if p.info.kind == "fixed":
+    if not p.info.ragged:
         shape = p.values.shape
         for k in range(len(shape) - 1, 0, -1):
             node = ak.contents.RegularArray(node, int(shape[k]), zeros_length=int(np.prod(shape[:k])))
@@ -139,11 +141,11 @@ def parts_from_awkward(arr, type=None) -> Parts:
     dtype = dtype_from_numpy(values.dtype)
     optional = validity is not None
     if var:
-        info = TypeInfo("ragged", (), len(var) + 1, dtype, optional)
+        info = TypeInfo.of_ragged(len(var) + 1, dtype, optional)
         p = Parts(info, values, validity, (np.array([0, n], np.int32),) + tuple(var))
     else:
         shape = (n,) + tuple(fixed)
-        p = Parts(TypeInfo("fixed", shape, 0, dtype, optional), values.reshape(shape), validity)
+        p = Parts(TypeInfo.fixed(shape, dtype, optional), values.reshape(shape), validity)
     if type is not None:
         from .arrow import _apply_type
         p = _apply_type(p, type)
@@ -187,19 +189,18 @@ def _leaf(node, layout):
                     "supported: numeric leaves, regular/var lists and option leaves only")
 
 
-def distarray_from_awkward(arr, comm=None, type=None):
-    """A DistArray of every rank's awkward array, rows stacked in rank order
-    (collective; see ``xdap.protocols.arrow.distarray_from_arrow``).
+def stack_awkward(arr, comm=None, type=None) -> tuple:
+    """``(Distribution, Parts)`` of every rank's awkward array, rows stacked
+    in rank order (collective; see ``xdap.protocols.arrow.stack_arrow``).
 
     >>> import awkward as ak
     >>> from mpi4py import MPI
-    >>> distarray_from_awkward(ak.Array([[1, 2], [3]]), comm=MPI.COMM_SELF).global_shape
-    (2, None)
+    >>> stack_awkward(ak.Array([[1, 2], [3]]), comm=MPI.COMM_SELF)[0].global_shape
+    (2,)
     """
-    from .. import comm as _comm
     from .arrow import stack_rows
     comm = _comm.resolve(comm)
     p = None
-    with _comm.collective_checks(comm):
+    with _comm.agreement(comm):
         p = parts_from_awkward(arr, type)
     return stack_rows(p, comm)

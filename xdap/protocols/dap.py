@@ -37,45 +37,46 @@ import math
 
 import numpy as np
 
+from .. import _xndbuf
 from .. import comm as _comm
-from ..array import DistArray
-from ..containers import Parts, container
 from ..distribution import Distribution
-from ..maps import _is_int, map_from_dim_dicts
-from ..types import dtype_from_format, type_info
+from ..maps import is_int
+from ..parts import Parts, parts_of
+from ..types import TypeInfo, dtype_from_format, type_info
+from .dap_dims import map_from_dim_dicts
 
-__all__ = ["export", "from_distarray", "VERSION"]
+__all__ = ["export", "import_dap", "VERSION"]
 
 VERSION = "0.10.0"
 EXTENSION = "xnd"
 
 
-def export(a: DistArray, version: str = VERSION) -> dict:
+def export(d: Distribution, p: Parts, version: str = VERSION, leaf_index=None) -> dict:
     """The DAP dict of this rank's partition (no communication, no copy).
 
     ``version`` "0.10.0" (default) or "0.9.0": the older dialect writes
     undistributed dims as ``'n'`` and padded blocks' start/stop without the
-    communication padding.
+    communication padding.  ``leaf_index`` (ragged data only) is where this
+    rank's leaves sit in the global leaf space, ``(start, total)`` or
+    ``(indices, total)``, as the DistArray constructor agreed it.
     """
     if version not in ("0.9.0", VERSION):
         raise ValueError(f"can export DAP 0.10.0 or 0.9.0, not {version!r}")
-    p = a._parts
-    if a.info.kind == "fixed":
-        dim_data = a.distribution.dim_data(version)
+    if not p.info.ragged:
+        dim_data = d.dim_data(version)
         if version == "0.9.0":
             dim_data = tuple({"dist_type": "n", "size": dd["size"]}
                              if dd.get("proc_grid_size") == 1 and dd["dist_type"] == "b"
                              and tuple(dd.get("padding", (0, 0))) == (0, 0) else dd
                              for dd in dim_data)
         out = {"__version__": version, "buffer": p.values, "dim_data": dim_data}
-        if a.info.optional:
-            out[EXTENSION] = {"type": a.info.with_shape(p.values.shape).type_string(),
+        if p.info.optional:
+            out[EXTENSION] = {"type": p.info.with_shape(p.values.shape).type_string(),
                               "validity": p.validity}
         return out
     if version != VERSION:
         raise ValueError("ragged arrays export DAP 0.10.0 only (0.9.0 has no way to say it)")
-    d = a.distribution
-    where, total = a._leaf_index
+    where, total = leaf_index
     common = {"size": total, "proc_grid_size": d.grid[0], "proc_grid_rank": d.coords[0]}
     if isinstance(where, int):
         leaves = {"dist_type": "b", **common, "start": where, "stop": where + len(p.values),
@@ -84,17 +85,13 @@ def export(a: DistArray, version: str = VERSION) -> dict:
         leaves = {"dist_type": "u", **common, "indices": where,
                   "one_to_one": _rows_one_to_one(d)}
     return {"__version__": VERSION, "buffer": p.values, "dim_data": (leaves,),
-            EXTENSION: {"type": a.info.type_string(), "validity": p.validity,
-                        "offsets": p.offsets, "dim_data": a.dim_data}}
+            EXTENSION: {"type": p.info.type_string(), "validity": p.validity,
+                        "offsets": p.offsets, "dim_data": d.dim_data()}}
 
 
 def _rows_one_to_one(d: Distribution) -> bool:
     """Whether every row (hence every leaf) is held by exactly one rank."""
-    m = d.maps[0]
-    if m.dist_type == "u":
-        return m.one_to_one
-    # blocks hold ghost rows exactly where they have communication padding
-    return all(m.owned_count(q) == m.local_size(q) for q in range(m.grid_size))
+    return not d.maps[0].has_copies
 
 
 # -- import ------------------------------------------------------------------
@@ -144,7 +141,7 @@ class _Local:
         self.validity = ext.get("validity")
         if self.info.optional and self.validity is None:
             raise ValueError(f"'{EXTENSION}' type {ext['type']!r} is optional but has no validity bitmap")
-        if self.info.kind == "fixed":
+        if not self.info.ragged:
             if tuple(self.info.shape) != tuple(self.buffer.shape):
                 raise ValueError(f"'{EXTENSION}' type {ext['type']!r} does not match the buffer "
                                  f"shape {tuple(self.buffer.shape)}")
@@ -178,20 +175,20 @@ class _Local:
                 "dtype": self.dtype,
                 # the element type, not the local shape, must agree across ranks
                 "type": None if self.ext is None else
-                (self.info.type_string() if self.info.kind == "ragged" else self.info.leaf)}
+                (self.info.type_string() if self.info.ragged else self.info.leaf)}
 
-    def container(self):
-        """The local xnd container over the buffer (zero-copy when C-contiguous)."""
+    def parts(self) -> Parts:
+        """The local Parts over the buffer (zero-copy when C-contiguous)."""
         buf = self.buffer
         if not buf.c_contiguous:
             buf = np.ascontiguousarray(np.asarray(buf))     # copies: say so in the docs
         if self.ext is None:
-            info = type_info(" * ".join([str(s) for s in buf.shape] + [self.dtype]))
-            return container(Parts(info, np.asarray(buf)))
-        from .. import _xndbuf
-        if self.info.kind == "fixed":
-            return _xndbuf.from_buffers(self.info.type_string(), None, buf, self.validity)
-        return _xndbuf.from_buffers(self.info.leaf, self.offsets, buf, self.validity)
+            return Parts(TypeInfo.fixed(buf.shape, self.dtype), np.asarray(buf))
+        if self.info.ragged:
+            x = _xndbuf.from_buffers(self.info.leaf, self.offsets, buf, self.validity)
+        else:
+            x = _xndbuf.from_buffers(self.info.type_string(), None, buf, self.validity)
+        return parts_of(x, self.info)
 
 
 def _index_array(obj, k):
@@ -219,9 +216,10 @@ def _parse_version(v):
     return "0.9.0" if minor <= 9 else "0.10.0"
 
 
-def from_distarray(obj, comm=None) -> DistArray:
-    """Import a DAP 0.9.0 / 0.10.0 export (collective; zero-copy where the
-    buffer is C-contiguous, a copy otherwise).
+def import_dap(obj, comm=None) -> tuple:
+    """Import a DAP 0.9.0 / 0.10.0 export: ``(Distribution, Parts)``
+    (collective; zero-copy where the buffer is C-contiguous, a copy
+    otherwise; ``xdap.from_distarray`` wraps it).
 
     ``obj`` is an object with ``__distarray__()`` or the dict itself, on every
     rank of ``comm`` (default ``MPI.COMM_WORLD``). Every rule of the protocol
@@ -229,16 +227,14 @@ def from_distarray(obj, comm=None) -> DistArray:
     ValueError/TypeError on every rank, naming the rule, rank and value.
     """
     comm = _comm.resolve(comm)
-    local = None
-    with _comm.collective_checks(comm):
+    with _comm.agreement(comm, share=True) as ag:
         d = obj.__distarray__() if hasattr(obj, "__distarray__") else obj
         local = _Local(d)
-    summaries = comm.allgather(local.summary())
-    with _comm.collective_checks(comm):
-        dist = _distribution(summaries, comm)
-    with _comm.collective_checks(comm):
-        x = local.container()
-    return DistArray(dist, x)
+        ag.share(local.summary())
+    with _comm.agreement(comm):
+        dist = _distribution(ag.shared, comm)
+        p = local.parts()
+    return dist, p
 
 
 def _distribution(summaries, comm) -> Distribution:
@@ -268,7 +264,7 @@ def _grid_rank_and_size(dd, k, r, version):
     for key in ("proc_grid_size", "proc_grid_rank"):
         if key not in dd:
             raise ValueError(f"dimension {k} on rank {r}: missing required key {key!r}")
-        if not _is_int(dd[key]):
+        if not is_int(dd[key]):
             raise TypeError(f"dimension {k} on rank {r}: {key!r} must be an int, got {dd[key]!r}")
     size, rank = int(dd["proc_grid_size"]), int(dd["proc_grid_rank"])
     if size < 1:

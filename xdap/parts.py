@@ -1,4 +1,4 @@
-"""Local containers: an xnd container and its flat parts, in both directions.
+"""This rank's data: an xnd container and its flat parts, in both directions.
 
 A container of any supported type (see ``xdap.types``) is, in memory, three
 flat parts -- the layout Arrow uses:
@@ -23,7 +23,7 @@ True
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from xnd import xnd
@@ -31,7 +31,7 @@ from xnd import xnd
 from . import _xndbuf
 from .types import TypeInfo, dtype_from_numpy, type_info
 
-__all__ = ["Parts", "parts", "container", "as_container", "take_rows", "concat_parts", "leaf_ranges",
+__all__ = ["Parts", "parts", "parts_of", "container", "as_container", "take_rows", "concat_parts", "leaf_ranges",
            "expand_ranges", "pack_validity", "unpack_validity"]
 
 
@@ -46,20 +46,41 @@ def unpack_validity(bitmap, n: int) -> np.ndarray:
     return bits.view(bool)
 
 
-@dataclass
+@dataclass(eq=False)
 class Parts:
-    """The flat parts of one container (see the module docstring)."""
+    """The flat parts of one container (see the module docstring).
+
+    ``Parts`` is what the engines move, reduce and export; ``container(p)``
+    is the xnd container over the same memory (made once, then kept).
+    ``rows`` identifies the row structure of ragged parts: a kernel result
+    shares its operand's ``rows`` (equal offsets on every rank by
+    construction), so combining the two needs no collective check.
+    """
     info: TypeInfo
     values: np.ndarray
     validity: np.ndarray | None = None
     offsets: tuple = ()
+    xnd: object = field(default=None, repr=False)
+    rows: object = field(default=None, repr=False)
 
     @property
     def nrows(self) -> int:
         """Items of the outermost dimension."""
-        if self.info.kind == "ragged":
+        if self.info.ragged:
             return int(self.offsets[0][-1])
         return self.values.shape[0]
+
+    @property
+    def shape(self) -> tuple:
+        """The local shape along the distributed dims: the values' shape for
+        fixed types, ``(nrows,)`` for ragged ones (rows are distributed)."""
+        return (self.nrows,) if self.info.ragged else tuple(self.values.shape)
+
+    def rows_token(self):
+        """The ``rows`` identity (made on first use; see the class docstring)."""
+        if self.rows is None:
+            self.rows = object()
+        return self.rows
 
     def valid_mask(self) -> np.ndarray | None:
         """Validity as a bool array shaped like ``values`` (None if not optional)."""
@@ -69,7 +90,7 @@ class Parts:
 
     def leaf_counts(self) -> np.ndarray:
         """Leaves per outermost row (int64)."""
-        if self.info.kind == "ragged":
+        if self.info.ragged:
             start, stop = leaf_ranges(self.offsets, np.arange(self.nrows))
             return stop - start
         return np.full(self.nrows, int(np.prod(self.values.shape[1:])), np.int64)
@@ -83,31 +104,42 @@ def parts(x) -> Parts:
     Python value) -- say ``parts(xnd(x.value, type=...))`` to make that
     explicit.
     """
-    info = type_info(x)
+    return parts_of(x, type_info(x))
+
+
+def parts_of(x, info: TypeInfo) -> Parts:
+    """``parts(x)`` when ``x``'s type is already classified as ``info``."""
     try:
         values, validity, offsets = _xndbuf.layout(x, info.format)
     except ValueError:
-        x = xnd(x.value, type=info.type_string() if info.kind == "fixed" else str(x.type))
+        x = xnd(x.value, type=str(x.type) if info.ragged else info.type_string())
         values, validity, offsets = _xndbuf.layout(x, info.format)
     return Parts(info,
                  np.asarray(values),
                  None if validity is None else np.asarray(validity),
-                 tuple(np.asarray(o) for o in offsets))
+                 tuple(np.asarray(o) for o in offsets), xnd=x)
 
 
 def container(p: Parts):
-    """An xnd container over the given parts, without copying the values.
+    """The xnd container over the given parts, without copying the values
+    (made on the first call, then kept on ``p``).
 
     The values (and validity) must be C-contiguous; a non-contiguous values
     array is copied first.
     """
+    if p.xnd is None:
+        p.xnd = _make_container(p)
+    return p.xnd
+
+
+def _make_container(p: Parts):
     values = np.ascontiguousarray(p.values, dtype=p.info.numpy_dtype)
     validity = None
     if p.info.optional:
         nbytes = (values.size + 7) // 8
         validity = np.ascontiguousarray(p.validity if p.validity is not None
                                         else np.full(nbytes, 0xFF, np.uint8), dtype=np.uint8)
-    if p.info.kind == "fixed":
+    if not p.info.ragged:
         info = p.info.with_shape(values.shape)
         return _xndbuf.from_buffers(info.type_string(), None, values, validity)
     check_ragged_rows(p.info, p.nrows)
@@ -123,7 +155,7 @@ def check_ragged_rows(info: TypeInfo, nrows: int, rank=None) -> None:
     fails with "var_dim: noffsets < 2").  Callers that distribute rows check
     this for every rank up front, so all ranks raise together.
     """
-    if info.kind == "ragged" and nrows == 0:
+    if info.ragged and nrows == 0:
         where = "" if rank is None else f" (rank {rank})"
         raise ValueError(
             f"every rank needs at least one row of ragged data {info.type_string()}: a "
@@ -159,7 +191,7 @@ def as_container(data, type=None, dtype=None):
         return container(Parts(info, data))
     if type is not None:
         info = type_info(type)
-        if info.kind == "ragged":
+        if info.ragged:
             return container(parts_from_lists(data, info))
         return xnd(data, type=info.type_string())
     if dtype is None and isinstance(data, list):
@@ -254,7 +286,7 @@ def take_rows(p: Parts, rows: np.ndarray) -> Parts:
     [[4, 5, 6], [1]]
     """
     rows = np.asarray(rows, dtype=np.int64)
-    if p.info.kind == "fixed":
+    if not p.info.ragged:
         values = p.values[rows]
         validity = None if p.validity is None else pack_validity(p.valid_mask()[rows])
         return Parts(p.info.with_shape(values.shape), values, validity)
@@ -297,12 +329,12 @@ def concat_parts(pieces) -> Parts:
     """
     pieces = list(pieces)
     info = pieces[0].info
-    values = np.concatenate([p.values.reshape((-1,) + p.values.shape[1:]) if info.kind == "fixed"
-                             else p.values for p in pieces])
+    values = np.concatenate([p.values if info.ragged else p.values.reshape((-1,) + p.values.shape[1:])
+                             for p in pieces])
     validity = None
     if info.optional:
         validity = pack_validity(np.concatenate([p.valid_mask().ravel() for p in pieces]))
-    if info.kind == "fixed":
+    if not info.ragged:
         return Parts(info.with_shape(values.shape), values, validity)
     offsets = [np.array([0, sum(p.nrows for p in pieces)], np.int32)]
     for level in range(1, info.var_ndim):

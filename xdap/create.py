@@ -1,0 +1,75 @@
+"""Creating distributed data: ``(Distribution, Parts)`` pairs from user data.
+
+``from_global`` distributes a whole array that every rank holds, or that
+one root rank holds (a root scatter).  The surface (``xdap.from_global``)
+wraps the pair into a DistArray.
+
+>>> import numpy as np
+>>> from mpi4py import MPI
+>>> d, p = from_global(np.arange(6.0), dist=("c",), comm=MPI.COMM_SELF)
+>>> d.maps[0].dist_type, p.values.tolist()
+('c', [0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import comm as _comm
+from .distribution import Distribution, make_distribution
+from .parts import Parts, as_container, check_ragged_rows, pack_validity, parts, take_rows
+
+__all__ = ["from_global"]
+
+
+def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, dtype=None,
+                **per_dim) -> tuple:
+    """``(Distribution, Parts)`` of a whole array (collective); the arguments
+    are ``xdap.from_global``'s."""
+    comm = _comm.resolve(comm)
+    p = None
+    with _comm.agreement(comm, "from_global") as ag:
+        ag.same("root", root)
+        if root is not None and not (isinstance(root, int) and 0 <= root < comm.size):
+            raise ValueError(f"root must be a rank in [0, {comm.size}), got {root!r}")
+        if root is None or comm.rank == root:
+            if data is None:
+                raise ValueError("from_global: data is None on a rank that must provide it"
+                                 + ("" if root is None else f" (root={root})"))
+            p = parts(as_container(data, type=type, dtype=dtype))
+    meta = None if p is None else (p.info, p.shape)
+    if root is None:
+        metas = comm.allgather(meta)
+        if any(m != metas[0] for m in metas):
+            raise ValueError("from_global: ranks passed different global arrays "
+                             f"(type/shape per rank: {[(m[0].type_string(), m[1]) for m in metas]})")
+    else:
+        meta = comm.bcast(meta, root=root)
+    info, shape = meta
+    with _comm.agreement(comm, "from_global") as ag:
+        ag.same("dist, grid and the per-dimension options", (dist, grid, per_dim))
+        if dist is not None and info.ragged and len(tuple(dist)) != 1:
+            raise ValueError(f"ragged data is distributed by rows: dist needs one entry, got {dist!r}")
+        d = make_distribution(shape, dist, grid, comm, **per_dim)
+        if info.ragged:
+            for r in range(comm.size):
+                check_ragged_rows(info, d.local_shape_of(r)[0], r)
+    if root is None:
+        [mine] = _select(p, d, [comm.rank])
+    else:
+        mine = comm.scatter(_select(p, d, range(comm.size)) if comm.rank == root else None,
+                            root=root)
+    return d, mine
+
+
+def _select(p: Parts, d: Distribution, ranks) -> list:
+    """The parts of the global array that each of ``ranks`` holds (copies)."""
+    if p.info.ragged:
+        return [take_rows(p, d.global_indices(0, r)) for r in ranks]
+    mask = p.valid_mask()           # unpacked once, not once per rank
+    out = []
+    for r in ranks:
+        index = np.ix_(*[d.global_indices(k, r) for k in range(d.ndim)])
+        values = np.ascontiguousarray(p.values[index])
+        validity = None if mask is None else pack_validity(mask[index])
+        out.append(Parts(p.info.with_shape(values.shape), values, validity))
+    return out
