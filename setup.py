@@ -105,6 +105,7 @@ setup(
     version="0.1.0",
     description="Typed distributed arrays: xnd containers over MPI, DAP and __partitioned__",
     packages=find_packages(include=["xdap", "xdap.*"]),
+    package_data={"xdap.codegen": ["templates/*.c"]},
     ext_modules=[xndbuf, apply_ext] + kernel_library(),
     python_requires="==3.11.*",
     entry_points={"console_scripts": ["xdap = xdap.cli:main"]},

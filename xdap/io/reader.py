@@ -44,11 +44,13 @@ def load(path, comm=None, dist=None, grid=None, **per_dim) -> tuple:
     into the buffer (directly where they land contiguously). Communication
     padding is filled with the neighbours' values.
 
-    >>> import tempfile, os, numpy as np, xdap
+    >>> import tempfile, os
     >>> from mpi4py import MPI
-    >>> a = xdap.from_global([[1, None], [], [2]], type="var * var * ?int8", comm=MPI.COMM_SELF)
+    >>> from xdap.create import from_global
+    >>> from xdap.io import save
     >>> path = os.path.join(tempfile.mkdtemp(), "r.xdap")
-    >>> a.save(path)
+    >>> save(*from_global([[1, None], [], [2]], type="var * var * ?int8", comm=MPI.COMM_SELF),
+    ...      path)
     >>> d, p = load(path, comm=MPI.COMM_SELF, dist=("c",))
     >>> d.maps[0], p.info.type_string(), p.nrows
     (CyclicMap(size=3, grid_size=1, block_size=1), 'var * var * ?int8', 3)

@@ -49,12 +49,13 @@ def save(d, p, path) -> None:
     straight from ``a.local`` when the owned part is contiguous; otherwise
     (padding, shared unstructured indices) the piece is copied first.
 
-    >>> import tempfile, os, numpy as np, xdap
+    >>> import tempfile, os, numpy as np
     >>> from mpi4py import MPI
-    >>> a = xdap.from_global(np.arange(6.0), comm=MPI.COMM_SELF)
+    >>> from xdap.create import from_global
+    >>> from xdap.io import load
     >>> path = os.path.join(tempfile.mkdtemp(), "a.xdap")
-    >>> save(a.distribution, a.parts, path)
-    >>> xdap.load(path, comm=MPI.COMM_SELF).to_global().value
+    >>> save(*from_global(np.arange(6.0), comm=MPI.COMM_SELF), path)
+    >>> load(path, comm=MPI.COMM_SELF)[1].values.tolist()
     [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
     """
     comm = d.comm

@@ -10,11 +10,11 @@
   minimum copysign atan2 hypot``; comparisons ``equal not_equal less
   less_equal greater greater_equal`` (-> bool). Type rules in docs/kernels.md.
 
->>> import numpy as np, xdap
->>> from mpi4py import MPI
->>> from xdap import kernels
->>> a = xdap.from_global([[0.0, None], [], [1.0]], type="var * var * ?float64", comm=MPI.COMM_SELF)
->>> kernels.multiply(a, 2.0).local
+>>> import numpy as np
+>>> import xdap.kernels as kernels
+>>> from xdap.parts import as_container
+>>> a = as_container([[0.0, None], [], [1.0]], type="var * var * ?float64")
+>>> kernels.multiply(a, 2.0)
 xnd([[0.0, None], [], [2.0]], type='var * var * ?float64')
 >>> kernels.sin(np.array([1, 2], dtype=np.int64))
 Traceback (most recent call last):

@@ -108,9 +108,9 @@ def _bind(state, name):
     exceptions -- dtype conversion, non-contiguous views -- that apply()
     handles) and return the fast handle.  Like apply.py, this keeps
     xdap._apply out of import time."""
-    from .. import _apply
+    from .._apply import NeedsCopy, NoKernel, NotElementwise
     state["gufunc"] = gufunc(name)
-    state["retry"] = (_apply.NoKernel, _apply.NeedsCopy, _apply.NotElementwise)
+    state["retry"] = (NoKernel, NeedsCopy, NotElementwise)
     state["fast"] = fast(state["gufunc"])
     return state["fast"]
 

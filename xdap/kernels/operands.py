@@ -22,8 +22,7 @@ import numpy as np
 
 from ..parts import as_container
 
-__all__ = ["common_dtype", "exact_float", "scalar_dtype", "to_container", "layout_key",
-           "describe_layout"]
+__all__ = ["common_dtype", "exact_float", "scalar_dtype", "to_container"]
 
 _INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 _UINT_BITS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
@@ -158,15 +157,3 @@ def to_container(x):
         return as_container(x)
     raise TypeError(f"unsupported operand of type {type(x).__name__}: expected a DistArray, "
                     "an xnd container, a NumPy array or a Python scalar")
-
-
-def layout_key(info) -> tuple:
-    """What two operands must share to be combined elementwise: the kind
-    and the fixed shape / number of var dims (not the dtype)."""
-    return (info.kind, info.shape, info.var_ndim)
-
-
-def describe_layout(info) -> str:
-    if info.kind == "fixed":
-        return " * ".join(str(s) for s in info.shape) + " * T"
-    return "var * " * info.var_ndim + "T"

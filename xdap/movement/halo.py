@@ -23,13 +23,14 @@ others (faster than MPI subarray datatypes here).  ``exchange`` returns a
 back next time (the DistArray surface keeps it), so repeated exchanges of
 one array cost one Startall and one Waitall.
 
->>> import numpy as np, xdap
+>>> import numpy as np
 >>> from mpi4py import MPI
->>> a = xdap.from_global(np.arange(6.0), dist=("b",), padding=((1, 1),), periodic=(True,),
-...                      comm=MPI.COMM_SELF)
->>> exchange_halos(a).local.value        # cells 0 and 5 are ghosts of 4 and 1
+>>> from xdap.create import from_global
+>>> d, p = from_global(np.arange(6.0), dist=("b",), padding=((1, 1),), periodic=(True,),
+...                    comm=MPI.COMM_SELF)
+>>> _ = exchange(d, p); p.values.tolist()        # cells 0 and 5 are ghosts of 4 and 1
 [4.0, 1.0, 2.0, 3.0, 4.0, 1.0]
->>> accumulate_halos(a, mode="add").local.value   # ghosts added back into 4 and 1
+>>> accumulate(d, p, mode="add"); p.values.tolist()   # ghosts added back into 4 and 1
 [4.0, 2.0, 2.0, 3.0, 8.0, 1.0]
 """
 from __future__ import annotations

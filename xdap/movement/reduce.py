@@ -21,16 +21,17 @@ a reduction of optional data with min/max/mean always returns ``?T``, as
 do per-row min/max/mean of ragged data (an empty row gives NA).  min/max of
 complex data is a TypeError (MPI has no ordering for complex numbers).
 
->>> import numpy as np, xdap
+>>> import numpy as np
 >>> from mpi4py import MPI
->>> a = xdap.from_global(np.ma.masked_equal([[1.0, 2.0], [0.0, 4.0]], 0.0), comm=MPI.COMM_SELF)
->>> reduce(a, "sum"), reduce(a, "count"), reduce(a, "mean").value
+>>> from xdap.create import from_global
+>>> d, p = from_global(np.ma.masked_equal([[1.0, 2.0], [0.0, 4.0]], 0.0), comm=MPI.COMM_SELF)
+>>> reduce_parts(d, p, "sum"), reduce_parts(d, p, "count"), reduce_parts(d, p, "mean").value
 (xnd(7.0, type='float64'), xnd(3, type='int64'), 2.3333333333333335)
->>> reduce(a, "max", axis=1).to_global().value
+>>> reduce_parts(d, p, "max", axis=1)[1].values.tolist()
 [2.0, 4.0]
->>> r = xdap.from_global([[1, 2], [], [5]], type="var * var * int64", comm=MPI.COMM_SELF)
->>> reduce(r, "sum", axis=1).to_global().value, reduce(r, "min", axis=1).to_global().value
-([3, 0, 5], [1, None, 5])
+>>> d, p = from_global([[1, 2], [], [5]], type="var * var * int64", comm=MPI.COMM_SELF)
+>>> [reduce_parts(d, p, op, axis=1)[1].valid_mask() for op in ("sum", "min")]
+[None, array([ True, False,  True])]
 """
 from __future__ import annotations
 

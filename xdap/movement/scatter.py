@@ -34,14 +34,15 @@ positions); ``forward`` and ``reverse`` each cost one alltoallv.  Fixed,
 non-optional types; dimensions after the first must not be distributed
 (they move along, e.g. a node field of shape ``(nodes, 3)``).
 
->>> import numpy as np, xdap
+>>> import numpy as np
 >>> from mpi4py import MPI
->>> a = xdap.from_global(np.arange(10.0) * 10, dist=("c",), comm=MPI.COMM_SELF)
->>> s = Scatter(a, [7, 2, 7])
->>> s.forward(a)
+>>> from xdap.create import from_global
+>>> d, p = from_global(np.arange(10.0) * 10, dist=("c",), comm=MPI.COMM_SELF)
+>>> s = Scatter(d, [7, 2, 7])
+>>> s.forward(p)
 array([70., 20., 70.])
->>> s.reverse(np.array([1.0, 2.0, 3.0]), into=a, mode="add")
->>> np.asarray(a.local)[[2, 7]]
+>>> s.reverse(np.array([1.0, 2.0, 3.0]), into=p, mode="add")
+>>> p.values[[2, 7]]
 array([22., 74.])
 """
 from __future__ import annotations
@@ -53,6 +54,7 @@ from .. import comm as _comm
 from ..arraylike import is_distributed, unwrap
 from ..comm import MPI
 from ..distribution import Distribution
+from ..parts import Parts
 
 __all__ = ["Scatter", "MODES"]
 
@@ -143,7 +145,8 @@ class Scatter:
                             [recv.view(np.uint8).reshape(-1), (rc, rd), MPI.BYTE])
 
     def _check_array(self, a, what: str) -> np.ndarray:
-        """a's local values (a writable view); same distribution as the plan.
+        """The local values of ``a`` (a writable view): a DistArray of the
+        plan's distribution, or this rank's Parts of it.
 
         Checked locally, without communication: a DistArray's distribution
         and type are the same on every rank (its constructor agreed on
@@ -152,13 +155,19 @@ class Scatter:
         would hang ranks that pass the plan's own object next to ranks that
         pass an equal copy.
         """
-        if not is_distributed(a):
-            raise TypeError(f"Scatter.{what}: expected a DistArray, got {type(a).__name__}")
-        d, p = unwrap(a)
-        if d is not self.distribution:
-            if not (d == self.distribution):
+        if isinstance(a, Parts):
+            p = a
+            if p.shape != tuple(self.distribution.local_shape):
+                raise ValueError(f"Scatter.{what}: the Parts have shape {p.shape}, the plan's "
+                                 f"distribution gives this rank {self.distribution.local_shape}")
+        elif is_distributed(a):
+            d, p = unwrap(a)
+            if d is not self.distribution and not (d == self.distribution):
                 raise ValueError(f"Scatter.{what}: the array's distribution differs from "
                                  f"the one the plan was built for")
+        else:
+            raise TypeError(f"Scatter.{what}: expected a DistArray (or Parts), got "
+                            f"{type(a).__name__}")
         _check_type(p.info, f"Scatter.{what}")
         return p.values
 

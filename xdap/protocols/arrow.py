@@ -132,7 +132,7 @@ def owned_arrow(d, p: Parts) -> pa.Array:
 def _parts_to_arrow(p: Parts) -> pa.Array:
     flat = p.values.reshape(-1)
     arr = _leaf_to_arrow(flat, p.validity, p.info.dtype)
-    if p.info.kind == "fixed":
+    if not p.info.ragged:
         for size in reversed(p.values.shape[1:]):
             arr = pa.FixedSizeListArray.from_arrays(arr, int(size))
         return arr

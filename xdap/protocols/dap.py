@@ -21,15 +21,16 @@ exact typed container without copying values:
 
 ``validity`` is an LSB-first bitmap, 1 = valid (Arrow's), or None.
 
->>> import numpy as np, xdap
+>>> import numpy as np
 >>> from mpi4py import MPI
->>> a = xdap.from_global(np.arange(6.0), comm=MPI.COMM_SELF)
->>> d = a.__distarray__()
->>> d["__version__"], d["dim_data"][0]["dist_type"], np.shares_memory(d["buffer"], np.asarray(a.local))
+>>> from xdap.create import from_global
+>>> dist, p = from_global(np.arange(6.0), comm=MPI.COMM_SELF)
+>>> d = export(dist, p)
+>>> d["__version__"], d["dim_data"][0]["dist_type"], np.shares_memory(d["buffer"], p.values)
 ('0.10.0', 'b', True)
->>> b = xdap.from_distarray(d, comm=MPI.COMM_SELF)
->>> b.to_global().value == a.to_global().value
-True
+>>> dist2, p2 = import_dap(d, comm=MPI.COMM_SELF)
+>>> dist2 == dist, np.shares_memory(p2.values, p.values)
+(True, True)
 """
 from __future__ import annotations
 

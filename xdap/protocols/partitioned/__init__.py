@@ -54,18 +54,19 @@ tiles a rank supplies, and their data as Parts), ``layout`` (the
 Distribution the tiles form, and the local buffer), ``importer`` (the
 collective entry point).
 
->>> import numpy as np, pickle, xdap
+>>> import numpy as np, pickle
 >>> from mpi4py import MPI
->>> a = xdap.from_global(np.arange(12.0).reshape(4, 3), dist=("c",), block_size=(2,),
-...                      comm=MPI.COMM_SELF)
->>> p = a.__partitioned__
+>>> from xdap.create import from_global
+>>> dist, local = from_global(np.arange(12.0).reshape(4, 3), dist=("c",), block_size=(2,),
+...                           comm=MPI.COMM_SELF)
+>>> p = export(dist, local)
 >>> p["shape"], p["partition_tiling"], p["locals"]
 ((4, 3), (2, 1), [(0, 0), (1, 0)])
 >>> p["partitions"][(1, 0)]["start"], p["get"](p["partitions"][(1, 0)]["data"]).tolist()
 ((2, 0), [[6.0, 7.0, 8.0], [9.0, 10.0, 11.0]])
->>> b = xdap.from_partitioned(pickle.loads(pickle.dumps(p)), comm=MPI.COMM_SELF)
->>> b.to_global().value == a.to_global().value
-True
+>>> dist2, local2 = import_partitioned(pickle.loads(pickle.dumps(p)), comm=MPI.COMM_SELF)
+>>> dist2 == dist, local2.values.tolist() == local.values.tolist()
+(True, True)
 """
 from .export import PartitionGetter, export, process_locations
 from .geometry import geometry

@@ -1,10 +1,10 @@
 """``__partitioned__`` export: a DistArray's tiles, zero-copy views of its
 local data (see the package docstring for the dict).
 
->>> import numpy as np, xdap
+>>> import numpy as np
 >>> from mpi4py import MPI
->>> a = xdap.from_global(np.arange(6.0), dist=("c",), block_size=(2,), comm=MPI.COMM_SELF)
->>> export(a.distribution, a.parts)["partition_tiling"]
+>>> from xdap.create import from_global
+>>> export(*from_global(np.arange(6.0), dist=("c",), block_size=(2,), comm=MPI.COMM_SELF))["partition_tiling"]
 (3,)
 """
 from __future__ import annotations

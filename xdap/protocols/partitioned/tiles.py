@@ -155,7 +155,7 @@ def _fixed_info(values: np.ndarray, pos, optional: bool = False) -> TypeInfo:
         name = dtype_from_numpy(values.dtype)
     except TypeError as e:
         raise TypeError(f"partition {pos!r}: {e}") from None
-    return TypeInfo("fixed", tuple(values.shape), 0, name, optional)
+    return TypeInfo.fixed(values.shape, name, optional)
 
 
 def _dtype_name(x):
@@ -169,7 +169,7 @@ def _dtype_name(x):
 
 
 def element_type(p: Parts) -> str:
-    return p.info.type_string() if p.info.kind == "ragged" else "fixed " + p.info.leaf
+    return p.info.type_string() if p.info.ragged else "fixed " + p.info.leaf
 
 
 def fetch_tiles(d: dict, g: Geometry, mine: list) -> dict:
@@ -185,7 +185,7 @@ def fetch_tiles(d: dict, g: Geometry, mine: list) -> dict:
         pos = g.positions[i]
         p = as_parts(obj, pos)
         size = g.size(i)
-        if p.info.kind == "fixed":
+        if not p.info.ragged:
             if tuple(p.values.shape) != size:
                 raise ValueError(f"partition {pos!r}: its data has shape {tuple(p.values.shape)} "
                                  f"but the partition's 'shape' is {size}")

@@ -1,0 +1,187 @@
+/* Helpers shared by the kernels xdap.codegen generates: copied verbatim into
+   every generated module (xdap/codegen/emit.py reads this file). */
+/* View one argument of a vectorised Xnd call as a flat 1-D slice: its first
+   element, its length and its byte step (0 for a single value). */
+static GM_UNUSED int
+xdap_slice(const xnd_t *x, char **ptr, intptr_t *n, intptr_t *step, ndt_context_t *ctx)
+{
+    const ndt_t *t = x->type;
+
+    if (t->ndim == 0) {
+        *ptr = x->ptr;
+        *n = 1;
+        *step = 0;
+        return 0;
+    }
+    if (t->ndim == 1 && t->tag == FixedDim) {
+        const int64_t itemsize = t->Concrete.FixedDim.itemsize;
+        *ptr = x->ptr + x->index * itemsize;
+        *n = (intptr_t)t->FixedDim.shape;
+        *step = (intptr_t)(t->Concrete.FixedDim.step * itemsize);
+        return 0;
+    }
+    if (t->ndim == 1 && t->tag == VarDim) {
+        int64_t start, vstep;
+        const int64_t shape = ndt_var_indices(&start, &vstep, t, x->index, ctx);
+        const int64_t itemsize = t->Concrete.VarDim.itemsize;
+        if (shape < 0) {
+            return -1;
+        }
+        *ptr = x->ptr + start * itemsize;
+        *n = (intptr_t)shape;
+        *step = (intptr_t)(vstep * itemsize);
+        return 0;
+    }
+    ndt_err_format(ctx, NDT_TypeError, "xdap kernel: expected a value or a 1-D slice");
+    return -1;
+}
+
+/* Collect the slices of a vectorised Xnd call; single values broadcast. */
+static GM_UNUSED int
+xdap_slices(xnd_t stack[], int nargs, char **args, intptr_t *n, intptr_t *steps,
+            ndt_context_t *ctx)
+{
+    intptr_t len = 1;
+
+    *n = -1;
+    for (int k = 0; k < nargs; k++) {
+        if (xdap_slice(&stack[k], &args[k], &len, &steps[k], ctx) < 0) {
+            return -1;
+        }
+        if (stack[k].type->ndim == 0) {
+            continue;
+        }
+        if (*n < 0) {
+            *n = len;
+        }
+        else if (len != *n) {
+            ndt_err_format(ctx, NDT_ValueError, "xdap kernel: arguments have different lengths");
+            return -1;
+        }
+    }
+    if (*n < 0) {
+        *n = 1;
+    }
+    return 0;
+}
+
+/* An array argument handed to a C function: C-contiguous data, copied from
+   (and back to) the xnd view only when the view is strided. */
+typedef struct {
+    char *data;
+    char *base;
+    int ndim;
+    int64_t itemsize;
+    int64_t nelem;
+    int64_t shape[NDT_MAX_DIM];
+    int64_t step[NDT_MAX_DIM];
+    bool copied;
+} xdap_buf_t;
+
+static GM_UNUSED void
+xdap_buf_copy(xdap_buf_t *b, bool to_view)
+{
+    int64_t idx[NDT_MAX_DIM] = {0};
+    char *flat = b->data;
+
+    if (b->nelem == 0) {
+        return;
+    }
+    for (;;) {
+        char *p = b->base;
+        for (int d = 0; d < b->ndim; d++) {
+            p += idx[d] * b->step[d];
+        }
+        if (to_view) {
+            memcpy(p, flat, (size_t)b->itemsize);
+        }
+        else {
+            memcpy(flat, p, (size_t)b->itemsize);
+        }
+        flat += b->itemsize;
+        int d = b->ndim - 1;
+        while (d >= 0 && ++idx[d] == b->shape[d]) {
+            idx[d] = 0;
+            d--;
+        }
+        if (d < 0) {
+            return;
+        }
+    }
+}
+
+static GM_UNUSED int
+xdap_buf_get(xdap_buf_t *b, const xnd_t *x, int ndim, int64_t itemsize, bool fill,
+             ndt_context_t *ctx)
+{
+    const ndt_t *t = x->type;
+    int64_t expected = itemsize;
+    bool contiguous = true;
+
+    b->copied = false;
+    b->data = NULL;
+    b->ndim = ndim;
+    b->itemsize = itemsize;
+    b->nelem = 1;
+    b->base = x->ptr + x->index * itemsize;
+    if (ndim == 1 && t->tag == VarDim) {   /* one ragged row */
+        int64_t start, vstep;
+        const int64_t shape = ndt_var_indices(&start, &vstep, t, x->index, ctx);
+        if (shape < 0) {
+            return -1;
+        }
+        b->base = x->ptr + start * itemsize;
+        b->shape[0] = shape;
+        b->step[0] = vstep * itemsize;
+        b->nelem = shape;
+        t = t->VarDim.type;
+    }
+    else for (int d = 0; d < ndim; d++) {
+        if (t->tag != FixedDim) {
+            ndt_err_format(ctx, NDT_TypeError,
+                           "xdap kernel: array arguments need fixed dimensions");
+            return -1;
+        }
+        b->shape[d] = t->FixedDim.shape;
+        b->step[d] = t->Concrete.FixedDim.step * itemsize;
+        b->nelem *= b->shape[d];
+        t = t->FixedDim.type;
+    }
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (b->shape[d] > 1 && b->step[d] != expected) {
+            contiguous = false;
+        }
+        expected *= b->shape[d];
+    }
+    if (contiguous) {
+        b->data = b->base;
+        return 0;
+    }
+    b->data = malloc((size_t)(b->nelem > 0 ? b->nelem * itemsize : 1));
+    if (b->data == NULL) {
+        ndt_err_format(ctx, NDT_MemoryError, "out of memory");
+        return -1;
+    }
+    b->copied = true;
+    if (fill) {
+        xdap_buf_copy(b, false);
+    }
+    return 0;
+}
+
+static GM_UNUSED void
+xdap_buf_put(xdap_buf_t *b)
+{
+    if (b->copied) {
+        xdap_buf_copy(b, true);
+    }
+}
+
+static GM_UNUSED void
+xdap_buf_free(xdap_buf_t *b)
+{
+    if (b->copied) {
+        free(b->data);
+        b->copied = false;
+    }
+}
