@@ -125,7 +125,7 @@ def test_mismatched_operands_fail_on_every_rank():
     with pytest.raises(ValueError, match="another distribution"):
         K.add(a, c)
     d = xdap.from_global(np.arange(13.0), dist=("b",), comm=comm)
-    with pytest.raises(ValueError, match="another distribution|global shape"):
+    with pytest.raises(ValueError, match="another distribution"):
         K.add(a, d)
     r1 = xdap.from_global([[1.0]] * 12, type="var * var * float64", comm=comm)
     with pytest.raises(ValueError, match="another type shape"):
