@@ -46,7 +46,7 @@ def unpack_validity(bitmap, n: int) -> np.ndarray:
     return bits.view(bool)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Parts:
     """The flat parts of one container (see the module docstring).
 
@@ -114,10 +114,8 @@ def parts_of(x, info: TypeInfo) -> Parts:
     except ValueError:
         x = xnd(x.value, type=str(x.type) if info.ragged else info.type_string())
         values, validity, offsets = _xndbuf.layout(x, info.format)
-    return Parts(info,
-                 np.asarray(values),
-                 None if validity is None else np.asarray(validity),
-                 tuple(np.asarray(o) for o in offsets), xnd=x)
+    return Parts(info, np.asarray(values), None if validity is None else np.asarray(validity),
+                 tuple(map(np.asarray, offsets)) if offsets else (), xnd=x)
 
 
 def container(p: Parts):

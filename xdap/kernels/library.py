@@ -68,7 +68,7 @@ def _make_unary(name):
             # apply()'s one-DistArray case, minus its argument sorting
             p = x.parts
             try:
-                return _derived(x, x.distribution, p, f(container(p)))
+                return _derived(x, x.distribution, p, f(p.xnd or container(p)))
             except state["retry"]:
                 pass
         return apply(state["gufunc"], x, out=out)

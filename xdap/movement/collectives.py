@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import comm as _comm
 from ..arraylike import is_distributed, unwrap, wrap_like
-from ..comm import MPI, Partition
+from ..comm import MPI, Partition, attached
 from ..parts import Parts, as_container, parts
 
 __all__ = ["broadcast", "broadcast_adjoint", "sum_reduce", "sum_reduce_adjoint",
@@ -270,25 +270,38 @@ def all_sum_reduce_adjoint(y, P=None, *, axes=None):
 # DistArray face: teams along grid axes
 # --------------------------------------------------------------------------
 
+def grid_team(d, axes) -> Partition:
+    """The team of ranks that differ from this one only on grid ``axes``,
+    ordered by their coordinates on ``axes`` (C order: team rank 0 has
+    coordinate 0 on each).  Made once per distribution and axes and kept on
+    the communicator (``xdap.comm.attached``): creating a communicator costs
+    more than a small reduction.  Collective over ``d.comm`` (every rank
+    calls it in the same collective operations, so the caches agree)."""
+    axes = tuple(sorted(axes))
+
+    def make():
+        team = sorted(d.team_ranks(axes), key=lambda r: tuple(d.coords_of(r)[k] for k in axes))
+        return Partition._derived(d.comm, team)
+    return attached(d.comm, "grid teams").get_or_make((d.fingerprint(), axes), make,
+                                                      release=Partition.close)
+
+
 def _blocks(a, axes, what):
-    """Validate (collectively); return (values, team partition).  The team
-    is ordered by the coordinates on ``axes`` (C order): team rank 0 is the
-    rank with coordinate 0 on every axis in ``axes``."""
+    """Validate (collectively); return (values, team partition)."""
     d, p = unwrap(a)
-    team = None
     with _comm.agreement(d.comm, what):
         if p.info.ragged or p.info.optional:
             raise TypeError(f"{what}: needs a fixed, non-optional DistArray; got "
                             f"'{p.info.global_type(d.global_shape)}'")
         norm = _comm._norm_axes(axes, d.ndim, what)
-        team = sorted(d.team_ranks(norm), key=lambda r: tuple(d.coords_of(r)[k] for k in norm))
         # every rank's local shape follows from the (agreed) distribution
+        team = d.team_ranks(norm)
         shapes = [d.local_shape_of(r) for r in team]
         if any(s != d.local_shape for s in shapes):
             raise ValueError(f"{what}: ranks {team} combine their blocks along grid "
                              f"axes {norm} but hold different local shapes "
                              f"{shapes}; they must agree")
-    return p.values, Partition._derived(d.comm, team)
+    return p.values, grid_team(d, norm)
 
 
 def _rewrap(a, values):
@@ -299,9 +312,8 @@ def _rewrap(a, values):
 def grid_broadcast(a, axes=None):
     """DistArray face of ``broadcast`` (see the module docstring); copies."""
     v, P = _blocks(a, axes, "broadcast")
-    with P:
-        out = v.copy()
-        P.comm.Bcast(out, root=0)
+    out = v.copy()
+    P.comm.Bcast(out, root=0)
     return _rewrap(a, out)
 
 
@@ -309,16 +321,14 @@ def grid_sum_reduce(a, axes=None):
     """DistArray face of ``sum_reduce``: the team's sum on its first rank,
     zeros elsewhere; copies."""
     v, P = _blocks(a, axes, "sum_reduce")
-    with P:
-        out = np.zeros_like(v)
-        P.comm.Reduce(v, out if P.rank == 0 else None, op=_sum_op(v.dtype), root=0)
+    out = np.zeros_like(v)
+    P.comm.Reduce(v, out if P.rank == 0 else None, op=_sum_op(v.dtype), root=0)
     return _rewrap(a, out)
 
 
 def grid_all_sum_reduce(a, axes=None):
     """DistArray face of ``all_sum_reduce``: every team member gets the sum."""
     v, P = _blocks(a, axes, "all_sum_reduce")
-    with P:
-        out = np.empty_like(v)
-        P.comm.Allreduce(v, out, op=_sum_op(v.dtype))
+    out = np.empty_like(v)
+    P.comm.Allreduce(v, out, op=_sum_op(v.dtype))
     return _rewrap(a, out)

@@ -146,9 +146,6 @@ class DimPlan:
                 sel = order[cuts[p]:cuts[p + 1]]
                 self.pairs[int(p)][q] = (compress(local[sel]), compress(sel.astype(_I64)))
 
-    def targets_of(self, p: int) -> list:
-        return list(self.pairs[p].keys())
-
 
 # --------------------------------------------------------------------------
 # the whole plan

@@ -41,11 +41,12 @@ import numpy as np
 from xnd import xnd
 
 from ..arraylike import unwrap, wrap_like
-from ..comm import MPI, Partition, attached
+from ..comm import MPI
 from ..distribution import Distribution
 from ..maps import UnstructuredMap
 from ..parts import Parts, expand_ranges, leaf_ranges, pack_validity
 from ..types import TypeInfo, dtype_from_numpy
+from .collectives import grid_team
 
 __all__ = ["reduce", "reduce_parts", "OPS"]
 
@@ -244,7 +245,7 @@ def _fixed(d, p, op, axes):
     elif all(d.grid[k] == 1 for k in axes):
         team = MPI.COMM_SELF
     else:
-        team = _team(d, axes).comm
+        team = grid_team(d, axes).comm
     mpi_op = "sum" if op == "mean" else op
     total = _allreduce(team, part, mpi_op)
     count = None if count is None else _allreduce(team, count, "sum")
@@ -254,16 +255,6 @@ def _fixed(d, p, op, axes):
     if len(axes) == ndim:
         return _scalar(op, np.asarray(vals), valid, None)
     return _reduced(d, axes, vals, valid)
-
-
-def _team(d, axes):
-    """The partition of the ranks that differ only on the reduced axes' grid
-    coordinates: created once per distribution and axes (creating a
-    communicator costs more than a small reduction) and kept on the
-    communicator (``xdap.comm.attached``), freed with it."""
-    key = (d.fingerprint(), tuple(sorted(axes)))
-    return attached(d.comm, "reduction teams").get_or_make(
-        key, lambda: Partition._derived(d.comm, d.team_ranks(key[1])), release=Partition.close)
 
 
 def _reduced(d, axes, vals, valid):

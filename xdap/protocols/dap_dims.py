@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..maps import MAP_KINDS, BlockMap, CyclicMap, Map, dap_minor, is_int
+from ..maps import MAP_KINDS, CyclicMap, Map, dap_minor, is_int
 
 __all__ = ["map_from_dim_dicts", "num_owned_indices"]
 
@@ -51,6 +51,7 @@ def map_from_dim_dicts(dicts, buffer_lengths, version: str = "0.10.0") -> Map:
     ...          {'dist_type': 'b', 'size': 18, 'proc_grid_size': 2, 'proc_grid_rank': 1,
     ...           'start': 9, 'stop': 18, 'padding': (1, 1)}]
     >>> m = map_from_dim_dicts(dicts, [10, 10], version="0.9.0")
+    >>> from xdap.maps import BlockMap
     >>> m == BlockMap(18, 2, padding=(1, 1)), m.to_dim_dict(1)["start"]
     (True, 8)
     >>> map_from_dim_dicts([{}], [4])
