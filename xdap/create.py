@@ -27,8 +27,11 @@ def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, 
     are ``xdap.from_global``'s."""
     comm = _comm.resolve(comm)
     p = None
-    with _comm.agreement(comm, "from_global") as ag:
+    # One collective: the verdicts, the arguments that must agree, and the
+    # type and shape of the data (from every rank, or from the root).
+    with _comm.agreement(comm, "from_global", share=True) as ag:
         ag.same("root", root)
+        ag.same("dist, grid and the per-dimension options", (dist, grid, per_dim))
         if root is not None and not (isinstance(root, int) and 0 <= root < comm.size):
             raise ValueError(f"root must be a rank in [0, {comm.size}), got {root!r}")
         if root is None or comm.rank == root:
@@ -36,23 +39,19 @@ def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, 
                 raise ValueError("from_global: data is None on a rank that must provide it"
                                  + ("" if root is None else f" (root={root})"))
             p = parts(as_container(data, type=type, dtype=dtype))
-    meta = None if p is None else (p.info, p.shape)
-    if root is None:
-        metas = comm.allgather(meta)
-        if any(m != metas[0] for m in metas):
-            raise ValueError("from_global: ranks passed different global arrays "
-                             f"(type/shape per rank: {[(m[0].type_string(), m[1]) for m in metas]})")
-    else:
-        meta = comm.bcast(meta, root=root)
-    info, shape = meta
-    with _comm.agreement(comm, "from_global") as ag:
-        ag.same("dist, grid and the per-dimension options", (dist, grid, per_dim))
-        if dist is not None and info.ragged and len(tuple(dist)) != 1:
-            raise ValueError(f"ragged data is distributed by rows: dist needs one entry, got {dist!r}")
-        d = make_distribution(shape, dist, grid, comm, **per_dim)
-        if info.ragged:
-            for r in range(comm.size):
-                check_ragged_rows(info, d.local_shape_of(r)[0], r)
+            ag.share((p.info, p.shape))
+    metas = ag.shared
+    if root is None and any(m != metas[0] for m in metas):
+        raise ValueError("from_global: ranks passed different global arrays "
+                         f"(type/shape per rank: {[(m[0].type_string(), m[1]) for m in metas]})")
+    info, shape = metas[0 if root is None else root]
+    # The arguments agree, so every rank reaches the same verdict here.
+    if dist is not None and info.ragged and len(tuple(dist)) != 1:
+        raise ValueError(f"ragged data is distributed by rows: dist needs one entry, got {dist!r}")
+    d = make_distribution(shape, dist, grid, comm, **per_dim)
+    if info.ragged:
+        for r in range(comm.size):
+            check_ragged_rows(info, d.local_shape_of(r)[0], r)
     if root is None:
         [mine] = _select(p, d, [comm.rank])
     else:
