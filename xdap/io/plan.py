@@ -26,7 +26,7 @@ import numpy as np
 
 from ..maps import Map, as_slice
 
-__all__ = ["piece_positions", "piece_indices", "read_plan", "as_slice", "index_tuple",
+__all__ = ["piece_positions", "read_plan", "as_slice", "index_tuple",
            "selection_size"]
 
 
@@ -34,11 +34,6 @@ def piece_positions(m: Map, p: int):
     """Local positions of grid rank ``p``'s buffer that go into its piece
     (a slice, or an int64 array for shared unstructured indices)."""
     return as_slice(m.canonical_positions(p))
-
-
-def piece_indices(m: Map, p: int) -> np.ndarray:
-    """Global indices of grid rank ``p``'s piece along this dimension, in piece order."""
-    return m.global_indices(p)[piece_positions(m, p)]
 
 
 def read_plan(saved_maps, rank_of, need) -> list:

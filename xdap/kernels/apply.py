@@ -32,7 +32,7 @@ from xnd import xnd
 
 from .. import cache
 from .. import comm as _comm
-from ..arraylike import is_distributed, unwrap, wrap_like
+from ..arraylike import is_distributed, unwrap
 from ..parts import Parts, as_container, container, parts, parts_of
 from ..types import type_info
 from .operands import common_dtype, is_scalar, scalar_dtype, to_container
