@@ -25,7 +25,8 @@ PACKAGE = ROOT / "xdap"
 # Bottom to top.  A module belongs to the first layer with a matching prefix.
 LAYERS = [
     ("core: what things are", ["xdap.types", "xdap.maps", "xdap.cache", "xdap.arraylike"]),
-    ("core: where they live", ["xdap.comm", "xdap.parts", "xdap._xndbuf", "xdap.distribution"]),
+    ("core: where they live", ["xdap.comm", "xdap.exchange", "xdap.parts", "xdap._xndbuf",
+                               "xdap.distribution"]),
     ("engines: (Distribution, Parts) in and out",
      ["xdap.codegen", "xdap._apply", "xdap.kernels", "xdap.create", "xdap.movement",
       "xdap.protocols", "xdap.io"]),

@@ -24,7 +24,8 @@ from ndtypes import ndt
 from . import comm as _comm
 from . import create
 from .distribution import Distribution
-from .parts import Parts, container, expand_ranges, parts as parts_of_container
+from .parts import Parts, check_representable, container, expand_ranges
+from .parts import parts as parts_of_container
 
 __all__ = ["DistArray", "from_global", "from_distarray", "from_partitioned", "from_arrow",
            "from_awkward", "load"]
@@ -59,6 +60,7 @@ class DistArray:
             if ragged and distribution.ndim != 1:
                 raise ValueError("a ragged array is distributed by rows: its distribution "
                                  f"needs exactly one dimension, got {distribution.ndim}")
+            check_representable(p)
             # One collective carries the verdicts, the element type and, for
             # ragged arrays, this rank's share of the global leaf index.
             share, finish = _ragged_leaf_index(distribution, p) if ragged else (None, None)
@@ -250,15 +252,23 @@ class DistArray:
         """Whether every valid value is nonzero, over ``axis``."""
         return self._reduce("all", axis)
 
-    def to_global(self):
-        """The whole array as an xnd container on every rank (collective; copies).
+    def to_global(self, root=None):
+        """The whole array as an xnd container on every rank, or on ``root``
+        only (None elsewhere). Collective; copies (buffers, no pickles).
 
         Owned values only: communication padding is not read; an index held
-        by several ranks (unstructured, not one-to-one) is taken from the
-        lowest rank holding it.
+        by several ranks (unstructured, not one-to-one) is taken from its
+        owner.
         """
         from .movement.gather import to_global
-        return container(to_global(self.distribution, self.parts))
+        with _comm.agreement(self.comm, "to_global") as ag:
+            ag.same("root", root)
+            if root is not None and not (isinstance(root, int) and not isinstance(root, bool)
+                                         and 0 <= root < self.comm.size):
+                raise ValueError(f"to_global: root must be a rank in [0, {self.comm.size}), "
+                                 f"got {root!r}")
+        out = to_global(self.distribution, self.parts, root)
+        return None if out is None else container(out)
 
     # -- elementwise operators: thin delegates to xdap.kernels (collective) --
     # Each returns a new DistArray with this distribution; comparisons give

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import comm as _comm
-from .distribution import Distribution, make_distribution
+from .distribution import make_distribution
+from .movement.gather import scatter_from_root
 from .parts import Parts, as_container, check_ragged_rows, pack_validity, parts, take_rows
 
 __all__ = ["from_global"]
@@ -52,23 +53,12 @@ def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, 
     if info.ragged:
         for r in range(comm.size):
             check_ragged_rows(info, d.local_shape_of(r)[0], r)
-    if root is None:
-        [mine] = _select(p, d, [comm.rank])
-    else:
-        mine = comm.scatter(_select(p, d, range(comm.size)) if comm.rank == root else None,
-                            root=root)
-    return d, mine
-
-
-def _select(p: Parts, d: Distribution, ranks) -> list:
-    """The parts of the global array that each of ``ranks`` holds (copies)."""
-    if p.info.ragged:
-        return [take_rows(p, d.global_indices(0, r)) for r in ranks]
-    mask = p.valid_mask()           # unpacked once, not once per rank
-    out = []
-    for r in ranks:
-        index = np.ix_(*[d.global_indices(k, r) for k in range(d.ndim)])
-        values = np.ascontiguousarray(p.values[index])
-        validity = None if mask is None else pack_validity(mask[index])
-        out.append(Parts(p.info.with_shape(values.shape), values, validity))
-    return out
+    if root is not None:
+        return d, scatter_from_root(p, info, d, root)
+    if info.ragged:
+        return d, take_rows(p, d.global_indices(0))
+    index = np.ix_(*[d.global_indices(k) for k in range(d.ndim)])
+    values = np.ascontiguousarray(p.values[index])
+    mask = p.valid_mask()
+    return d, Parts(info.with_shape(values.shape), values,
+                    None if mask is None else pack_validity(mask[index]))

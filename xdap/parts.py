@@ -31,7 +31,7 @@ from xnd import xnd
 from . import _xndbuf
 from .types import TypeInfo, dtype_from_numpy, type_info
 
-__all__ = ["Parts", "parts", "parts_of", "container", "as_container", "take_rows", "concat_parts", "leaf_ranges",
+__all__ = ["Parts", "parts", "parts_of", "container", "check_representable", "as_container", "take_rows", "concat_parts", "leaf_ranges",
            "expand_ranges", "pack_validity", "unpack_validity"]
 
 
@@ -143,6 +143,32 @@ def _make_container(p: Parts):
     check_ragged_rows(p.info, p.nrows)
     offsets = tuple(np.ascontiguousarray(o, dtype=np.int32) for o in p.offsets)
     return _xndbuf.from_buffers(p.info.leaf, offsets, values, validity)
+
+
+def check_representable(p: Parts) -> None:
+    """Refuse ragged parts that ndtypes 0.2.0.dev3 cannot hold: every var
+    dimension needs at least two offsets, so every level above the leaves
+    needs at least one item -- a partition without rows, or whose rows hold
+    no lists at all (``[[], []]`` as ``var * var * var * T``), does not exist
+    in xnd ("var_dim: noffsets < 2").  The DistArray constructor checks this
+    in its agreement, so all ranks raise together.
+
+    >>> from xdap.types import type_info
+    >>> check_representable(parts_from_lists([[], []], type_info("var * var * var * int8")))
+    Traceback (most recent call last):
+    ...
+    ValueError: ragged data var * var * var * int8: this rank's 2 rows hold no lists at level 1, which ndtypes 0.2.0.dev3 cannot represent (every var dimension needs at least one list); give the rows at least one (possibly empty) list each, or use fewer ranks
+    """
+    if not p.info.ragged:
+        return
+    check_ragged_rows(p.info, p.nrows)
+    for level, off in enumerate(p.offsets[1:-1], start=1):
+        if int(off[-1]) == 0:
+            raise ValueError(
+                f"ragged data {p.info.type_string()}: this rank's {p.nrows} rows hold no lists "
+                f"at level {level}, which ndtypes 0.2.0.dev3 cannot represent (every var "
+                "dimension needs at least one list); give the rows at least one (possibly "
+                "empty) list each, or use fewer ranks")
 
 
 def check_ragged_rows(info: TypeInfo, nrows: int, rank=None) -> None:

@@ -1,5 +1,10 @@
-"""The whole array on every rank (``to_global``): an allgather of every
-rank's canonical part, assembled at its global positions.
+"""The whole array and one rank: scatter it from a root, gather it to a root
+or to every rank -- as buffers (``xdap.exchange``: Scatterv / Gatherv /
+Allgatherv of values, validity bitmaps, ragged lengths and global indices),
+never pickles.
+
+These are the two places where one rank holds the whole array, because the
+user asked for it (``from_global(..., root=)``, ``to_global()``).
 
 >>> import numpy as np
 >>> from mpi4py import MPI
@@ -11,37 +16,202 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..parts import Parts, concat_parts, pack_validity, take_rows
+from .. import exchange
+from ..parts import Parts, pack_validity, take_rows, unpack_validity
 
-__all__ = ["to_global"]
+__all__ = ["to_global", "scatter_from_root"]
 
 
-def to_global(d, p: Parts) -> Parts:
-    """The global array's Parts on every rank (collective; copies).
+def _ends(p: Parts, rows_per_rank) -> list:
+    """For ragged parts whose rows are grouped by rank (``rows_per_rank``
+    rows each, in rank order): per level below the rows, the cut points of
+    every rank's items (the last level's are the leaves')."""
+    ends = [np.concatenate([[0], np.cumsum(rows_per_rank)]).astype(np.int64)]
+    for off in p.offsets[1:]:
+        ends.append(off.astype(np.int64)[ends[-1]])
+    return ends
 
-    Owned values only: communication padding is not read; an index held by
-    several ranks (unstructured, not one-to-one) is taken from the lowest
-    rank holding it.
+
+def _bitmaps(mask, cuts) -> np.ndarray:
+    """Every segment ``mask[cuts[i]:cuts[i+1]]`` packed on its own."""
+    if len(cuts) < 2:
+        return np.zeros(0, np.uint8)
+    return np.concatenate([pack_validity(mask[a:b]) for a, b in zip(cuts[:-1], cuts[1:])])
+
+
+# --------------------------------------------------------------------------
+# root -> every rank
+# --------------------------------------------------------------------------
+
+def scatter_from_root(p: Parts | None, info, d, root: int) -> Parts:
+    """This rank's part under ``d`` of the global array ``p`` that ``root``
+    holds (None elsewhere; ``info`` is its agreed type). Collective.
+
+    The root sends each rank's part straight from ``p`` when the parts are
+    consecutive slabs in rank order (block rows, no padding), else packs them
+    once; ragged rows travel as lengths per level, values and validity."""
+    if info.ragged:
+        return _scatter_rows(p, info, d, root)
+    comm, P = d.comm, d.comm.size
+    counts = [int(np.prod(d.local_shape_of(r))) for r in range(P)]
+    n = counts[comm.rank]
+    send = bits = None
+    if comm.rank == root:
+        if _slabs_in_rank_order(d):
+            send = p.values                                             # no copy
+        else:
+            blocks = [p.values[np.ix_(*[d.global_indices(k, r) for k in range(d.ndim)])]
+                      for r in range(P)]
+            send = np.concatenate([b.reshape(-1) for b in blocks])
+        if info.optional:
+            # the parts' validity, each packed on its own (bits do not align)
+            if _slabs_in_rank_order(d):
+                flat = p.valid_mask().reshape(-1)
+            else:
+                mask = p.valid_mask()
+                flat = np.concatenate([mask[np.ix_(*[d.global_indices(k, r)
+                                                     for k in range(d.ndim)])].reshape(-1)
+                                       for r in range(P)])
+            bits = _bitmaps(flat, np.concatenate([[0], np.cumsum(counts)]))
+    values = exchange.scatterv(comm, send, counts, n, root, info.numpy_dtype)
+    values = values.reshape(d.local_shape)
+    validity = None
+    if info.optional:
+        validity = exchange.scatterv(comm, bits, [(c + 7) // 8 for c in counts], (n + 7) // 8,
+                                     root, np.uint8)
+    return Parts(info.with_shape(values.shape), values, validity)
+
+
+def _slabs_in_rank_order(d) -> bool:
+    """Whether rank r's part is the r-th consecutive slab of the C-order
+    global array: unpadded blocks along dim 0, nothing else distributed."""
+    return d.is_contiguous_1d and all(not m.has_copies for m in d.maps[1:])
+
+
+def _scatter_rows(p, info, d, root) -> Parts:
+    comm, P, L = d.comm, d.comm.size, info.var_ndim
+    items = None                                   # root: (L, P) items per level per rank
+    if comm.rank == root:
+        rows = [d.global_indices(0, r) for r in range(P)]
+        p = take_rows(p, np.concatenate(rows))     # grouped by rank
+        ends = _ends(p, [len(r) for r in rows])
+        items = np.stack([np.diff(e) for e in ends])
+    # every rank learns its own items per level (below the rows it knows)
+    own = exchange.scatterv(comm, None if items is None else items[1:].T.copy(),
+                            [L - 1] * P, L - 1, root, np.int64)
+    own = [d.local_shape[0]] + own.tolist()
+    offsets = [np.array([0, own[0]], np.int32)]
+    for level in range(1, L):
+        lengths = exchange.scatterv(
+            comm, None if items is None else np.diff(p.offsets[level].astype(np.int64)),
+            None if items is None else items[level - 1], own[level - 1], root, np.int64)
+        offsets.append(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+    leaves = own[L - 1]
+    values = exchange.scatterv(comm, None if items is None else p.values,
+                               None if items is None else items[L - 1], leaves, root,
+                               info.numpy_dtype)
+    validity = None
+    if info.optional:
+        bits = None if items is None else _bitmaps(
+            p.valid_mask(), np.concatenate([[0], np.cumsum(items[L - 1])]))
+        validity = exchange.scatterv(comm, bits, None if items is None else
+                                     (items[L - 1] + 7) // 8, (leaves + 7) // 8, root, np.uint8)
+    return Parts(info, values, validity, tuple(offsets))
+
+
+# --------------------------------------------------------------------------
+# every rank -> root (or every rank)
+# --------------------------------------------------------------------------
+
+def to_global(d, p: Parts, root: int | None = None) -> Parts | None:
+    """The global array's Parts on ``root`` (None elsewhere), or on every
+    rank when ``root`` is None (collective; copies).
+
+    Canonical values only: communication padding is not read; an index held
+    by several ranks (unstructured, not one-to-one) is taken from its
+    canonical owner.  Every rank sends its canonical part and its global
+    indices; nothing is pickled.
     """
-    own = [d.owned_positions(k) for k in range(d.ndim)]
-    gidx = [d.global_indices(k)[o] for k, o in zip(range(d.ndim), own)]
-    if not p.info.ragged:
-        values = p.values[np.ix_(*own)]
+    comm = d.comm
+    pos = d.canonical_positions()
+    gidx = [d.global_indices(k)[s] for k, s in enumerate(pos)]
+    if p.info.ragged:
+        mine = take_rows(p, np.arange(p.nrows)[pos[0]])
+        ends = _ends(mine, [mine.nrows])
+        header = [mine.nrows] + [int(e[-1]) for e in ends[1:]]
+        mask = mine.valid_mask()
+        sends = [gidx[0]] + [np.diff(o.astype(np.int64)) for o in mine.offsets[1:]]
+        sends += [mine.values] + ([pack_validity(mask)] if mask is not None else [])
+    else:
+        index = tuple(pos) if all(isinstance(s, slice) for s in pos) else np.ix_(
+            *[np.arange(n)[s] for s, n in zip(pos, p.values.shape)])
+        block = np.ascontiguousarray(p.values[index])
+        header = [len(g) for g in gidx]
         mask = p.valid_mask()
-        mask = None if mask is None else mask[np.ix_(*own)]
-        pieces = d.comm.allgather((gidx, values, mask))
-        out = np.zeros(d.global_shape, p.info.numpy_dtype)
-        full_mask = np.zeros(d.global_shape, bool) if p.info.optional else None
-        for g, v, m in reversed(pieces):      # lowest rank written last: it wins
-            out[np.ix_(*g)] = v
-            if full_mask is not None:
-                full_mask[np.ix_(*g)] = m
-        validity = None if full_mask is None else pack_validity(full_mask)
-        return Parts(p.info.with_shape(out.shape), out, validity)
-    mine = take_rows(p, own[0])
-    pieces = d.comm.allgather((gidx[0], mine))
-    rows = np.concatenate([g for g, _ in pieces])
-    allp = concat_parts([q for _, q in pieces])
-    # first occurrence of each global row (lowest rank) in global order
-    uniq, first = np.unique(rows, return_index=True)
-    return take_rows(allp, first[np.argsort(uniq)])
+        sends = list(gidx) + [block] + ([pack_validity(mask[index])] if mask is not None else [])
+    # one fixed-size header per rank says how long everything else is
+    headers = exchange.allgatherv(comm, np.array(header, np.int64), [len(header)] * comm.size)
+    headers = headers.reshape(comm.size, len(header))
+    got = [_collect(comm, s, c, root) for s, c in zip(sends, _counts(p.info, headers))]
+    if root is not None and comm.rank != root:
+        return None
+    return (_assemble_rows if p.info.ragged else _assemble_block)(d, p.info, headers, got)
+
+
+def _counts(info, headers):
+    """Items per rank of each buffer ``to_global`` sends, from the headers."""
+    if info.ragged:
+        rows, deeper = headers[:, 0], headers[:, 1:]
+        items = [rows] + [deeper[:, j] for j in range(deeper.shape[1])]
+        out = [rows] + items[:-1] + [items[-1]]         # indices, lengths per level, values
+    else:
+        out = [headers[:, k] for k in range(headers.shape[1])]
+        out.append(np.prod(headers, axis=1))           # values
+        items = [out[-1]]
+    if info.optional:
+        out.append((items[-1] + 7) // 8)
+    return out
+
+
+def _collect(comm, send, counts, root):
+    if root is None:
+        return exchange.allgatherv(comm, send, counts)
+    return exchange.gatherv(comm, send, counts, root)
+
+
+def _split(flat, counts):
+    cuts = np.concatenate([[0], np.cumsum(counts)])
+    return [flat[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def _assemble_block(d, info, headers, got) -> Parts:
+    ndim = d.ndim
+    idx = [_split(got[k], headers[:, k]) for k in range(ndim)]
+    vals = _split(got[ndim], np.prod(headers, axis=1))
+    out = np.empty(d.global_shape, info.numpy_dtype)
+    full = np.empty(d.global_shape, bool) if info.optional else None
+    bits = _split(got[ndim + 1], (np.prod(headers, axis=1) + 7) // 8) if info.optional else None
+    for r in range(len(headers)):
+        shape = tuple(headers[r])
+        where = np.ix_(*[idx[k][r] for k in range(ndim)])
+        out[where] = vals[r].reshape(shape)
+        if full is not None:
+            full[where] = unpack_validity(bits[r], int(np.prod(shape))).reshape(shape)
+    return Parts(info.with_shape(out.shape), out, None if full is None else pack_validity(full))
+
+
+def _assemble_rows(d, info, headers, got) -> Parts:
+    L = info.var_ndim
+    rows = got[0]
+    offsets = [np.array([0, len(rows)], np.int32)]
+    for level in range(1, L):
+        offsets.append(np.concatenate([[0], np.cumsum(got[level])]).astype(np.int32))
+    leaves = headers[:, L - 1] if L > 1 else headers[:, 0]
+    validity = None
+    if info.optional:
+        bits = _split(got[L + 1], (leaves + 7) // 8)
+        validity = pack_validity(np.concatenate(
+            [unpack_validity(b, int(n)) for b, n in zip(bits, leaves)]) if len(bits) else
+            np.zeros(0, bool))
+    allp = Parts(info, got[L], validity, tuple(offsets))
+    return take_rows(allp, np.argsort(rows, kind="stable"))    # global row order

@@ -1,0 +1,131 @@
+"""The whole array and one rank, as buffers: from_global(root=) scatters,
+to_global() and to_global(root=) gather -- for every distribution kind and
+type -- and the exchange's v-collectives, including the rounds an MPI
+without large counts needs (forced here with a tiny limit)."""
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import xdap
+from xdap import exchange
+from xdap.parts import parts
+from helpers import kinds
+
+RANKS = (1, 2, 3, 4)
+
+
+def fixed_data(rng):
+    values = rng.standard_normal((13, 3))
+    return np.ma.masked_array(values, mask=rng.random(values.shape) < 0.3)
+
+
+def ragged_data(rng, n=13):
+    """Rows of 1-2 lists of 0-2 values (ndtypes cannot hold a partition whose
+    rows have no lists at all: test_rows_without_lists_are_refused_everywhere)."""
+    return [[[None if rng.random() < 0.25 else int(v) for v in rng.integers(0, 99, rng.integers(0, 3))]
+             for _ in range(rng.integers(1, 3))] for _ in range(n)]
+
+
+def fixed_expected(g, idx):
+    block = g[np.ix_(*idx)]
+    return block.data, ~np.ma.getmaskarray(block)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_root_scatter_every_kind_fixed_optional(comm):
+    rng = np.random.default_rng(1)
+    g = fixed_data(rng)
+    for root in sorted({0, comm.size - 1}):
+        for label, opts in kinds(13, comm.size, np.random.default_rng(2)):
+            a = xdap.from_global(g if comm.rank == root else None, root=root, comm=comm, **opts)
+            b = xdap.from_global(g, comm=comm, **opts)         # every rank holds the data
+            assert a.distribution == b.distribution, label
+            p, q = parts(a.local), parts(b.local)
+            d = a.distribution
+            want, valid = fixed_expected(g, [d.global_indices(0), np.arange(3)])
+            np.testing.assert_array_equal(p.valid_mask(), valid, err_msg=label)
+            np.testing.assert_array_equal(p.values[valid], want[valid], err_msg=label)
+            np.testing.assert_array_equal(q.values[valid], want[valid], err_msg=label)
+            # gathered back: on root only, then on every rank
+            got = a.to_global(root=root)
+            assert (got is None) == (comm.rank != root)
+            if got is not None:
+                gp = parts(got)
+                np.testing.assert_array_equal(gp.valid_mask(), ~g.mask, err_msg=label)
+                np.testing.assert_array_equal(gp.values[~g.mask], g.data[~g.mask])
+            everywhere = parts(a.to_global())
+            np.testing.assert_array_equal(everywhere.values[~g.mask], g.data[~g.mask])
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_root_scatter_ragged_three_levels(comm):
+    rng = np.random.default_rng(3)
+    rows = ragged_data(rng, 2 * comm.size + 3)
+    t = "var * var * var * ?int16"
+    for label, opts in kinds(len(rows), comm.size, np.random.default_rng(4)):
+        if label == "irregular block":          # may give a rank no rows (refused, tested elsewhere)
+            continue
+        root = comm.size // 2
+        a = xdap.from_global(rows if comm.rank == root else None, root=root, type=t, comm=comm,
+                             **opts)
+        assert a.local.value == [rows[g] for g in a.distribution.global_indices(0)], label
+        assert a.to_global().value == rows, label
+        got = a.to_global(root=0)
+        assert (got.value == rows) if comm.rank == 0 else got is None, label
+
+
+@pytest.mark.mpi(ranks=(2, 3, 4))
+def test_rows_without_lists_are_refused_everywhere(comm):
+    rows = [[[1]]] + [[] for _ in range(comm.size)]      # the last ranks' rows hold no lists
+    with pytest.raises(ValueError, match="hold no lists at level 1"):
+        xdap.from_global(rows, type="var * var * var * int64", comm=comm)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_2d_grid_root_scatter_and_gather(comm):
+    g = np.arange(7 * 9, dtype=np.int32).reshape(7, 9)
+    grid = tuple(xdap.comm.balanced_grid(comm.size, 2))
+    for opts in (dict(dist=("b", "c"), grid=grid), dict(dist=("c", "b"), grid=grid,
+                                                        block_size=(2, None))):
+        a = xdap.from_global(g if comm.rank == 0 else None, root=0, comm=comm, **opts)
+        d = a.distribution
+        np.testing.assert_array_equal(parts(a.local).values,
+                                      g[np.ix_(d.global_indices(0), d.global_indices(1))])
+        np.testing.assert_array_equal(parts(a.to_global()).values, g)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_bad_root_is_refused_everywhere(comm):
+    a = xdap.from_global(np.arange(4.0), comm=comm)
+    with pytest.raises(ValueError, match="root must be a rank"):
+        a.to_global(root=comm.size)
+    if comm.size > 1:
+        with pytest.raises(ValueError, match="root must be the same on every rank"):
+            a.to_global(root=comm.rank)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+@pytest.mark.parametrize("limit", [None, 7, 64])
+def test_exchange_collectives_in_rounds(comm, limit):
+    """Byte limits below the messages' sizes make every collective go in
+    rounds; the results must not change."""
+    P, me = comm.size, comm.rank
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(0, 40, (P, P))                       # sizes[i, j]: rank i -> rank j
+    data = {(i, j): np.arange(sizes[i, j], dtype=np.float64) + 1000 * i + j
+            for i in range(P) for j in range(P)}
+    send = np.concatenate([data[me, j] for j in range(P)])
+    got = exchange.alltoallv(comm, send, sizes[me], sizes[:, me], limit=limit)
+    np.testing.assert_array_equal(got, np.concatenate([data[i, me] for i in range(P)]))
+    counts = sizes[0]
+    root = P - 1
+    whole = np.concatenate([data[0, j] for j in range(P)])
+    mine = exchange.scatterv(comm, whole if me == root else None, counts if me == root else None,
+                             counts[me], root, np.float64, limit=limit)
+    np.testing.assert_array_equal(mine, data[0, me])
+    back = exchange.gatherv(comm, mine, counts, root, limit=limit)
+    if me == root:
+        np.testing.assert_array_equal(back, whole)
+    else:
+        assert back is None
+    np.testing.assert_array_equal(exchange.allgatherv(comm, mine, counts, limit=limit), whole)
