@@ -54,17 +54,19 @@ def _piece(counts, displs, i, limit):
     return hi - lo, displs + lo
 
 
-def alltoallv(comm, send: np.ndarray, send_counts, recv_counts, *, limit=None) -> np.ndarray:
+def alltoallv(comm, send: np.ndarray, send_counts, recv_counts, *, out=None,
+              limit=None) -> np.ndarray:
     """Every rank's ``send`` cut into consecutive segments of
     ``send_counts[q]`` items for rank ``q``; returns what this rank
-    receives, ``recv_counts[q]`` items from rank ``q`` in rank order."""
+    receives, ``recv_counts[q]`` items from rank ``q`` in rank order (into
+    ``out``, a C-contiguous array of the right size and dtype, if given)."""
     send = np.ascontiguousarray(send)
     item = send.itemsize
     sc = np.asarray(send_counts, np.int64) * item
     rc = np.asarray(recv_counts, np.int64) * item
-    recv = np.empty(int(rc.sum()) // item, send.dtype)
+    recv = np.empty(int(rc.sum()) // item, send.dtype) if out is None else out
     sd, rd = _displs(sc), _displs(rc)
-    sb, rb = _bytes(send), recv.view(np.uint8)
+    sb, rb = _bytes(send), recv.reshape(-1).view(np.uint8)
     rounds = _rounds(comm, max(sc.max(initial=0), rc.max(initial=0)), limit)
     if rounds is None:
         comm.Alltoallv([sb, (sc, sd), MPI.BYTE], [rb, (rc, rd), MPI.BYTE])

@@ -43,6 +43,7 @@ import numpy as np
 
 from .. import cache
 from .. import comm as _comm
+from ..exchange import alltoallv_arrays
 from ..arraylike import unwrap, wrap_like
 from ..comm import MPI
 from ..distribution import Distribution, make_distribution
@@ -246,7 +247,7 @@ class Redistributor:
         sends = [t for t in self.sends if t.peer != me]
         recvs = [t for t in self.recvs if t.peer != me]
         self._copy_own(values, out)         # our own share never goes through MPI
-        got = _exchange(self.comm, [t.peer for t in sends],
+        got = alltoallv_arrays(self.comm, [t.peer for t in sends],
                         [np.ravel(_take(values, t.index)) for t in sends],
                         [t.peer for t in recvs], [t.size for t in recvs], dtype)
         for t, chunk in zip(recvs, got):
@@ -266,14 +267,14 @@ class Redistributor:
         lengths_in = []
         for level in range(1, nlev):
             send = [np.diff(pc.offsets[level].astype(np.int64)) for pc in pieces]
-            got = _exchange(comm, speer, send, rpeer, [rcount[q] for q in rpeer], np.int64)
+            got = alltoallv_arrays(comm, speer, send, rpeer, [rcount[q] for q in rpeer], np.int64)
             lengths_in.append(got)
             rcount = {q: int(g.sum()) for q, g in zip(rpeer, got)}
-        vals = _exchange(comm, speer, [pc.values for pc in pieces], rpeer,
+        vals = alltoallv_arrays(comm, speer, [pc.values for pc in pieces], rpeer,
                          [rcount[q] for q in rpeer], info.numpy_dtype)
         masks = None
         if info.optional:
-            masks = _exchange(comm, speer, [pc.valid_mask().view(np.uint8) for pc in pieces],
+            masks = alltoallv_arrays(comm, speer, [pc.valid_mask().view(np.uint8) for pc in pieces],
                               rpeer, [rcount[q] for q in rpeer], np.uint8)
         if self.dst_shape is None:
             return None
@@ -304,31 +305,6 @@ class Redistributor:
                 if t not in _BY_SIZE.values():
                     t.Free()
         self._types.clear()
-
-
-def _exchange(comm, speer, send, rpeer, rcounts, dtype):
-    """One Alltoallv of per-peer 1-d arrays; returns the received arrays in
-    ``rpeer`` order (``rcounts`` items each)."""
-    dtype = np.dtype(dtype)
-    size = comm.size
-    sc, rc = np.zeros(size, np.int64), np.zeros(size, np.int64)
-    for q, s in zip(speer, send):
-        sc[q] = len(s) * dtype.itemsize
-    for q, n in zip(rpeer, rcounts):
-        rc[q] = n * dtype.itemsize
-    sendbuf = np.concatenate([np.ascontiguousarray(s, dtype) for s in send]) if send \
-        else np.zeros(0, dtype)
-    recvbuf = np.empty(int(rc.sum()) // dtype.itemsize, dtype)
-    sd = np.concatenate([[0], np.cumsum(sc)[:-1]])
-    rd = np.concatenate([[0], np.cumsum(rc)[:-1]])
-    comm.Alltoallv([sendbuf.view(np.uint8), (sc, sd), MPI.BYTE],
-                   [recvbuf.view(np.uint8), (rc, rd), MPI.BYTE])
-    out, at = [], 0
-    for q in rpeer:
-        n = int(rc[q]) // dtype.itemsize
-        out.append(recvbuf[at:at + n])
-        at += n
-    return out
 
 
 # --------------------------------------------------------------------------

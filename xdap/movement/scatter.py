@@ -51,8 +51,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import comm as _comm
+from .. import exchange
 from ..arraylike import is_distributed, unwrap
-from ..comm import MPI
 from ..distribution import Distribution
 from ..parts import Parts
 
@@ -133,16 +133,10 @@ class Scatter:
         self._copies = None            # the refresh plan, built on first use
 
     # -- the one collective -------------------------------------------------
-    def _alltoallv(self, send, scounts, recv, rcounts, rowbytes: int | None = None):
-        """Alltoallv of rows; counts are in rows."""
-        rb = send.dtype.itemsize * int(np.prod(send.shape[1:], dtype=np.int64)) \
-            if rowbytes is None else rowbytes
-        sc, rc = scounts * rb, rcounts * rb
-        sd = np.concatenate([[0], np.cumsum(sc)[:-1]])
-        rd = np.concatenate([[0], np.cumsum(rc)[:-1]])
-        self.comm.Alltoallv([np.ascontiguousarray(send).view(np.uint8).reshape(-1), (sc, sd),
-                             MPI.BYTE],
-                            [recv.view(np.uint8).reshape(-1), (rc, rd), MPI.BYTE])
+    def _alltoallv(self, send, scounts, recv, rcounts):
+        """Alltoallv of rows (counts in rows) into ``recv``."""
+        row = int(np.prod(send.shape[1:], dtype=np.int64))
+        exchange.alltoallv(self.comm, send, scounts * row, rcounts * row, out=recv)
 
     def _check_array(self, a, what: str) -> np.ndarray:
         """The local values of ``a`` (a writable view): a DistArray of the
