@@ -15,8 +15,8 @@ __version__ = "0.1.0"
 
 import importlib
 
-from .array import (DistArray, from_arrow, from_awkward, from_distarray, from_global,
-                    from_partitioned, load)
+from .array import (DistArray, arange, empty, from_arrow, from_awkward, from_distarray,
+                    from_function, from_global, from_local, from_partitioned, full, load, zeros)
 from .comm import CartesianPartition, Partition
 from .distribution import Distribution, make_distribution
 
@@ -41,6 +41,7 @@ def __getattr__(name):
     return value
 
 
-__all__ = ["DistArray", "Distribution", "from_global", "make_distribution",
+__all__ = ["DistArray", "Distribution", "from_global", "from_local", "empty", "zeros", "full",
+           "arange", "from_function", "make_distribution",
            "from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
            "Scatter", "Partition", "CartesianPartition", "__version__"]

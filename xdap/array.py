@@ -23,12 +23,14 @@ from ndtypes import ndt
 
 from . import comm as _comm
 from . import create
+from .directory import prefix_sums
 from .distribution import Distribution
 from .parts import Parts, check_representable, container, expand_ranges
 from .parts import parts as parts_of_container
 
-__all__ = ["DistArray", "from_global", "from_distarray", "from_partitioned", "from_arrow",
-           "from_awkward", "load"]
+__all__ = ["DistArray", "from_global", "from_local", "empty", "zeros", "full", "arange",
+           "from_function", "from_distarray", "from_partitioned", "from_arrow", "from_awkward",
+           "load"]
 
 
 class DistArray:
@@ -306,26 +308,25 @@ class DistArray:
 
 
 def _ragged_leaf_index(d: Distribution, p: Parts):
-    """Where this rank's leaves sit in the global flat leaf space, in two
-    local steps around the caller's allgather: returns ``(share, finish)``;
+    """Where this rank's leaves sit in the global flat leaf space (ragged
+    data): returns ``(share, finish)`` around the constructor's allgather;
     ``finish(shares)``, given every rank's ``share`` in rank order, returns
-    (start, total) when every rank's leaves form one contiguous range in rank
-    order (block rows, no padding), else (int64 index array, total).
-    """
+    ``(start, total)`` when every rank's leaves form one contiguous range in
+    rank order (block rows, no padding), else ``(int64 index array, total)``
+    -- then by a prefix sum over the global row order that no rank holds
+    whole (``xdap.directory.prefix_sums``: a collective, O(rows / P))."""
     if d.is_contiguous_1d:
         rank = d.comm.rank
         return len(p.values), lambda counts: (sum(counts[:rank]), sum(counts))
     counts = p.leaf_counts()
-    own = d.owned_positions(0)
     rows = d.global_indices(0)
 
-    def finish(shares):
-        global_counts = np.zeros(d.global_shape[0], np.int64)
-        for r, c in shares:
-            global_counts[r] = c
-        goff = np.concatenate([[0], np.cumsum(global_counts)])
-        return expand_ranges(goff[rows], counts), int(goff[-1])
-    return (rows[own], counts[own]), finish
+    def finish(_):
+        canonical = np.arange(p.nrows)[d.maps[0].canonical_positions(d.coords[0])]
+        first, total = prefix_sums(d.comm, d.global_shape[0], rows[canonical], counts[canonical],
+                                   rows)
+        return expand_ranges(first, counts), total
+    return None, finish
 
 
 # --------------------------------------------------------------------------
@@ -356,6 +357,62 @@ def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, 
     """
     return DistArray(*create.from_global(data, dist, grid, comm, root=root, type=type,
                                          dtype=dtype, **per_dim))
+
+
+def from_local(local, dist="b", axis=0, comm=None, *, indices=None, size=None, owned=None,
+               one_to_one=None, type=None) -> DistArray:
+    """A DistArray whose part on each rank is the piece that rank passes
+    (collective; no rank sees another's data). See ``xdap.create.from_local``.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_local(np.arange(3.0), comm=MPI.COMM_SELF)     # blocks in rank order
+    >>> b = xdap.from_local([7.0, 8.0], dist="u", indices=[1, 0], comm=MPI.COMM_SELF)
+    >>> a.global_shape, b.to_global().value
+    ((3,), [8.0, 7.0])
+    """
+    return DistArray(*create.from_local(local, dist, axis, comm, indices=indices, size=size,
+                                        owned=owned, one_to_one=one_to_one, type=type))
+
+
+def empty(shape, type="float64", dist=None, grid=None, comm=None, **per_dim) -> DistArray:
+    """An uninitialised DistArray (``?T``: all missing); see ``xdap.create``."""
+    return DistArray(*create.empty(shape, type, dist, grid, comm, **per_dim))
+
+
+def zeros(shape, type="float64", dist=None, grid=None, comm=None, **per_dim) -> DistArray:
+    """A DistArray of zeros, each rank making only its part.
+
+    >>> import xdap
+    >>> from mpi4py import MPI
+    >>> xdap.zeros((2, 3), "int32", comm=MPI.COMM_SELF).to_global().value
+    [[0, 0, 0], [0, 0, 0]]
+    """
+    return DistArray(*create.zeros(shape, type, dist, grid, comm, **per_dim))
+
+
+def full(shape, fill_value, type="float64", dist=None, grid=None, comm=None,
+         **per_dim) -> DistArray:
+    """A DistArray filled with ``fill_value`` (None: missing, ``?T``)."""
+    return DistArray(*create.full(shape, fill_value, type, dist, grid, comm, **per_dim))
+
+
+def arange(start, stop=None, step=1, type="int64", dist=None, grid=None, comm=None,
+           **per_dim) -> DistArray:
+    """``numpy.arange`` as a DistArray, each rank computing only its part."""
+    return DistArray(*create.arange(start, stop, step, type, dist, grid, comm, **per_dim))
+
+
+def from_function(f, shape, type=None, dist=None, grid=None, comm=None, **per_dim) -> DistArray:
+    """A DistArray whose element ``[i, j, ...]`` is ``f(i, j, ...)``; ``f``
+    gets each rank's own global indices (open grids). See ``xdap.create``.
+
+    >>> import xdap
+    >>> from mpi4py import MPI
+    >>> xdap.from_function(lambda i: i * i, 4, comm=MPI.COMM_SELF).to_global().value
+    [0, 1, 4, 9]
+    """
+    return DistArray(*create.from_function(f, shape, type, dist, grid, comm, **per_dim))
 
 
 def from_distarray(obj, comm=None) -> DistArray:

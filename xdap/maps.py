@@ -47,7 +47,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Map", "BlockMap", "CyclicMap", "UnstructuredMap", "Tiles", "MAP_KINDS",
-           "is_int", "dap_minor", "as_slice"]
+           "NotLocal", "is_int", "dap_minor", "as_slice", "index_digest",
+           "unstructured_fingerprint"]
 
 _I64 = np.dtype(np.int64)
 _I64_MAX = np.iinfo(np.int64).max
@@ -122,6 +123,11 @@ def as_slice(a):
     return a
 
 
+class NotLocal(RuntimeError):
+    """An operation needed another process's part of a distributed map (an
+    engine bug: engines ask the directory for those)."""
+
+
 @dataclass(frozen=True)
 class Tiles:
     """A dimension cut into rectangular tiles (``__partitioned__``), in
@@ -150,6 +156,7 @@ class Map:
     size: int
     grid_size: int
     periodic: bool = False
+    complete = True          # every process knows every grid rank's part
 
     # -- per-rank layout ----------------------------------------------------
     def local_size(self, p: int) -> int:
@@ -233,6 +240,24 @@ class Map:
         like ``g``.  ValueError names the first index outside ``[0, size)``.
         """
         raise NotImplementedError
+
+    def holders(self, g) -> tuple:
+        """Every buffer position holding the global indices ``g`` (owners and
+        copies): ``(which, ranks, local)`` -- entry ``i`` says that ``g[which[i]]``
+        sits at position ``local[i]`` of grid rank ``ranks[i]``."""
+        g = _as_int64(g, "global index").reshape(-1)
+        which, ranks, local = [], [], []
+        for p in range(self.grid_size):
+            mine = self.global_indices(p)
+            hit = np.isin(g, mine)
+            if hit.any():
+                at = np.flatnonzero(hit)
+                which.append(at)
+                ranks.append(np.full(len(at), p, np.int64))
+                local.append(self.local_from_global(p, g[at]))
+        if not which:
+            return (np.zeros(0, np.int64),) * 3
+        return tuple(np.concatenate(x) for x in (which, ranks, local))
 
     def local_from_global(self, p: int, g) -> np.ndarray:
         """Local positions of global indices ``g`` in grid rank ``p``'s buffer.
@@ -525,6 +550,25 @@ class BlockMap(Map):
         local += g
         return ranks, local
 
+    def holders(self, g):
+        g = _as_int64(g, "global index").reshape(-1)
+        ranks, local = self.owners(g)
+        if not self.has_copies:
+            return np.arange(len(g), dtype=_I64), ranks, local
+        which, rs, ls = [np.arange(len(g), dtype=_I64)], [ranks], [local]
+        starts = np.array([self.buffer_range(p)[0] for p in range(self.grid_size)], _I64)
+        stops = np.array([self.buffer_range(p)[1] for p in range(self.grid_size)], _I64)
+        for step in (-1, 1):            # ghosts are only ever the neighbours' (padding <= owned)
+            q = ranks + step
+            ok = (q >= 0) & (q < self.grid_size)
+            qq = np.where(ok, q, 0)
+            ok &= (starts[qq] <= g) & (g < stops[qq])
+            at = np.flatnonzero(ok)
+            which.append(at)
+            rs.append(q[at])
+            ls.append(g[at] - starts[q[at]])
+        return tuple(np.concatenate(x) for x in (which, rs, ls))
+
     def local_from_global(self, p, g):
         start, stop = self.buffer_range(p)
         g = _as_int64(g, "global index")
@@ -783,6 +827,10 @@ class CyclicMap(Map):
         blk += off
         return ranks, blk
 
+    def holders(self, g):
+        g = _as_int64(g, "global index").reshape(-1)
+        return (np.arange(len(g), dtype=_I64),) + self.owners(g)
+
     def local_from_global(self, p, g):
         self._check_rank(p)
         g = _as_int64(g, "global index")
@@ -877,10 +925,24 @@ class UnstructuredMap(Map):
     array([1, 0])
     >>> UnstructuredMap(3, [[0, 1], [-2, 2]]).owners([1, 2])   # 1 is on both
     (array([0, 1]), array([1, 1]))
+
+    A map built this way is *complete*: every process knows every grid
+    rank's indices (O(size) memory).  ``UnstructuredMap.partial`` is the
+    distributed form, in which a process knows only the indices of its own
+    grid coordinate(s) plus every rank's count: what does not need the
+    others' indices works as here (local sizes, the own indices and their
+    canonical positions, DAP dicts, fingerprint); owner lookups go through
+    the distributed directory (``xdap.directory``) instead of ``owners``.
+
+    >>> whole = UnstructuredMap(5, [[3, 0], [4, 2, 1]], one_to_one=True)
+    >>> m = UnstructuredMap.partial(5, [2, 3], {1: [4, 2, 1]}, True, whole.fingerprint())
+    >>> m.complete, m.local_size(0), m.global_indices(1).tolist(), m == whole
+    (False, 2, [4, 2, 1], True)
     """
 
     dist_type = "u"
     name = "unstructured"
+    complete = True
 
     def __init__(self, size: int, indices, one_to_one: bool = False):
         size = _int_arg("unstructured dimension: size", size, 0)
@@ -943,24 +1005,66 @@ class UnstructuredMap(Map):
         self._sorted: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # lazily, per rank
         self._freeze()
 
+    @classmethod
+    def partial(cls, size, counts, known, one_to_one, fingerprint: bytes,
+                canonical=None) -> "UnstructuredMap":
+        """The distributed form (see the class docstring), trusted: its
+        caller validated it (``xdap.directory``), or derived it from a
+        validated map.  ``counts[p]``: every grid rank's number of indices;
+        ``known``: ``{p: indices}`` of the grid ranks this process holds;
+        ``canonical``: ``{p: positions}`` whose indices count on ``p`` (only
+        needed when ``one_to_one`` is False); ``fingerprint``: the same on
+        every process."""
+        self = object.__new__(cls)
+        self.size, self.grid_size, self.one_to_one = int(size), len(counts), bool(one_to_one)
+        self.counts = tuple(int(c) for c in counts)
+        arrays = {}
+        for p, idx in known.items():
+            a = np.array(idx, dtype=_I64, copy=True)
+            a.flags.writeable = False
+            arrays[int(p)] = a
+        self._known = arrays
+        self._canonical = {} if canonical is None else \
+            {int(p): np.asarray(c, np.int64) for p, c in canonical.items()}
+        self.complete = False
+        self.__dict__["_fp"] = bytes(fingerprint)
+        self._sorted = {}
+        self._freeze()
+        return self
+
+    @property
+    def known(self) -> tuple:
+        """The grid ranks whose indices this process holds."""
+        return tuple(range(self.grid_size)) if self.complete else tuple(self._known)
+
     def local_size(self, p):
         self._check_rank(p)
-        return len(self.indices[p])
+        return len(self.indices[p]) if self.complete else self.counts[p]
 
     owned_count = local_size
 
     @property
     def has_copies(self) -> bool:
-        return not self.one_to_one and sum(len(a) for a in self.indices) != self.size
+        total = sum(len(a) for a in self.indices) if self.complete else sum(self.counts)
+        return not self.one_to_one and total != self.size
 
     def global_indices(self, p):
         """Read-only int64 view of rank ``p``'s indices (no copy)."""
         self._check_rank(p)
-        return self.indices[p]
+        if self.complete:
+            return self.indices[p]
+        if p not in self._known:
+            raise NotLocal(f"grid rank {p}'s indices of this distributed unstructured map are "
+                           "not held by this process (ask the directory: xdap.directory)")
+        return self._known[p]
 
     def canonical_positions(self, p):
         if self.one_to_one:
             return self.owned_local_slice(p)
+        if not self.complete:
+            if p not in self._canonical:
+                raise NotLocal(f"grid rank {p}'s canonical positions are not held here")
+            return self._canonical[p]
         return np.flatnonzero(self.owners(self.global_indices(p))[0] == p)
 
     def piece_positions(self, ranks, local):
@@ -979,12 +1083,17 @@ class UnstructuredMap(Map):
     def owners(self, g):
         g = _as_int64(g, "global index")
         _check_range(g, self.size, "global index")
+        if not self.complete:
+            raise NotLocal("owners of a distributed unstructured map: ask its directory "
+                           "(xdap.directory)")
         return np.take(self._rank_of, g), np.take(self._local_of, g)
 
     def local_from_global(self, p, g):
         self._check_rank(p)
         g = _as_int64(g, "global index")
         _check_range(g, self.size, "global index")
+        if not self.complete:
+            return self._search(p, g)
         # Fast path: the owner tables answer every index p owns; only indices
         # p holds as a shared copy (one_to_one False) need the sorted search.
         local = np.take(self._local_of, g)
@@ -995,8 +1104,9 @@ class UnstructuredMap(Map):
 
     def _search(self, p, g):
         if p not in self._sorted:
-            order = np.argsort(self.indices[p], kind="stable")
-            self._sorted[p] = (self.indices[p][order], order)
+            own = self.global_indices(p)
+            order = np.argsort(own, kind="stable")
+            self._sorted[p] = (own[order], order)
         keys, order = self._sorted[p]
         if keys.size == 0:
             if g.size:
@@ -1012,7 +1122,7 @@ class UnstructuredMap(Map):
         return order[pos]
 
     def _global_from_local(self, p, l):
-        return self.indices[p][l]
+        return self.global_indices(p)[l]
 
     def resized(self, grid_size: int) -> BlockMap:
         return BlockMap(self.size, grid_size)
@@ -1021,7 +1131,7 @@ class UnstructuredMap(Map):
         dap_minor(version)
         self._check_rank(p)
         d = self._common(p)
-        d["indices"] = self.indices[p]
+        d["indices"] = self.global_indices(p)
         d["one_to_one"] = self.one_to_one
         return d
 
@@ -1048,10 +1158,25 @@ class UnstructuredMap(Map):
         return UnstructuredMap(size, arrays, bool(one))
 
     def to_json(self):
+        counts = [len(a) for a in self.indices] if self.complete else list(self.counts)
         return {"dist_type": "u", "size": self.size, "grid_size": self.grid_size,
-                "one_to_one": self.one_to_one, "counts": [len(a) for a in self.indices]}
+                "one_to_one": self.one_to_one, "counts": counts}
+
+    def fingerprint(self) -> bytes:
+        """The digest of the size, flags, counts and each grid rank's index
+        digest (``index_digest``): the same for the complete and the
+        distributed form of one layout."""
+        fp = self.__dict__.get("_fp")
+        if fp is None:
+            fp = self.__dict__["_fp"] = unstructured_fingerprint(
+                self.size, self.one_to_one, [len(a) for a in self.indices],
+                [index_digest(a) for a in self.indices])
+        return fp
 
     def json_arrays(self):
+        if not self.complete:
+            raise NotLocal("a distributed unstructured map's indices are spread over the "
+                           "ranks: each writes its own")
         return {"indices": np.concatenate(self.indices) if self.indices else np.zeros(0, _I64)}
 
     @classmethod
@@ -1070,9 +1195,27 @@ class UnstructuredMap(Map):
                          "a.redistribute(dist=('b',)) (block) or dist=('c',), block_size=(b,)")
 
     def __repr__(self):
-        counts = tuple(len(a) for a in self.indices)
+        counts = tuple(self.local_size(p) for p in range(self.grid_size))
         return (f"UnstructuredMap(size={self.size}, grid_size={self.grid_size}, "
-                f"counts={counts}, one_to_one={self.one_to_one})")
+                f"counts={counts}, one_to_one={self.one_to_one}"
+                + ("" if self.complete else ", distributed") + ")")
+
+
+def index_digest(indices) -> bytes:
+    """A 16-byte digest of one grid rank's unstructured indices."""
+    return hashlib.blake2b(np.ascontiguousarray(indices, np.int64).tobytes(),
+                           digest_size=16).digest()
+
+
+def unstructured_fingerprint(size, one_to_one, counts, digests) -> bytes:
+    """The fingerprint of an unstructured map from its grid ranks' counts and
+    index digests (what a distributed map's processes can agree on)."""
+    h = hashlib.blake2b(json.dumps({"dist_type": "u", "size": int(size),
+                                    "one_to_one": bool(one_to_one),
+                                    "counts": [int(c) for c in counts]}).encode(), digest_size=16)
+    for d in digests:
+        h.update(d)
+    return h.digest()
 
 
 MAP_KINDS = {"b": BlockMap, "c": CyclicMap, "u": UnstructuredMap}

@@ -146,6 +146,14 @@ class DimPlan:
                 sel = order[cuts[p]:cuts[p + 1]]
                 self.pairs[int(p)][q] = (compress(local[sel]), compress(sel.astype(_I64)))
 
+    def send_lists(self, p) -> dict:
+        """``{q: positions of p's buffer}`` for every target coordinate q."""
+        return {q: s for q, (s, _) in self.pairs[p].items()}
+
+    def recv_lists(self, q) -> dict:
+        """``{p: positions of q's buffer}`` for every source coordinate p."""
+        return {p: pr[q][1] for p, pr in enumerate(self.pairs) if q in pr}
+
 
 # --------------------------------------------------------------------------
 # the whole plan
@@ -189,11 +197,14 @@ class RedistributionPlan:
     dtype.
     """
 
-    def __init__(self, src, dst, dst_ranks=None):
+    def __init__(self, src, dst, dst_ranks=None, dims=None):
         if src.global_shape != dst.global_shape:
             raise ValueError(f"redistribution needs the same global shape: source "
                              f"{src.global_shape}, target {dst.global_shape}")
         self.src, self.dst = src, dst
+        # ``dims`` given: this rank's lists of distributed maps (routes.py);
+        # the plan then answers for this rank only.
+        self.local_only = dims is not None
         ranks = np.arange(dst.size, dtype=_I64) if dst_ranks is None else \
             np.asarray(dst_ranks, dtype=_I64).reshape(-1)
         if len(ranks) != dst.size or len(np.unique(ranks)) != dst.size or (ranks < 0).any():
@@ -202,9 +213,11 @@ class RedistributionPlan:
         ranks.flags.writeable = False
         self.dst_ranks = ranks
         self._dst_index = {int(r): i for i, r in enumerate(ranks)}
-        self.dims = tuple(DimPlan(a, b) for a, b in zip(src.maps, dst.maps))
+        self.dims = tuple(dims) if dims is not None else \
+            tuple(DimPlan(a, b) for a, b in zip(src.maps, dst.maps))
         self._sends: dict = {}
         self._recvs: dict = {}
+        self._executors: dict = {}
 
     @property
     def nparent(self) -> int:
@@ -247,10 +260,7 @@ class RedistributionPlan:
         # per dimension: partner coordinates with a non-empty list
         options = []
         for d, c in zip(self.dims, mine):
-            if sending:
-                opts = [(q, s) for q, (s, _) in d.pairs[c].items()]
-            else:
-                opts = [(p, pr[c][1]) for p, pr in enumerate(d.pairs) if c in pr]
+            opts = list((d.send_lists(c) if sending else d.recv_lists(c)).items())
             if not opts:
                 return []
             options.append(opts)
@@ -267,6 +277,22 @@ class RedistributionPlan:
         """Elements moved in total (every rank's receives)."""
         return sum(t.size for r in self.dst_ranks for t in self.recvs(int(r)))
 
+    def executor(self, comm, make):
+        """The executor of this plan for ``comm``'s size and rank (made once by
+        ``make()``, kept with the plan; ``free`` releases its MPI resources)."""
+        key = (comm.size, comm.rank)
+        ex = self._executors.get(key)
+        if ex is None:
+            ex = self._executors[key] = make()
+        ex.comm = comm
+        return ex
+
+    def free(self) -> None:
+        """Release the executors' MPI datatypes (the plan cache calls this)."""
+        for ex in self._executors.values():
+            ex.free()
+        self._executors.clear()
+
 
 def plan_ranks(dst, dst_ranks) -> tuple | None:
     """The target's parent ranks as a cache key: None for the identity."""
@@ -276,10 +302,32 @@ def plan_ranks(dst, dst_ranks) -> tuple | None:
     return None if ranks == tuple(range(dst.size)) else ranks
 
 
-def redistribution_plan(src, dst, dst_ranks=None) -> RedistributionPlan:
-    """The plan from ``src`` to ``dst`` (see ``RedistributionPlan``), kept in
-    the plan cache (``xdap.cache.plans``) under both distributions'
-    fingerprints and the target's parent ranks."""
+def redistribution_plan(src, dst, dst_ranks=None, comm=None) -> RedistributionPlan:
+    """The plan from ``src`` to ``dst`` (see ``RedistributionPlan``), cached
+    under both distributions' fingerprints and the target's parent ranks.
+
+    When every map is complete the plan is pure and kept in the plan cache
+    (``xdap.cache.plans``).  When a map is a distributed unstructured map,
+    this rank's lists are found collectively over the parent ``comm``
+    (``xdap.movement.routes``) and kept on that communicator, whose ranks
+    all make the same calls -- so a cache miss, and its collective, happens
+    on every rank alike."""
     ranks = plan_ranks(dst, dst_ranks)
     key = ("redistribute", src.fingerprint(), dst.fingerprint(), ranks)
-    return cache.plans.get_or_make(key, lambda: RedistributionPlan(src, dst, ranks))
+    if all(m.complete for m in src.maps + dst.maps):
+        return cache.plans.get_or_make(key, lambda: RedistributionPlan(src, dst, ranks),
+                                       release=RedistributionPlan.free)
+    if comm is None:
+        raise ValueError("a plan with a distributed unstructured map is found collectively: "
+                         "pass the parent communicator")
+    from ..comm import attached
+    from .routes import rank_dim_plan
+    parents = tuple(range(dst.size)) if ranks is None else ranks
+
+    def make():
+        dims = [DimPlan(a, b) if a.complete and b.complete else
+                rank_dim_plan(src, dst, parents, k, comm)
+                for k, (a, b) in enumerate(zip(src.maps, dst.maps))]
+        return RedistributionPlan(src, dst, ranks, dims)
+    return attached(comm, "plans").get_or_make(key + (comm.size,), make,
+                                               release=RedistributionPlan.free)

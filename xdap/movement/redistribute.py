@@ -41,15 +41,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import cache
 from .. import comm as _comm
 from ..exchange import alltoallv_arrays
 from ..arraylike import unwrap, wrap_like
 from ..comm import MPI
 from ..distribution import Distribution, make_distribution
 from ..parts import Parts, pack_validity, take_rows
-from .plan import (RedistributionPlan, as_positions, index_len, plan_ranks, redistribution_plan,
-                   runs)
+from .plan import RedistributionPlan, as_positions, index_len, redistribution_plan, runs
 
 __all__ = ["redistribute", "move", "executor", "Redistributor", "METHODS"]
 
@@ -187,7 +185,11 @@ class Redistributor:
         if method != "auto":
             return method
         if itemsize not in self._auto:
-            big = _avg_run_bytes(self.plan, itemsize) >= _MIN_RUN_BYTES
+            # a distributed plan knows this rank's messages only: packed,
+            # the same choice on every rank without asking (its maps are
+            # unstructured: scattered elements)
+            big = not self.plan.local_only and \
+                _avg_run_bytes(self.plan, itemsize) >= _MIN_RUN_BYTES
             self._auto[itemsize] = "datatypes" if big else "packed"
         return self._auto[itemsize]
 
@@ -314,18 +316,13 @@ class Redistributor:
 def executor(src: Distribution, dst: Distribution, comm, dst_ranks=None) -> Redistributor:
     """The executor moving data from ``src`` to ``dst`` over the parent
     communicator ``comm`` (``dst_ranks``: the target ranks' numbers in it),
-    kept in the plan cache with its plan and MPI datatypes."""
-    plan = redistribution_plan(src, dst, dst_ranks)
+    kept with its plan (and its MPI datatypes) in the plan cache."""
+    plan = redistribution_plan(src, dst, dst_ranks, comm)
     # The plan speaks of ranks of the parent communicator only, and derived
     # datatypes belong to no communicator: an executor depends on the plan,
     # the communicator's size and this rank -- not on which communicator
     # object (a freed one's handle may be reused), so the current one is set.
-    key = ("executor", src.fingerprint(), dst.fingerprint(), plan_ranks(dst, dst_ranks),
-           comm.size, comm.rank)
-    ex = cache.plans.get_or_make(key, lambda: Redistributor(plan, comm),
-                                 release=Redistributor.free)
-    ex.comm = comm
-    return ex
+    return plan.executor(comm, lambda: Redistributor(plan, comm))
 
 
 def redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto", **per_dim):

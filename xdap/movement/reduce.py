@@ -35,6 +35,7 @@ complex data is a TypeError (MPI has no ordering for complex numbers).
 """
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -257,6 +258,23 @@ def _fixed(d, p, op, axes):
     return _reduced(d, axes, vals, valid)
 
 
+def _replicated(m0, R, c, lin):
+    """``m0`` with each grid position held by R ranks (grid position
+    ``c * R + lin`` holds position c's indices): an unstructured map, not
+    one-to-one, whose canonical copies are the ``lin == 0`` ones.  From a
+    distributed ``m0`` the result is distributed too (its fingerprint
+    derived from m0's, no communication)."""
+    if m0.complete:
+        return UnstructuredMap(m0.size, [m0.global_indices(q // R)
+                                         for q in range(m0.grid_size * R)], one_to_one=False)
+    fp = hashlib.blake2b(m0.fingerprint() + R.to_bytes(8, "little"), digest_size=16).digest()
+    canonical = np.arange(m0.local_size(c))[m0.canonical_positions(c)] if lin == 0 else \
+        np.zeros(0, np.int64)
+    return UnstructuredMap.partial(m0.size, [m0.local_size(q // R) for q in range(m0.grid_size * R)],
+                                   {c * R + lin: m0.global_indices(c)}, False, fp,
+                                   {c * R + lin: canonical})
+
+
 def _reduced(d, axes, vals, valid):
     """The reduced partial of every rank as ``(Distribution, Parts)`` over
     the kept dims: the kept maps without communication padding; when the
@@ -271,11 +289,9 @@ def _reduced(d, axes, vals, valid):
     if R > 1:
         red = coords[:, list(axes)]
         lin = np.ravel_multi_index(red.T, [d.grid[k] for k in axes])
-        m0 = maps[0]
         table = table.copy()
         table[:, 0] = table[:, 0] * R + lin
-        maps[0] = UnstructuredMap(m0.size, [m0.global_indices(c // R)
-                                            for c in range(m0.grid_size * R)], one_to_one=False)
+        maps[0] = _replicated(maps[0], R, d.coords[keep[0]], int(lin[d.comm.rank]))
     vals = np.ascontiguousarray(vals)
     info = TypeInfo.fixed(vals.shape, dtype_from_numpy(vals.dtype), valid is not None)
     return (Distribution(maps, d.comm, rank_coords=table),

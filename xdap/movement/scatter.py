@@ -53,6 +53,7 @@ import numpy as np
 from .. import comm as _comm
 from .. import exchange
 from ..arraylike import is_distributed, unwrap
+from ..directory import directory_of
 from ..distribution import Distribution
 from ..parts import Parts
 
@@ -118,13 +119,16 @@ class Scatter:
         # one request per distinct index; `inverse` restores needed's order
         uniq, self._inverse = np.unique(needed, return_inverse=True)
         self._n_uniq = len(uniq)
-        grank, local = m.owners(uniq)
+        # the owners: computed for a complete map, asked of the directory of a
+        # distributed one (one all-to-all of queries, one of answers)
+        grank, local = m.owners(uniq) if m.complete else directory_of(d, 0).lookup(uniq)
         rank_of = np.array([d.rank_of((q,) + (0,) * (d.ndim - 1)) for q in range(m.grid_size)],
                            dtype=np.int64)
         owner = rank_of[grank]
         self._order = np.argsort(owner, kind="stable")     # requests grouped by owner
         self._recv_counts = np.bincount(owner, minlength=comm.size).astype(np.int64)
-        self._send_counts = np.array(comm.alltoall(self._recv_counts.tolist()), np.int64)
+        ones = np.ones(comm.size, np.int64)
+        self._send_counts = exchange.alltoallv(comm, self._recv_counts, ones, ones)
         # owners learn which of their local positions each requester wants
         self._send_local = np.empty(int(self._send_counts.sum()), np.int64)
         self._alltoallv(local[self._order], self._recv_counts, self._send_local,
@@ -225,10 +229,10 @@ class Scatter:
         if self._copies is None:
             d = self.distribution
             p = d.coords[0]
-            g = m.global_indices(p)
-            owner, _ = m.owners(g)
-            mine = np.flatnonzero(owner != p)
-            self._copies = (mine, Scatter(d, g[mine]))
+            copy = np.ones(m.local_size(p), bool)
+            copy[m.canonical_positions(p)] = False
+            mine = np.flatnonzero(copy)
+            self._copies = (mine, Scatter(d, m.global_indices(p)[mine]))
         mine, plan = self._copies
         values = self._check_array(a, "refresh")
         values[mine] = plan.forward(a)

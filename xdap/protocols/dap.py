@@ -41,10 +41,11 @@ import numpy as np
 from .. import _xndbuf
 from .. import comm as _comm
 from ..distribution import Distribution
-from ..maps import is_int
+from ..directory import remember, unstructured_map
+from ..maps import MAP_KINDS, _common_flag, index_digest, is_int
 from ..parts import Parts, parts_of
 from ..types import TypeInfo, dtype_from_format, type_info
-from .dap_dims import map_from_dim_dicts
+from .dap_dims import check_dim_dicts
 
 __all__ = ["export", "import_dap", "VERSION"]
 
@@ -125,7 +126,7 @@ class _Local:
         self.dtype = dtype_from_format(self.buffer.format, self.buffer.itemsize)
         for k, dd in enumerate(self.dim_data):
             if "indices" in dd:
-                dd["indices"] = _index_array(dd["indices"], k)
+                dd["indices"] = _index_array(dd["indices"], k, self.buffer.shape[k])
         self.ext = d.get(EXTENSION)
         self.rows = None
         if self.ext is not None:
@@ -163,15 +164,18 @@ class _Local:
             raise ValueError(f"'{EXTENSION}' dim_data must hold one dict (the rows), got {rows!r:.100}")
         self.rows = [dict(rows[0])]
         if "indices" in self.rows[0]:
-            self.rows[0]["indices"] = _index_array(self.rows[0]["indices"], 0)
+            self.rows[0]["indices"] = _index_array(self.rows[0]["indices"], 0,
+                                                   len(self.offsets[0]) and int(self.offsets[0][-1]))
         self.nrows = int(self.offsets[0][-1])
 
     def summary(self):
-        """What the other ranks need to know to validate the whole picture."""
+        """What the other ranks need to know to validate the whole picture:
+        the dicts, with a rank's unstructured indices replaced by their
+        count and digest (no rank ever receives another's indices)."""
         dims = self.rows if self.rows is not None else self.dim_data
         lengths = [self.nrows] if self.rows is not None else list(self.buffer.shape)
-        return {"version": self.version, "dims": dims, "lengths": lengths,
-                "leaves": self.dim_data if self.rows is not None else None,
+        return {"version": self.version, "dims": [_sketch(x) for x in dims], "lengths": lengths,
+                "leaves": [_sketch(x) for x in self.dim_data] if self.rows is not None else None,
                 "nleaves": self.buffer.shape[0] if self.rows is not None else None,
                 "dtype": self.dtype,
                 # the element type, not the local shape, must agree across ranks
@@ -192,7 +196,7 @@ class _Local:
         return parts_of(x, self.info)
 
 
-def _index_array(obj, k):
+def _index_array(obj, k, length):
     try:
         a = np.asarray(memoryview(obj)) if not isinstance(obj, (list, tuple)) else np.asarray(obj)
     except TypeError:
@@ -201,7 +205,28 @@ def _index_array(obj, k):
     if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
         raise TypeError(f"'indices' of dimension {k} must be a 1-d integer buffer, got dtype "
                         f"{a.dtype} with {a.ndim} dims")
+    if len(a) != length:
+        raise ValueError(f"unstructured dimension {k}: len(indices) ({len(a)}) must equal the "
+                         f"buffer length ({length})")
     return a.astype(np.int64, copy=False)
+
+
+class _Indices:
+    """A rank's unstructured indices as the other ranks see them: their
+    count and digest (equal dicts compare equal)."""
+
+    def __init__(self, a):
+        self.n, self.digest = len(a), index_digest(a)
+
+    def __eq__(self, other):
+        return isinstance(other, _Indices) and (self.n, self.digest) == (other.n, other.digest)
+
+    def __repr__(self):
+        return f"<{self.n} indices>"
+
+
+def _sketch(dd: dict) -> dict:
+    return {k: _Indices(v) if k == "indices" else v for k, v in dd.items()}
 
 
 def _parse_version(v):
@@ -233,13 +258,35 @@ def import_dap(obj, comm=None) -> tuple:
         local = _Local(d)
         ag.share(local.summary())
     with _comm.agreement(comm):
-        dist = _distribution(ag.shared, comm)
+        maps, coords, leaves = _distribution(ag.shared, comm)
         p = local.parts()
+    # Unstructured dims become distributed maps, checked through the
+    # directory (collective; after the agreement, so every rank is here).
+    dims = local.rows if local.rows is not None else local.dim_data
+    directories = {}
+    for k, m in enumerate(maps):
+        if isinstance(m, tuple):
+            maps[k], directories[k] = _distributed(comm, coords, k, dims[k]["indices"], *m,
+                                                   f"dimension {k}")
+    if leaves is not None:        # a ragged export's leaf indices: checked, not kept
+        _distributed(comm, coords, 0, local.dim_data[0]["indices"], *leaves,
+                     "ragged export, leaf dimension")
+    dist = Distribution(maps, comm, rank_coords=coords)
+    for k, directory in directories.items():
+        remember(dist, k, directory)
     return dist, p
 
 
-def _distribution(summaries, comm) -> Distribution:
-    """Validate the gathered dicts of all ranks and build the Distribution."""
+def _distributed(comm, coords, k, indices, size, one, what):
+    return unstructured_map(comm, int(coords[:, k].max()) + 1, int(coords[comm.rank, k]), indices,
+                            size, one_to_one=True if one else None, what=what)
+
+
+def _distribution(summaries, comm) -> tuple:
+    """Validate the gathered dicts of all ranks: ``(maps, rank coordinates,
+    leaves)``, where an unstructured dimension's map is ``(size,
+    one_to_one)`` to be built collectively (as the leaves of a ragged
+    export with unstructured leaves are)."""
     first = summaries[0]
     for r, s in enumerate(summaries):
         if s["version"] != first["version"]:
@@ -254,9 +301,8 @@ def _distribution(summaries, comm) -> Distribution:
     version = first["version"]
     coords, grid = _grid(summaries, comm.size, version)
     maps = [_dim_map(summaries, coords, grid, k, version) for k in range(len(grid))]
-    if first["leaves"] is not None:
-        _check_leaves(summaries, coords)
-    return Distribution(maps, comm, rank_coords=coords)
+    leaves = _check_leaves(summaries, coords) if first["leaves"] is not None else None
+    return maps, coords, leaves
 
 
 def _grid_rank_and_size(dd, k, r, version):
@@ -311,10 +357,19 @@ def _dim_map(summaries, coords, grid, k, version):
             raise ValueError(f"dimension {k}: ranks at grid position {p} disagree "
                              f"({_show(dicts[p])} with length {lengths[p]} vs {_show(dd)} "
                              f"with length {n} on rank {r}); dim_data must be identical along an axis")
+    return _checked(dicts, lengths, version, f"dimension {k}")
+
+
+def _checked(dicts, lengths, version, what):
+    """The map of one dimension's dicts, or ``(size, one_to_one)`` of an
+    unstructured one (whose indices the ranks keep to themselves)."""
     try:
-        return map_from_dim_dicts(dicts, lengths, version=version)
+        kind, dicts, lengths, size, minor = check_dim_dicts(dicts, lengths, version)
+        if kind == "u":
+            return size, _common_flag(dicts, "one_to_one", "unstructured")
+        return MAP_KINDS[kind].from_dim_dicts(dicts, lengths, size, minor)
     except (ValueError, TypeError) as e:
-        raise type(e)(f"dimension {k}: {e}") from None
+        raise type(e)(f"{what}: {e}") from None
 
 
 def _check_leaves(summaries, coords):
@@ -325,10 +380,8 @@ def _check_leaves(summaries, coords):
     order = np.argsort(coords[:, 0], kind="stable")      # grid-rank order of the rows' 1-d grid
     lengths = [summaries[r]["nleaves"] for r in order]
     dicts = [summaries[r]["leaves"][0] for r in order]
-    try:
-        map_from_dim_dicts(dicts, lengths, version=summaries[0]["version"])
-    except (ValueError, TypeError) as e:
-        raise type(e)(f"ragged export, leaf dimension: {e}") from None
+    out = _checked(dicts, lengths, summaries[0]["version"], "ragged export, leaf dimension")
+    return out if isinstance(out, tuple) else None
 
 
 def _same_dict(a, b):

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..maps import MAP_KINDS, CyclicMap, Map, dap_minor, is_int
 
-__all__ = ["map_from_dim_dicts", "num_owned_indices"]
+__all__ = ["map_from_dim_dicts", "check_dim_dicts", "num_owned_indices"]
 
 
 def int_arg(name: str, v, minimum: int | None = None) -> int:
@@ -62,6 +62,17 @@ def map_from_dim_dicts(dicts, buffer_lengths, version: str = "0.10.0") -> Map:
     ...
     ValueError: cyclic dimension: buffer length of grid rank 0 (4) must equal its owned count (5)
     """
+    kind, dicts, lengths, size, minor = check_dim_dicts(dicts, buffer_lengths, version)
+    return MAP_KINDS[kind].from_dim_dicts(dicts, lengths, size, minor)
+
+
+def check_dim_dicts(dicts, buffer_lengths, version: str = "0.10.0") -> tuple:
+    """The protocol's generic rules over one dimension's dicts (see
+    ``map_from_dim_dicts``): returns ``(dist_type, dicts with the aliases
+    expanded, buffer lengths, size, minor version)`` for the kind's own
+    ``from_dim_dicts`` -- or, for a distributed unstructured dimension, for
+    ``xdap.directory.unstructured_map`` (the ``indices`` values are then
+    not looked at here)."""
     minor = dap_minor(version)
     dicts, lengths = list(dicts), list(buffer_lengths)
     if not dicts:
@@ -108,8 +119,7 @@ def map_from_dim_dicts(dicts, buffer_lengths, version: str = "0.10.0") -> Map:
     if dicts[0]["proc_grid_size"] != len(dicts):
         raise ValueError(f"{name} dimension: proc_grid_size ({dicts[0]['proc_grid_size']}) "
                          f"must equal the number of dicts given ({len(dicts)})")
-    size = int(dicts[0]["size"])
-    return MAP_KINDS[kind].from_dim_dicts(dicts, [int(n) for n in lengths], size, minor)
+    return kind, dicts, [int(n) for n in lengths], int(dicts[0]["size"]), minor
 
 
 def _expand_alias(d, p: int, n: int, minor: int, ndicts: int) -> Mapping:

@@ -1,0 +1,330 @@
+"""The distributed directory: who holds global id g, without any rank
+knowing all ids.
+
+The record of id ``g`` lives on its *home* rank -- the rank owning g's
+block of the id range ``[0, size)`` (a rendezvous, as Tpetra's
+``DistributedNoncontiguousDirectory``), or ``hash(g) mod P`` for sparse id
+spaces.  Building the directory is one all-to-all of the registered
+``(id, holder, position)`` records; a lookup is one all-to-all of queries
+and one of answers.  A home keeps only the records of its own ids, as
+sorted arrays: memory O(records / P) per rank, bounded by the ids given,
+never by a claimed size.
+
+Several holders may register one id (ghost copies): the home then names its
+*owner* -- the holder that registered it as owned when holders say so, else
+the lowest holder -- and a lookup answers with the owner.
+
+>>> import numpy as np
+>>> from mpi4py import MPI
+>>> d = Directory.build(MPI.COMM_SELF, 5, np.array([3, 0, 4, 1, 2]), holder=7)
+>>> d.lookup(np.array([4, 0]))
+(array([7, 7]), array([2, 1]))
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import exchange
+from .comm import agreement
+
+__all__ = ["Directory"]
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+class Directory:
+    """This rank's share of the directory of ids ``[0, size)`` over ``comm``
+    (build it with ``Directory.build``, collectively)."""
+
+    def __init__(self, comm, size: int, hashed: bool, keys, holders, positions):
+        self.comm, self.size, self.hashed = comm, size, hashed
+        self._keys, self._holders, self._positions = keys, holders, positions
+
+    # -- where a record lives --------------------------------------------------
+    def home(self, ids: np.ndarray) -> np.ndarray:
+        """The rank holding the records of ``ids`` (int64 array)."""
+        P = self.comm.size
+        if self.hashed:
+            mixed = (ids.astype(np.uint64) * _GOLDEN) >> np.uint64(40)
+            return (mixed % np.uint64(P)).astype(np.int64)
+        block = max(1, -(-self.size // P))
+        return np.minimum(ids // block, P - 1)
+
+    # -- building ----------------------------------------------------------------
+    @classmethod
+    def build(cls, comm, size: int, ids, holder, positions=None, owned=None,
+              hashed: bool = False, what: str = "directory") -> "Directory":
+        """Register this rank's ``ids`` (held by ``holder`` -- a rank or grid
+        coordinate -- at ``positions``, default 0..n-1; ``owned``: which of
+        them this holder owns, or None) and check them (collective).
+
+        Checked on every rank, with one verdict: ids in ``[0, size)``;
+        coverage (every id of ``[0, size)`` registered); at most one owner
+        per id when ``owned`` is given, and exactly one for each id.  The
+        checks cost the ids given: a claimed ``size`` larger than the number
+        of ids registered is refused before anything is allocated.
+        """
+        ids = np.asarray(ids, np.int64).reshape(-1)
+        n = len(ids)
+        positions = np.arange(n, dtype=np.int64) if positions is None \
+            else np.asarray(positions, np.int64)
+        flags = None if owned is None else np.asarray(owned, bool)
+        self = cls(comm, int(size), hashed, None, None, None)
+        with agreement(comm, what, share=True) as ag:
+            if n and (int(ids.min()) < 0 or int(ids.max()) >= size):
+                bad = int(ids[(ids < 0) | (ids >= size)][0])
+                raise ValueError(f"{what}: global index {bad} out of range [0, {size})")
+            ag.share(n)
+        total = sum(ag.shared)
+        if total < size:
+            raise ValueError(f"{what}: coverage: the ranks hold {total} indices in all, so they "
+                             f"cannot cover every index of size {size}")
+        # the rendezvous: records to their homes
+        home = self.home(ids)
+        order = np.argsort(home, kind="stable")
+        counts = np.bincount(home, minlength=comm.size)
+        recv_counts = exchange.alltoallv(comm, counts, np.ones(comm.size, np.int64),
+                                         np.ones(comm.size, np.int64))
+        record = np.empty((n, 4), np.int64)
+        record[:, 0], record[:, 1], record[:, 2] = ids, holder, positions
+        record[:, 3] = 1 if flags is None else flags
+        got = exchange.alltoallv(comm, record[order], counts * 4, recv_counts * 4).reshape(-1, 4)
+        self._settle(got, flags is not None, what)
+        return self
+
+    def _settle(self, got: np.ndarray, explicit: bool, what: str) -> None:
+        """Sort the records of my ids, check them, keep each id's owner."""
+        comm = self.comm
+        got = got[np.lexsort((got[:, 1], got[:, 0]))]          # by id, then holder
+        keys = got[:, 0]
+        first = np.concatenate([[True], keys[1:] != keys[:-1]]) if len(keys) else \
+            np.zeros(0, bool)
+        distinct = keys[first]
+        error = None
+        if explicit:
+            owners = got[got[:, 3] == 1]
+            if len(owners) and (np.diff(owners[:, 0]) == 0).any():
+                dup = int(owners[np.flatnonzero(np.diff(owners[:, 0]) == 0)[0], 0])
+                error = ValueError(f"{what}: global index {dup} has more than one owner")
+            elif len(owners) != len(distinct):
+                orphan = int(np.setdiff1d(distinct, owners[:, 0])[0])
+                error = ValueError(f"{what}: global index {orphan} is held but owned by no rank")
+            keep = owners
+        else:
+            keep = got[first]                                    # the lowest holder
+        with agreement(comm, what, share=True) as ag:
+            if error is not None:
+                raise error
+            ag.share(len(distinct))
+        if sum(ag.shared) != self.size:
+            with agreement(comm, what):
+                mine = self._my_range()
+                if mine is not None and len(distinct) != mine[1] - mine[0]:
+                    lo = mine[0]
+                    missing = lo + int(np.flatnonzero(
+                        np.isin(np.arange(*mine), distinct, invert=True))[0])
+                    raise ValueError(f"{what}: coverage: global index {missing} is not held "
+                                     "by any rank")
+            raise ValueError(f"{what}: coverage: only {sum(ag.shared)} of the {self.size} "
+                             "indices are held by some rank")
+        self._keys, self._holders, self._positions = keep[:, 0], keep[:, 1], keep[:, 2]
+
+    def _my_range(self):
+        if self.hashed:
+            return None
+        block = max(1, -(-self.size // self.comm.size))
+        me = self.comm.rank
+        lo = min(self.size, me * block)
+        hi = self.size if me == self.comm.size - 1 else min(self.size, lo + block)
+        return lo, hi
+
+    # -- asking --------------------------------------------------------------------
+    def lookup(self, ids) -> tuple:
+        """``(holder, position)`` of the owner of each of ``ids`` (collective;
+        every rank may ask for any ids, repeats allowed)."""
+        ids = np.asarray(ids, np.int64).reshape(-1)
+        comm = self.comm
+        home = self.home(ids)
+        order = np.argsort(home, kind="stable")
+        counts = np.bincount(home, minlength=comm.size)
+        ones = np.ones(comm.size, np.int64)
+        asked = exchange.alltoallv(comm, counts, ones, ones)
+        queries = exchange.alltoallv(comm, ids[order], counts, asked)
+        at = np.searchsorted(self._keys, queries)
+        ok = (at < len(self._keys)) & (self._keys[np.minimum(at, len(self._keys) - 1)]
+                                        == queries) if len(self._keys) else \
+            np.zeros(len(queries), bool)
+        with agreement(comm, "directory lookup"):
+            if not ok.all():
+                raise ValueError(f"directory lookup: global index {int(queries[~ok][0])} is "
+                                 "held by no rank")
+        answer = np.stack([self._holders[at], self._positions[at]], axis=1) if len(at) else \
+            np.zeros((0, 2), np.int64)
+        back = exchange.alltoallv(comm, answer, asked * 2, counts * 2).reshape(-1, 2)
+        holders = np.empty(len(ids), np.int64)
+        positions = np.empty(len(ids), np.int64)
+        holders[order], positions[order] = back[:, 0], back[:, 1]
+        return holders, positions
+
+    def owner_flags(self, ids, holder) -> np.ndarray:
+        """For each of this rank's registered ``ids`` (as in ``build``,
+        held by ``holder``): whether ``holder`` is its owner (collective)."""
+        owner, _ = self.lookup(ids)
+        return owner == holder
+
+
+# --------------------------------------------------------------------------
+# distributed unstructured maps
+# --------------------------------------------------------------------------
+
+def unstructured_map(comm, grid_size: int, coord: int, indices, size=None, one_to_one=None,
+                     owned=None, what: str = "unstructured dimension"):
+    """The distributed ``UnstructuredMap`` of one dimension whose grid rank
+    ``coord`` (this rank's coordinate along it) holds ``indices`` -- and its
+    ``Directory`` (collective over ``comm``; no rank ever holds all indices).
+
+    size        the dimension's size; None: the largest index + 1
+    one_to_one  claim that every index is held once (checked); None: it is
+                True exactly when the ranks' counts add up to ``size``
+    owned       None (an index held by several grid ranks belongs to the
+                lowest), or this rank's bool mask of the indices it owns:
+                every index must then have exactly one owner (ghost copies
+                are the others)
+
+    Ranks that share a coordinate (a grid with other distributed dims) must
+    pass the same indices; the lowest of them registers them.  Checked on
+    every rank at once: integers, range, local uniqueness, coverage of
+    ``[0, size)``, the one_to_one claim, one owner per index.
+    """
+    from .maps import UnstructuredMap, index_digest, is_int, unstructured_fingerprint
+    own = None
+    with agreement(comm, what, share=True) as ag:
+        ag.same("grid size", grid_size)
+        ag.same("size", size)
+        ag.same("one_to_one", one_to_one)
+        ag.same("whether owned is given", owned is None)
+        if size is not None and (not is_int(size) or size < 0):
+            raise TypeError(f"{what}: size must be an int >= 0, got {size!r}")
+        if one_to_one is not None and not isinstance(one_to_one, (bool, np.bool_)):
+            raise TypeError(f"{what}: one_to_one must be a bool or None, got {one_to_one!r}")
+        a = np.asarray(indices)
+        if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
+            raise TypeError(f"{what}: indices must be a 1-d array of integers, got dtype "
+                            f"{a.dtype} with shape {a.shape}")
+        own = a.astype(np.int64)
+        if size is not None:
+            own[own < 0] += size                    # Python-style negatives
+            if own.size and (own.min() < 0 or own.max() >= size):
+                bad = int(a[(own < 0) | (own >= size)][0])
+                raise ValueError(f"{what}: index {bad} out of range for size {size}")
+        elif own.size and own.min() < 0:
+            raise ValueError(f"{what}: index {int(own.min())} is negative (give size= to count "
+                             "negative indices from the end)")
+        if len(np.unique(own)) != len(own):
+            vals, counts = np.unique(own, return_counts=True)
+            raise ValueError(f"{what}: indices must be locally unique, but global index "
+                             f"{int(vals[counts > 1][0])} repeats")
+        if owned is not None:
+            owned = np.asarray(owned)
+            if owned.dtype != bool or owned.shape != own.shape:
+                raise TypeError(f"{what}: owned must be a bool mask like the indices "
+                                f"({own.shape}), got {owned.dtype} {owned.shape}")
+        ag.share((int(coord), len(own), index_digest(own), int(own.max()) + 1 if own.size else 0))
+    shared = ag.shared
+    counts, digests = [None] * grid_size, [None] * grid_size
+    first = {}
+    for r, (c, n, dig, _) in enumerate(shared):
+        if counts[c] is None:
+            counts[c], digests[c], first[c] = n, dig, r
+        elif dig != digests[c]:
+            raise ValueError(f"{what}: ranks {first[c]} and {r} share grid position {c} but "
+                             "hold different indices (they must be the same along an axis)")
+    if any(c is None for c in counts):
+        raise ValueError(f"{what}: grid position {counts.index(None)} is held by no rank")
+    size = max(m for *_, m in shared) if size is None else int(size)
+    total = sum(counts)
+    if one_to_one and total != size:
+        raise ValueError(f"{what}: one_to_one is True but the ranks hold {total} indices in "
+                         f"all, not size {size} (an index is held twice or missing)")
+    one = (total == size) if one_to_one is None else bool(one_to_one)
+    register = first[int(coord)] == comm.rank
+    directory = Directory.build(comm, size, own if register else np.zeros(0, np.int64),
+                                holder=int(coord), owned=(owned if register else
+                                                          np.zeros(0, bool)) if owned is not None
+                                else None, what=what)
+    canonical = None
+    if not one:
+        holder, _ = directory.lookup(own)
+        canonical = {int(coord): np.flatnonzero(holder == coord)}
+    fp = unstructured_fingerprint(size, one, counts, digests)
+    return UnstructuredMap.partial(size, counts, {int(coord): own}, one, fp, canonical), directory
+
+
+def directory_of(d, k: int) -> Directory:
+    """The directory of the distributed unstructured map along dim ``k`` of
+    the Distribution ``d`` (collective on ``d.comm``): kept on the
+    communicator (``xdap.comm.attached``), rebuilt from every grid
+    position's indices if it is not there any more."""
+    from .comm import attached
+    m = d.maps[k]
+
+    def build():
+        coord = d.coords[k]
+        first = min(r for r in range(d.size) if d.coords_of(r)[k] == coord)
+        ids = m.global_indices(coord) if first == d.comm.rank else np.zeros(0, np.int64)
+        owned = None
+        if m.has_copies:            # the owners the map was made with, not the lowest holder
+            owned = np.zeros(len(ids), bool)
+            if len(ids):
+                owned[m.canonical_positions(coord)] = True
+        return Directory.build(d.comm, m.size, ids, holder=coord, owned=owned)
+    return attached(d.comm, "directories").get_or_make(m.fingerprint(), build)
+
+
+def remember(d, k: int, directory: Directory) -> None:
+    """Keep a freshly built directory for ``directory_of`` (local)."""
+    from .comm import attached
+    attached(d.comm, "directories").get_or_make(d.maps[k].fingerprint(), lambda: directory)
+
+
+def prefix_sums(comm, size: int, ids, values, queries) -> tuple:
+    """Exclusive prefix sums over the global order of ids ``[0, size)``:
+    each id ``g`` registered once, by one rank, with ``values[i]`` for
+    ``ids[i]``; returns ``(sum of the values of the ids < q for each q in
+    queries, the total)`` (collective).  A rendezvous by id range: O(size/P)
+    memory per rank, three all-to-alls and one allgather.
+
+    >>> import numpy as np
+    >>> from mpi4py import MPI
+    >>> prefix_sums(MPI.COMM_SELF, 4, np.array([2, 0, 3, 1]), np.array([5, 1, 7, 2]),
+    ...             np.array([3, 0]))
+    (array([8, 0]), 15)
+    """
+    P, me = comm.size, comm.rank
+    block = max(1, -(-size // P))
+    ones = np.ones(P, np.int64)
+
+    def send(keys, payload):
+        """``payload`` rows to the homes of ``keys``: (order, counts, counts
+        arriving, the rows arriving)."""
+        home = np.minimum(keys // block, P - 1)
+        order = np.argsort(home, kind="stable")
+        counts = np.bincount(home, minlength=P)
+        back = exchange.alltoallv(comm, counts, ones, ones)
+        width = payload.shape[1] if payload.ndim > 1 else 1
+        got = exchange.alltoallv(comm, payload[order], counts * width, back * width)
+        return order, counts, back, got.reshape((-1,) + payload.shape[1:])
+    ids = np.asarray(ids, np.int64)
+    lo = min(size, me * block)
+    hi = size if me == P - 1 else min(size, lo + block)
+    _, _, _, got = send(ids, np.stack([ids, np.asarray(values, np.int64)], 1))
+    mine = np.zeros(hi - lo, np.int64)
+    mine[got[:, 0] - lo] = got[:, 1]
+    totals = exchange.allgatherv(comm, np.array([mine.sum()], np.int64), ones)
+    start = np.concatenate([[0], np.cumsum(mine)[:-1]]) + totals[:me].sum()
+    queries = np.asarray(queries, np.int64)
+    order, counts, asked, q = send(queries, queries)
+    answer = start[q - lo]
+    out = np.empty(len(queries), np.int64)
+    out[order] = exchange.alltoallv(comm, answer, asked, counts)
+    return out, int(totals.sum())

@@ -1,0 +1,134 @@
+"""Per-dimension routes when a map is distributed: this rank's lists only,
+found with one exchange (collective).
+
+A redistribution plan is a tensor product of per-dimension lists (see
+``xdap.movement.plan``): along dimension k, which positions of source grid
+position p go to which positions of target grid position q.  When both maps
+are complete (block, cyclic, or unstructured maps every process knows) the
+lists are pure functions of the maps (``plan.DimPlan``).  When a map is a
+*distributed* unstructured map, no process knows every grid position's
+indices; this rank then learns only the lists of its own positions:
+
+* target distributed, source complete: each target position computes the
+  source owners of the indices it needs (``Map.owners``) and tells them
+  which of their positions it wants -- Tpetra's Import;
+* source distributed, target complete: each source position computes the
+  target holders of the indices it owns (``Map.holders``) and tells them
+  where the values will land;
+* both distributed: the target asks the source map's directory
+  (``xdap.directory``) for the owners first.
+
+Messages go from one representative of a grid position (the lowest rank at
+it) to every rank at the other grid position, as one alltoallv of int64
+positions.  Lists are in increasing target position, as in ``DimPlan``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import exchange
+from ..directory import directory_of
+
+__all__ = ["RankDimPlan", "rank_dim_plan"]
+
+
+class RankDimPlan:
+    """This rank's per-dimension lists: ``sends[q]`` (positions of my source
+    buffer for target position q) and ``recvs[p]`` (positions of my target
+    buffer coming from source position p)."""
+
+    def __init__(self, src_coord, dst_coord, sends: dict, recvs: dict):
+        self.src_coord, self.dst_coord = src_coord, dst_coord
+        self.sends, self.recvs = sends, recvs
+
+    def send_lists(self, p) -> dict:
+        assert p == self.src_coord, "a distributed plan knows this rank's lists only"
+        return self.sends
+
+    def recv_lists(self, q) -> dict:
+        assert q == self.dst_coord, "a distributed plan knows this rank's lists only"
+        return self.recvs
+
+
+def _groups(keys, values):
+    """{key: values with that key, in their order}."""
+    order = np.argsort(keys, kind="stable")
+    keys, values = keys[order], values[order]
+    cut = np.flatnonzero(np.diff(keys)) + 1
+    return {int(k[0]): v for k, v in zip(np.split(keys, cut), np.split(values, cut)) if len(k)}
+
+
+def rank_dim_plan(src, dst, dst_ranks, k: int, comm) -> RankDimPlan:
+    """This rank's lists along dim ``k`` from ``src`` to ``dst`` (target
+    rank i is parent rank ``dst_ranks[i]``) over the parent ``comm``
+    (collective; every rank of ``comm`` calls it)."""
+    S, T = src.maps[k], dst.maps[k]
+    me = comm.rank
+    src_at = np.array([src.coords_of(r)[k] for r in range(src.size)], np.int64)
+    dst_at = np.full(comm.size, -1, np.int64)          # parent rank -> target position
+    for i, r in enumerate(dst_ranks):
+        dst_at[r] = dst.coords_of(i)[k]
+    p, q = int(src_at[me]), (int(dst_at[me]) if dst_at[me] >= 0 else None)
+    src_rep = {int(c): int(np.flatnonzero(src_at == c)[0]) for c in np.unique(src_at)}
+    dst_rep = {int(c): int(np.flatnonzero(dst_at == c)[0]) for c in np.unique(dst_at[dst_at >= 0])}
+
+    if S.complete and not T.complete:          # Import: targets ask complete sources
+        return _import(S.owners, T, p, q, src_at, dst_rep, comm)
+    if not S.complete and T.complete:          # sources tell complete targets
+        return _export(S, T, p, q, dst_at, src_rep, comm)
+    directory = directory_of(src, k)           # both distributed: ask the directory
+
+    def owners(g):
+        return directory.lookup(g)
+    if q is None:                              # the lookup is collective: ask for nothing
+        directory.lookup(np.zeros(0, np.int64))
+        return _import(None, T, p, None, src_at, dst_rep, comm)
+    return _import(owners, T, p, q, src_at, dst_rep, comm)
+
+
+def _import(owners, T, p, q, src_at, dst_rep, comm) -> RankDimPlan:
+    """Targets compute their sources (``owners``) and tell them (see module)."""
+    recvs, tell = {}, {}
+    if q is not None:
+        need = T.global_indices(q)
+        ranks, local = owners(need)
+        recvs = _groups(ranks, np.arange(len(need), dtype=np.int64))
+        if dst_rep[q] == comm.rank:            # the representative tells the sources
+            tell = _groups(ranks, local)
+    sends = _notify(comm, {c: v for c, v in tell.items()}, src_at)
+    # what arrived came from target representatives: key it by their position
+    return RankDimPlan(p, q, {_position_of(r, dst_rep): v for r, v in sends.items()}, recvs)
+
+
+def _export(S, T, p, q, dst_at, src_rep, comm) -> RankDimPlan:
+    """Sources compute the targets holding their indices and tell them."""
+    pos = np.arange(S.local_size(p), dtype=np.int64)[S.canonical_positions(p)]
+    ids = S.global_indices(p)[pos]
+    which, ranks, local = T.holders(ids)
+    order = np.lexsort((local, ranks))          # by target position, then its own position
+    which, ranks, local = which[order], ranks[order], local[order]
+    sends = _groups(ranks, pos[which])
+    tell = _groups(ranks, local) if src_rep[p] == comm.rank else {}
+    recvs = _notify(comm, tell, dst_at)
+    return RankDimPlan(p, q, sends, {_position_of(r, src_rep): v for r, v in recvs.items()})
+
+
+def _notify(comm, lists: dict, at: np.ndarray) -> dict:
+    """Send ``lists[c]`` (int64) to every rank whose position in ``at`` is
+    c; returns ``{sender rank: list}`` of what this rank received."""
+    speer, send = [], []
+    for c, v in lists.items():
+        for r in np.flatnonzero(at == c):
+            speer.append(int(r))
+            send.append(v)
+    ones = np.ones(comm.size, np.int64)
+    counts = np.zeros(comm.size, np.int64)
+    for r, v in zip(speer, send):
+        counts[r] = len(v)
+    sizes = exchange.alltoallv(comm, counts, ones, ones)
+    got = exchange.alltoallv_arrays(comm, speer, send, list(range(comm.size)), sizes, np.int64)
+    return {r: g for r, g in enumerate(got) if sizes[r]}
+
+
+def _position_of(rank: int, reps: dict) -> int:
+    return next(c for c, r in reps.items() if r == rank)
