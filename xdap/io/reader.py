@@ -16,8 +16,11 @@ from .. import comm as _comm
 from ..comm import balanced_grid
 from ..parts import Parts, concat_parts, pack_validity, take_rows, unpack_validity
 from ..distribution import Distribution, make_distribution
+from ..maps import BlockMap, Map
+from ..movement.redistribute import move
 from ..types import Kind, TypeInfo
 from . import manifest as mf
+from . import staged
 from .arrow_file import from_ipc
 from .files import map_verified, read_into
 from .npy import parse_npy_header
@@ -100,12 +103,21 @@ def _load_generation(path, body, comm, dist, grid, per_dim) -> tuple:
         ragged = Kind(body["kind"]) is Kind.RAGGED
         info = TypeInfo(body["kind"], () if ragged else tuple(body["shape"]),
                         body["var_ndim"], body["dtype"], body["optional"])
-        indices = {int(k): _read_npy(path, rec) for k, rec in body["maps_files"].items()}
-        saved = mf.maps_from_json(body["distribution"]["maps"], indices)
         where = {tuple(p["coords"]): p["rank"] for p in body["pieces"]}
         if len(where) != len(body["pieces"]) or sorted(where.values()) != list(range(len(where))):
             raise ValueError(f"xdap save {path!r}: the manifest's pieces do not match its grid")
+    if staged.unstructured_dims(body):
+        out = staged.staged_load(path, body, info, comm,
+                                 lambda pieces, shape, along: _read_whole(path, body, info, pieces,
+                                                                          shape, along), _read_npy)
+        if out is not None:           # read whole pieces, then redistribute
+            stage, local, saved = out
+            with _comm.agreement(comm):
+                d = saved if saved is not None and dist is None and grid is None and \
+                    not per_dim else _target(body, None, comm, dist, grid, per_dim)
+            return move(stage, local, d)
     with _comm.agreement(comm):
+        saved = staged.complete_maps(path, body, _read_npy)
         d = _target(body, saved, comm, dist, grid, per_dim)
 
     local, error = None, None
@@ -158,25 +170,40 @@ def _check_header(path, rec, header, dtype, shape):
 
 
 def _target(body, saved, comm, dist, grid, per_dim) -> Distribution:
-    """The distribution to load onto (see ``load``)."""
+    """The distribution to load onto (see ``load``); ``saved``: the saved
+    maps, when this rank has them whole."""
     shape = tuple(body["shape"])
     if dist is None and grid is None and not per_dim:
-        if comm.size == len(body["pieces"]):
+        if comm.size == len(body["pieces"]) and saved is not None:
             return Distribution(saved, comm, body["distribution"]["rank_coords"])
-        return _default(shape, saved, comm)
+        return _default(shape, body["distribution"]["maps"], comm)
     if Kind(body["kind"]) is Kind.RAGGED and dist is not None and len(tuple(dist)) != 1:
         raise ValueError(f"ragged data is distributed by rows: dist needs one entry, got {dist!r}")
     return make_distribution(shape, dist, grid, comm, **per_dim)
 
 
-def _default(shape, saved, comm) -> Distribution:
+def _default(shape, jsons, comm) -> Distribution:
     """Keep each dim's kind on another rank count (see ``load``): the saved
-    maps resized over a balanced grid of the distributed dims."""
-    distributed = [k for k, m in enumerate(saved) if m.grid_size > 1] or [0]
-    grid = [1] * len(saved)
+    maps resized over a balanced grid of the distributed dims ('u': block)."""
+    distributed = [k for k, j in enumerate(jsons) if j["grid_size"] > 1] or [0]
+    grid = [1] * len(jsons)
     for k, g in zip(distributed, balanced_grid(comm.size, len(distributed))):
         grid[k] = g
-    return Distribution([m.resized(g) for m, g in zip(saved, grid)], comm)
+    return Distribution([BlockMap(j["size"], g) if j["dist_type"] == "u" else
+                         Map.from_json(j).resized(g) for j, g in zip(jsons, grid)], comm)
+
+
+def _read_whole(path, body, info, pieces, shape, along) -> Parts:
+    """The listed saved pieces read whole and stacked along dim ``along``."""
+    plan, at = [], 0
+    for j in pieces:
+        pshape = tuple(body["pieces"][j]["shape"])
+        n = pshape[along]
+        bsel = tuple(slice(at, at + n) if k == along else slice(0, m)
+                     for k, m in enumerate(pshape))
+        plan.append((j, bsel, tuple(slice(0, m) for m in pshape)))
+        at += n
+    return (_read_ragged if info.ragged else _read_fixed)(path, body, info, plan, shape)
 
 
 def _is_whole(sels, shape) -> bool:

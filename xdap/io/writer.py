@@ -24,6 +24,7 @@ import threading
 import numpy as np
 
 from .. import comm as _comm
+from ..maps import index_digest
 from ..parts import take_block, take_rows
 from . import manifest as mf
 from .arrow_file import to_ipc
@@ -70,8 +71,7 @@ def save(d, p, path) -> None:
     error = None
     try:
         files = _write_piece(d, p, path, generation)
-        if comm.rank == 0:
-            maps_files = _write_maps(d, path, generation)
+        files.update(_write_maps(d, path, generation))
     except Exception as e:      # MemoryError too: every rank must reach the agreement
         error = ValueError(f"save to {path!r}: writing this rank's piece failed: "
                            f"{type(e).__name__}: {e}")
@@ -79,8 +79,7 @@ def save(d, p, path) -> None:
         _comm.agree(comm, error)
     except ValueError:
         own = mf.file_name(generation, f"piece{comm.rank}.")
-        _remove(path, [n for n in os.listdir(path) if n.startswith(own)
-                       or (comm.rank == 0 and n.startswith(generation + ".map"))])
+        _remove(path, [n for n in os.listdir(path) if n.startswith(own)])
         raise
 
     info = p.info
@@ -98,7 +97,7 @@ def save(d, p, path) -> None:
                     "grid": list(d.grid),
                     "rank_coords": None if d.c_order else d.rank_coords.tolist(),
                     "maps": mf.maps_to_json(d.maps)},
-                "maps_files": maps_files,
+                "maps_files": {},
                 "pieces": pieces,
             }
             _switch(path, generation, body)
@@ -179,15 +178,27 @@ def _write_piece(d, p, path: str, generation: str) -> dict:
 
 
 def _write_maps(d, path: str, generation: str) -> dict:
-    """Rank 0: the arrays a map's JSON leaves out (unstructured indices), one
-    .npy file each."""
+    """The indices of this rank's grid position along each unstructured
+    dimension, written by the lowest rank at that position (no rank writes,
+    or holds, anyone else's): ``map<k>`` records of an (n, 2) int64 .npy --
+    each index and whether it counts here (is canonical) -- with the
+    digests the loader rebuilds the map's fingerprint from."""
     out = {}
     for k, m in enumerate(d.maps):
-        for role, array in m.json_arrays().items():
-            flat = np.ascontiguousarray(array, np.int64)
-            header = npy_header(flat.dtype, flat.shape)
-            name = os.path.join(path, mf.file_name(generation, f"map{k}.{role}.npy"))
-            out[str(k)] = dict(write_file(name, [header, flat]), header_bytes=len(header))
+        if m.dist_type != "u":
+            continue
+        c = d.coords[k]
+        if min(r for r in range(d.size) if d.coords_of(r)[k] == c) != d.comm.rank:
+            continue
+        ids = m.global_indices(c)
+        table = np.zeros((len(ids), 2), np.int64)
+        table[:, 0] = ids
+        table[m.canonical_positions(c), 1] = 1
+        header = npy_header(table.dtype, table.shape)
+        name = os.path.join(path, mf.file_name(generation, f"piece{d.comm.rank}.map{k}.npy"))
+        out[f"map{k}"] = dict(write_file(name, [header, table]), header_bytes=len(header),
+                              coord=int(c), digest=index_digest(ids).hex(),
+                              canonical_digest=index_digest(ids[table[:, 1] == 1]).hex())
     return out
 
 
@@ -201,7 +212,7 @@ def _switch(path: str, generation: str, body: dict) -> None:
     fsync_dir(path)
     crash_point("after-switch")
     keep = {rec["name"] for piece in body["pieces"] for rec in piece["files"].values()}
-    keep |= {rec["name"] for rec in body["maps_files"].values()}
+    keep |= {rec["name"] for rec in body.get("maps_files", {}).values()}
     old = [n for n in os.listdir(path) if (_OURS.match(n) or _TMP.match(n)) and n not in keep]
     # Deleting is housekeeping, not part of the save: on a filesystem
     # mounted with 'discard' (ext4 here) unlinking 1 GiB takes ~1.1 s, more

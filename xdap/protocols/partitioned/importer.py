@@ -79,14 +79,14 @@ def import_partitioned(obj, comm=None) -> tuple:
                   kinds.pop() if kinds else None))
     summaries = ag.shared
     with _comm.agreement(comm):
-        (layout, members), element = _agree(summaries, g, comm.size)
+        (layout, members), element = _agree(summaries, g, comm.size, comm.rank)
         owners = _owners(summaries, g.ntiles)
         kept = {i: p for i, p in tiles.items() if owners[i] == comm.rank}
         local = assemble(layout, members, comm.rank, g.bounds, g.tiling, kept, element)
     return Distribution(layout.maps, comm, rank_coords=layout.rank_coords), local
 
 
-def _agree(summaries, g: Geometry, nprocs: int):
+def _agree(summaries, g: Geometry, nprocs: int, rank: int):
     """Cross-rank checks on the gathered summaries, then the plan (pure)."""
     digest, shape, tiling = summaries[0][:3]
     for r, s in enumerate(summaries):
@@ -106,7 +106,7 @@ def _agree(summaries, g: Geometry, nprocs: int):
                          "rank's 'locals', or its 'data' is missing everywhere)")
     if not kinds[0][1].startswith("fixed ") and len(g.tiling) != 1:
         raise ValueError(f"ragged data are tiled by rows only, but 'partition_tiling' is {g.tiling}")
-    return plan_layout(g.bounds, owners, nprocs), kinds[0][1]
+    return plan_layout(g.bounds, owners, nprocs, rank), kinds[0][1]
 
 
 def _owners(summaries, ntiles: int) -> np.ndarray:

@@ -12,14 +12,14 @@ import itertools
 import numpy as np
 
 from ...distribution import Distribution
-from ...maps import BlockMap, CyclicMap, UnstructuredMap
+from ...maps import BlockMap, CyclicMap, UnstructuredMap, index_digest, unstructured_fingerprint
 from ...parts import Parts, concat_parts, pack_validity
 from ...types import DTYPES, TypeInfo, type_info
 
 __all__ = ["plan_layout", "assemble"]
 
 
-def plan_layout(bounds, owners, nprocs: int) -> tuple:
+def plan_layout(bounds, owners, nprocs: int, rank=None) -> tuple:
     """Choose the distribution for tiles with the given boundaries (per dim)
     and owner rank of each tile (C order of the tile grid). Pure: returns
     ``(Distribution.detached(...), members)``, ``members[k][c]`` being the
@@ -30,8 +30,10 @@ def plan_layout(bounds, owners, nprocs: int) -> tuple:
     Per dimension the map is then a block (one tile per grid coordinate,
     irregular sizes allowed), a block-cyclic map (regular tiles dealt out
     round robin) or, for any other assignment, an unstructured map (each
-    grid coordinate's tiles concatenated in global order). Ranks holding
-    no tile get empty blocks when the grid is 1-d.
+    grid coordinate's tiles concatenated in global order) -- complete when
+    ``rank`` is None, else distributed: made for ``rank``'s position only,
+    so no rank holds every index. Ranks holding no tile get empty blocks
+    when the grid is 1-d.
 
     >>> plan_layout([np.array([0, 3, 5])], np.array([1, 0]), 2)[0].rank_coords.tolist()
     [[1], [0]]
@@ -76,20 +78,40 @@ def plan_layout(bounds, owners, nprocs: int) -> tuple:
             bb = np.concatenate([b, np.full(extra if k == 0 else 0, size)])
             maps.append(BlockMap(size, gk, bounds=bb.tolist()))
             continue
-        ranges = [np.concatenate([np.arange(b[i], b[i + 1]) for i in m]) if len(m)
-                  else np.zeros(0, np.int64) for m in mem]
-        cyc = _cyclic_candidate(b, g) if not (k == 0 and extra) else None
-        if cyc is not None and all(np.array_equal(cyc.global_indices(c), ranges[c]) for c in range(g)):
-            maps.append(cyc)
+        if not (k == 0 and extra) and _dealt_round_robin(b, f[k], g):
+            maps.append(CyclicMap(size, g, int(b[1] - b[0]) if b[1] > b[0] else 1))
         else:
-            maps.append(UnstructuredMap(size, ranges, one_to_one=True))
+            maps.append(_tiled_map(b, mem, None if rank is None else int(rank_coords[rank, k])))
     return Distribution.detached(maps, rank_coords), members
 
 
-def _cyclic_candidate(b: np.ndarray, g: int):
+def _dealt_round_robin(b: np.ndarray, holder: np.ndarray, g: int) -> bool:
+    """Whether the tiles are those of a block-cyclic map: regular tiles of
+    the first one's size (trailing ones partial or empty), tile i held by
+    grid position i % g -- checked on the tile list alone."""
+    if len(b) < 2:
+        return False
+    bs = int(b[1] - b[0]) or 1
+    i = np.arange(len(b) - 1)
+    return bool((b[:-1] == np.minimum(i * bs, b[-1])).all() and (holder == i % g).all())
+
+
+def _tiled_map(b: np.ndarray, members: list, coord) -> UnstructuredMap:
+    """An unstructured map whose grid position c holds the tiles
+    ``members[c]`` in order.  ``coord`` None: complete (every position's
+    indices made); else distributed, made for that position only -- its
+    fingerprint from the tile lists, which every rank has (no
+    communication, O(tiles))."""
+    def indices(m):
+        return np.concatenate([np.arange(b[i], b[i + 1]) for i in m]) if len(m) \
+            else np.zeros(0, np.int64)
+    if coord is None:
+        return UnstructuredMap(int(b[-1]), [indices(m) for m in members], one_to_one=True)
     sizes = np.diff(b)
-    bs = int(sizes[0]) if len(sizes) and sizes[0] > 0 else 1
-    return CyclicMap(int(b[-1]), g, bs)
+    counts = [int(sizes[m].sum()) for m in members]
+    digests = [index_digest(np.concatenate([b[m], b[np.asarray(m, np.int64) + 1]])) for m in members]
+    fp = unstructured_fingerprint(int(b[-1]), True, counts, digests)
+    return UnstructuredMap.partial(int(b[-1]), counts, {coord: indices(members[coord])}, True, fp)
 
 
 def assemble(layout, members, rank: int, bounds, tiling, tiles: dict, element: str) -> Parts:
