@@ -201,6 +201,25 @@ class DistArray:
         return DistArray._of(move(self.distribution, self.parts, dist, grid, comm,
                                   method=method, **per_dim))
 
+    def migrate(self, dest):
+        """Send each row this rank owns to rank ``dest[i]`` (one per local
+        row along dim 0: a graph partitioner's output). Returns ``(the
+        migrated array, plan)``: an unstructured DistArray in which every row
+        keeps its global index, and a ``MigrationPlan`` whose ``apply(b)``
+        moves another array of this distribution the same way. Collective;
+        copies. See ``xdap.movement.migrate``.
+
+        >>> import numpy as np, xdap
+        >>> from mpi4py import MPI
+        >>> a = xdap.from_global(np.arange(3.0), comm=MPI.COMM_SELF)
+        >>> b, plan = a.migrate(np.zeros(3, np.int64))
+        >>> b.to_global().value, plan.apply(a * 2).to_global().value
+        ([0.0, 1.0, 2.0], [0.0, 2.0, 4.0])
+        """
+        from .movement.migrate import migrate
+        pair, plan = migrate(self.distribution, self.parts, dest)
+        return DistArray(*pair), plan
+
     def exchange_halos(self):
         """Fill the ghost cells of padded block dimensions from their owners,
         corners included, periodic edges wrapped; in place, returns self.

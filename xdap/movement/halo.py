@@ -43,7 +43,7 @@ import numpy as np
 
 from .. import cache
 from ..arraylike import unwrap
-from ..comm import MPI, agreement
+from ..comm import MPI, agreement, attached
 from ..parts import pack_validity
 
 __all__ = ["HaloPlan", "halo_plan", "exchange", "accumulate", "exchange_halos",
@@ -296,13 +296,38 @@ def _check(p, what):
                         f"'{p.info.type_string()}' (ragged rows have no padding cells)")
 
 
+def _ghosts(d, p, what):
+    """For an unstructured dim 0 with copies (owned + ghost entries): the
+    ghost positions and the Scatter that fetches their owners' values, made
+    once per distribution and kept on the communicator (collective)."""
+    from .scatter import Scatter
+    if any(g != 1 for g in d.grid[1:]) or p.info.optional:
+        raise TypeError(f"{what}: the ghost entries of an unstructured dimension are updated "
+                        "for fixed, non-optional data distributed along dimension 0 only, got "
+                        f"'{p.info.global_type(d.global_shape)}' on the grid {d.grid}")
+    m = d.maps[0]
+
+    def make():
+        ghost = np.ones(m.local_size(d.coords[0]), bool)
+        ghost[m.canonical_positions(d.coords[0])] = False
+        at = np.flatnonzero(ghost)
+        return at, Scatter(d, m.global_indices(d.coords[0])[at])
+    return attached(d.comm, "ghost updates").get_or_make(d.fingerprint(), make)
+
+
 def exchange(d, p, binding=None):
     """Fill the ghost cells of ``(d, p)`` from their owners, in place
-    (collective).  ``binding`` is what the previous call on the same buffer
-    returned (None the first time); returns the binding to pass next time.
-    Optional data: the validity bits travel too (through a temporary byte
-    mask, a copy)."""
+    (collective): the communication padding of padded blocks, and the ghost
+    entries of an unstructured dim 0 (indices held by several ranks; the
+    owner's value wins).  ``binding`` is what the previous call on the same
+    buffer returned (None the first time); returns the binding to pass next
+    time.  Optional data: the validity bits travel too (through a temporary
+    byte mask, a copy)."""
     _check(p, "exchange_halos")
+    if d.maps[0].dist_type == "u":
+        at, scatter = _ghosts(d, p, "exchange_halos")
+        p.values[at] = scatter.forward(p)
+        return None
     plan = _plan(d)
     if binding is None or binding.plan is not plan:
         binding = _Executor(plan, d.comm)
@@ -354,6 +379,12 @@ def accumulate(d, p, mode: str = "add", clear: bool = False) -> None:
         ag.same("mode", mode)
         if mode not in ("add", "replace"):
             raise ValueError(f"accumulate_halos: mode must be 'add' or 'replace', got {mode!r}")
+    if d.maps[0].dist_type == "u":           # ghost entries of an unstructured dim
+        at, scatter = _ghosts(d, p, "accumulate_halos")
+        scatter.reverse(p.values[at], into=p, mode=mode, refresh=False)
+        if clear:
+            p.values[at] = 0
+        return
     ex = _Executor(_plan(d), d.comm)
     if p.validity is None:
         ex.reverse(p.values, _add if mode == "add" else _replace)

@@ -1,0 +1,134 @@
+"""Migration by destination: send each row where a partitioner says.
+
+``migrate(d, p, dest)`` moves every row this rank owns (copies -- ghost rows,
+padding -- stay behind) to rank ``dest[i]`` and returns the rows' new
+``(Distribution, Parts)`` -- an unstructured distribution in which every
+row keeps its global index, so ``to_global()`` is unchanged -- and the
+``MigrationPlan``, which moves any other array of the same distribution
+the same way (PETSc's migration star forest, kept for every field of a
+mesh).  Rows arrive grouped by source rank, in their source order.
+
+Fixed rows travel as one Alltoallv of bytes; ragged rows as lengths per
+level, values and validity; the global indices as one more.  The new map
+is built without a directory: it is one-to-one by construction.
+
+>>> import numpy as np
+>>> from mpi4py import MPI
+>>> from xdap.create import from_global
+>>> d, p = from_global(np.arange(4.0), comm=MPI.COMM_SELF)
+>>> (d2, p2), plan = migrate(d, p, np.zeros(4, np.int64))
+>>> d2.maps[0].global_indices(0).tolist(), p2.values.tolist()
+([0, 1, 2, 3], [0.0, 1.0, 2.0, 3.0])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import comm as _comm
+from .. import exchange
+from ..arraylike import is_distributed, unwrap, wrap_like
+from ..distribution import Distribution
+from ..maps import UnstructuredMap, index_digest, unstructured_fingerprint
+from ..parts import Parts, pack_validity, take_rows
+from .gather import _ends
+
+__all__ = ["migrate", "MigrationPlan"]
+
+
+class MigrationPlan:
+    """How the rows of one distribution move: replay it with ``apply`` on
+    any other array of that distribution (collective)."""
+
+    def __init__(self, source, target, rows, send_counts, recv_counts):
+        self.source, self.target = source, target
+        self._rows = rows                        # my rows to send, grouped by destination
+        self._send, self._recv = send_counts, recv_counts
+
+    def apply(self, x, p: Parts | None = None):
+        """Move another array of the source distribution the same way: an
+        array of ``x``'s kind (a DistArray), or the target's Parts when ``x``
+        is the source Distribution and ``p`` its Parts."""
+        if is_distributed(x):
+            d, q = unwrap(x)
+            return wrap_like(x, self.target, self.apply(d, q))
+        d, q = x, p
+        with _comm.agreement(d.comm, "MigrationPlan.apply"):
+            if d is not self.source and d != self.source:
+                raise ValueError("MigrationPlan.apply: the array's distribution differs from "
+                                 "the one the plan was made for")
+        return _move_rows(d.comm, q, self._rows, self._send, self._recv)
+
+
+def migrate(d, p: Parts, dest) -> tuple:
+    """``((Distribution, Parts), MigrationPlan)`` of the rows of ``(d, p)``
+    moved to the ranks ``dest`` names, one per local row along dim 0 (the
+    output of a graph partitioner).  Only dim 0 may be distributed; rows
+    this rank holds as copies are not sent (their ``dest`` is checked, not
+    used).  Collective; copies.  Every rank raises the same error for a bad
+    ``dest``: wrong length or dtype, or a rank out of range."""
+    comm = d.comm
+    with _comm.agreement(comm, "migrate") as ag:
+        if any(g != 1 for g in d.grid[1:]):
+            raise ValueError(f"migrate: rows move whole, so only dimension 0 may be "
+                             f"distributed; the grid is {d.grid}")
+        dest = np.asarray(dest)
+        n = p.shape[0]
+        if dest.shape != (n,):
+            raise ValueError(f"migrate: dest needs one rank per local row ({n}), got shape "
+                             f"{dest.shape}")
+        if dest.size and dest.dtype.kind not in "iu":
+            raise TypeError(f"migrate: dest must hold integer ranks, got dtype {dest.dtype}")
+        dest = dest.astype(np.int64)
+        if dest.size and (dest.min() < 0 or dest.max() >= comm.size):
+            bad = int(dest[(dest < 0) | (dest >= comm.size)][0])
+            raise ValueError(f"migrate: dest names rank {bad}, out of range [0, {comm.size})")
+    m = d.maps[0]
+    own = np.arange(n)[m.canonical_positions(d.coords[0])]
+    order = np.argsort(dest[own], kind="stable")
+    rows = own[order]
+    send = np.bincount(dest[own], minlength=comm.size).astype(np.int64)
+    ones = np.ones(comm.size, np.int64)
+    recv = exchange.alltoallv(comm, send, ones, ones)
+    ids = exchange.alltoallv(comm, m.global_indices(d.coords[0])[rows], send, recv)
+    with _comm.agreement(comm, "migrate", share=True) as ag:
+        ag.share((len(ids), index_digest(ids)))
+    counts = [c for c, _ in ag.shared]
+    fp = unstructured_fingerprint(m.size, True, counts, [g for _, g in ag.shared])
+    new = UnstructuredMap.partial(m.size, counts, {comm.rank: ids}, True, fp)
+    target = Distribution((new,) + d.maps[1:], comm)
+    plan = MigrationPlan(d, target, rows, send, recv)
+    return (target, _move_rows(comm, p, rows, send, recv)), plan
+
+
+def _move_rows(comm, p: Parts, rows, send, recv) -> Parts:
+    """Rows ``rows`` of ``p`` (grouped by destination, ``send`` per rank)
+    to their ranks; ``recv`` rows arrive from each rank."""
+    info = p.info
+    mine = take_rows(p, rows)
+    if not info.ragged:
+        width = int(np.prod(mine.values.shape[1:], dtype=np.int64))
+        values = exchange.alltoallv(comm, mine.values, send * width, recv * width)
+        values = values.reshape((int(recv.sum()),) + mine.values.shape[1:])
+        validity = None
+        if info.optional:
+            got = exchange.alltoallv(comm, mine.valid_mask().view(np.uint8), send * width,
+                                     recv * width)
+            validity = pack_validity(got.view(bool))
+        return Parts(info.with_shape(values.shape), values, validity)
+    # ragged: the number of items below each row is known only to its sender
+    ends = _ends(mine, send)
+    items_out = [np.diff(e) for e in ends]                      # per level, per destination
+    ones = np.ones(comm.size, np.int64)
+    items_in = [recv] + [exchange.alltoallv(comm, c, ones, ones) for c in items_out[1:]]
+    offsets = [np.array([0, int(recv.sum())], np.int32)]
+    for level in range(1, info.var_ndim):
+        lengths = exchange.alltoallv(comm, np.diff(mine.offsets[level].astype(np.int64)),
+                                     items_out[level - 1], items_in[level - 1])
+        offsets.append(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+    leaves_out, leaves_in = items_out[-1], items_in[-1]
+    values = exchange.alltoallv(comm, mine.values, leaves_out, leaves_in)
+    validity = None
+    if info.optional:
+        got = exchange.alltoallv(comm, mine.valid_mask().view(np.uint8), leaves_out, leaves_in)
+        validity = pack_validity(got.view(bool))
+    return Parts(info, values, validity, tuple(offsets))
