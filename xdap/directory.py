@@ -69,7 +69,7 @@ class Directory:
         positions = np.arange(n, dtype=np.int64) if positions is None \
             else np.asarray(positions, np.int64)
         flags = None if owned is None else np.asarray(owned, bool)
-        self = cls(comm, int(size), hashed, None, None, None)
+        self = cls(comm, int(size), hashed, None, np.zeros(0, np.int64), np.zeros(0, np.int64))
         with agreement(comm, what, share=True) as ag:
             if n and (int(ids.min()) < 0 or int(ids.max()) >= size):
                 bad = int(ids[(ids < 0) | (ids >= size)][0])
@@ -79,55 +79,72 @@ class Directory:
         if total < size:
             raise ValueError(f"{what}: coverage: the ranks hold {total} indices in all, so they "
                              f"cannot cover every index of size {size}")
-        # the rendezvous: records to their homes
+        # the rendezvous: records to their homes -- id, holder, position
+        # (and whether the holder owns it, when holders say so)
+        width = 3 if flags is None else 4
         home = self.home(ids)
         order = np.argsort(home, kind="stable")
         counts = np.bincount(home, minlength=comm.size)
-        recv_counts = exchange.alltoallv(comm, counts, np.ones(comm.size, np.int64),
-                                         np.ones(comm.size, np.int64))
-        record = np.empty((n, 4), np.int64)
+        ones = np.ones(comm.size, np.int64)
+        recv_counts = exchange.alltoallv(comm, counts, ones, ones)
+        record = np.empty((n, width), np.int64)
         record[:, 0], record[:, 1], record[:, 2] = ids, holder, positions
-        record[:, 3] = 1 if flags is None else flags
-        got = exchange.alltoallv(comm, record[order], counts * 4, recv_counts * 4).reshape(-1, 4)
-        self._settle(got, flags is not None, what)
+        if flags is not None:
+            record[:, 3] = flags
+        record = record[order]
+        got = exchange.alltoallv(comm, record, counts * width, recv_counts * width)
+        del record
+        self._settle(got.reshape(-1, width), what)
         return self
 
-    def _settle(self, got: np.ndarray, explicit: bool, what: str) -> None:
-        """Sort the records of my ids, check them, keep each id's owner."""
+    def _settle(self, got: np.ndarray, what: str) -> None:
+        """Check the records of my ids and keep each id's owner: dense
+        arrays over my id range (coverage makes it dense), or sorted ids
+        (hashed homes)."""
         comm = self.comm
-        got = got[np.lexsort((got[:, 1], got[:, 0]))]          # by id, then holder
+        explicit = got.shape[1] == 4
+        got = got[np.argsort(got[:, 0], kind="stable")]          # by id (then arrival)
         keys = got[:, 0]
-        first = np.concatenate([[True], keys[1:] != keys[:-1]]) if len(keys) else \
-            np.zeros(0, bool)
-        distinct = keys[first]
+        first = np.ones(len(keys), bool)
+        first[1:] = keys[1:] != keys[:-1]
         error = None
         if explicit:
-            owners = got[got[:, 3] == 1]
-            if len(owners) and (np.diff(owners[:, 0]) == 0).any():
-                dup = int(owners[np.flatnonzero(np.diff(owners[:, 0]) == 0)[0], 0])
+            keep = got[got[:, 3] == 1]
+            if len(keep) and (np.diff(keep[:, 0]) == 0).any():
+                dup = int(keep[np.flatnonzero(np.diff(keep[:, 0]) == 0)[0], 0])
                 error = ValueError(f"{what}: global index {dup} has more than one owner")
-            elif len(owners) != len(distinct):
-                orphan = int(np.setdiff1d(distinct, owners[:, 0])[0])
+            elif len(keep) != int(first.sum()):
+                orphan = int(np.setdiff1d(keys[first], keep[:, 0])[0])
                 error = ValueError(f"{what}: global index {orphan} is held but owned by no rank")
-            keep = owners
         else:
-            keep = got[first]                                    # the lowest holder
+            # the lowest holder: records of one id arrive by holder rank, and
+            # each holder's position among them is its arrival order
+            dup = ~first
+            if dup.any():
+                got = got[np.lexsort((got[:, 1], got[:, 0]))]
+                first = np.ones(len(keys), bool)
+                first[1:] = got[1:, 0] != got[:-1, 0]
+            keep = got[first]
+        distinct = int(first.sum())
         with agreement(comm, what, share=True) as ag:
             if error is not None:
                 raise error
-            ag.share(len(distinct))
+            ag.share(distinct)
         if sum(ag.shared) != self.size:
             with agreement(comm, what):
                 mine = self._my_range()
-                if mine is not None and len(distinct) != mine[1] - mine[0]:
-                    lo = mine[0]
-                    missing = lo + int(np.flatnonzero(
-                        np.isin(np.arange(*mine), distinct, invert=True))[0])
+                if mine is not None and distinct != mine[1] - mine[0]:
+                    missing = mine[0] + int(np.flatnonzero(
+                        np.isin(np.arange(*mine), keep[:, 0], invert=True))[0])
                     raise ValueError(f"{what}: coverage: global index {missing} is not held "
                                      "by any rank")
             raise ValueError(f"{what}: coverage: only {sum(ag.shared)} of the {self.size} "
                              "indices are held by some rank")
-        self._keys, self._holders, self._positions = keep[:, 0], keep[:, 1], keep[:, 2]
+        small = np.int32 if len(keep) and keep[:, 1:3].max() < 2 ** 31 else np.int64
+        self._holders = keep[:, 1].astype(small)
+        self._positions = keep[:, 2].astype(small)
+        # range homes hold every id of their range, in order: the id is implicit
+        self._keys = keep[:, 0].copy() if self.hashed else None
 
     def _my_range(self):
         if self.hashed:
@@ -150,16 +167,20 @@ class Directory:
         ones = np.ones(comm.size, np.int64)
         asked = exchange.alltoallv(comm, counts, ones, ones)
         queries = exchange.alltoallv(comm, ids[order], counts, asked)
-        at = np.searchsorted(self._keys, queries)
-        ok = (at < len(self._keys)) & (self._keys[np.minimum(at, len(self._keys) - 1)]
-                                        == queries) if len(self._keys) else \
-            np.zeros(len(queries), bool)
+        if self._keys is None:                  # my id range, dense
+            at = queries - self._my_range()[0]
+            ok = (at >= 0) & (at < len(self._holders))
+        else:
+            at = np.searchsorted(self._keys, queries)
+            ok = (at < len(self._keys)) & (self._keys[np.minimum(at, len(self._keys) - 1)]
+                                            == queries) if len(self._keys) else \
+                np.zeros(len(queries), bool)
         with agreement(comm, "directory lookup"):
             if not ok.all():
                 raise ValueError(f"directory lookup: global index {int(queries[~ok][0])} is "
                                  "held by no rank")
-        answer = np.stack([self._holders[at], self._positions[at]], axis=1) if len(at) else \
-            np.zeros((0, 2), np.int64)
+        answer = np.empty((len(at), 2), np.int64)
+        answer[:, 0], answer[:, 1] = self._holders[at], self._positions[at]
         back = exchange.alltoallv(comm, answer, asked * 2, counts * 2).reshape(-1, 2)
         holders = np.empty(len(ids), np.int64)
         positions = np.empty(len(ids), np.int64)

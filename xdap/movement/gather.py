@@ -133,6 +133,8 @@ def to_global(d, p: Parts, root: int | None = None) -> Parts | None:
     indices; nothing is pickled.
     """
     comm = d.comm
+    if not p.info.ragged and _slabs_in_rank_order(d):
+        return _gather_slabs(d, p, root)
     pos = d.canonical_positions()
     gidx = [d.global_indices(k)[s] for k, s in enumerate(pos)]
     if p.info.ragged:
@@ -156,6 +158,27 @@ def to_global(d, p: Parts, root: int | None = None) -> Parts | None:
     if root is not None and comm.rank != root:
         return None
     return (_assemble_rows if p.info.ragged else _assemble_block)(d, p.info, headers, got)
+
+
+def _gather_slabs(d, p, root):
+    """Block rows in rank order: every rank's part lands where it belongs in
+    the C-order global array, which is the receive buffer (no indices, no
+    second copy)."""
+    comm, info = d.comm, p.info
+    counts = [int(np.prod(d.local_shape_of(r))) for r in range(comm.size)]
+    values = _collect(comm, p.values, counts, root)
+    validity = None
+    if info.optional:
+        bits = _collect(comm, p.validity[:(counts[comm.rank] + 7) // 8],
+                        [(c + 7) // 8 for c in counts], root)
+        if bits is not None:
+            parts_bits = _split(bits, [(c + 7) // 8 for c in counts])
+            validity = pack_validity(np.concatenate(
+                [unpack_validity(b, c) for b, c in zip(parts_bits, counts)]))
+    if values is None:
+        return None
+    values = values.reshape(d.global_shape)
+    return Parts(info.with_shape(values.shape), values, validity)
 
 
 def _counts(info, headers):
