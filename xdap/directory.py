@@ -27,9 +27,40 @@ import numpy as np
 from . import exchange
 from .comm import agreement
 
-__all__ = ["Directory"]
+__all__ = ["Directory", "group_order", "unstructured_map", "directory_of", "remember",
+           "prefix_sums"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def release_scratch() -> None:
+    """Hand the heap memory freed by a large collective build back to the
+    OS (glibc's ``malloc_trim``): NumPy's scratch arrays of a few MiB come
+    from the heap once glibc's mmap threshold has grown, and would otherwise
+    stay resident -- reusable, but counted against O(N/P) per rank."""
+    if _LIBC:
+        _LIBC[0].malloc_trim(0)
+
+
+def _libc():
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim                          # glibc only
+        return [libc]
+    except (OSError, AttributeError):
+        return []
+
+
+_LIBC = _libc()
+
+
+def group_order(keys: np.ndarray, n: int) -> np.ndarray:
+    """A stable order grouping ``keys`` (ints in ``[0, n)``) -- a radix sort
+    when they fit 16 bits, O(len(keys)) instead of a comparison sort."""
+    if n <= np.iinfo(np.int16).max:
+        return np.argsort(keys.astype(np.int16), kind="stable")
+    return np.argsort(keys, kind="stable")
 
 
 class Directory:
@@ -66,85 +97,95 @@ class Directory:
         """
         ids = np.asarray(ids, np.int64).reshape(-1)
         n = len(ids)
-        positions = np.arange(n, dtype=np.int64) if positions is None \
-            else np.asarray(positions, np.int64)
+        positions = None if positions is None else np.asarray(positions, np.int64)
         flags = None if owned is None else np.asarray(owned, bool)
         self = cls(comm, int(size), hashed, None, np.zeros(0, np.int64), np.zeros(0, np.int64))
         with agreement(comm, what, share=True) as ag:
             if n and (int(ids.min()) < 0 or int(ids.max()) >= size):
                 bad = int(ids[(ids < 0) | (ids >= size)][0])
                 raise ValueError(f"{what}: global index {bad} out of range [0, {size})")
-            ag.share(n)
-        total = sum(ag.shared)
+            ag.share((n, int(holder)))
+        total = sum(c for c, _ in ag.shared)
         if total < size:
             raise ValueError(f"{what}: coverage: the ranks hold {total} indices in all, so they "
                              f"cannot cover every index of size {size}")
-        # the rendezvous: records to their homes -- id, holder, position
-        # (and whether the holder owns it, when holders say so)
-        width = 3 if flags is None else 4
+        # the rendezvous: ids and positions (and owner flags) to the ids'
+        # homes; a home knows each sender's holder from the agreement
         home = self.home(ids)
-        order = np.argsort(home, kind="stable")
         counts = np.bincount(home, minlength=comm.size)
+        order = group_order(home, comm.size)
+        del home
         ones = np.ones(comm.size, np.int64)
-        recv_counts = exchange.alltoallv(comm, counts, ones, ones)
-        record = np.empty((n, width), np.int64)
-        record[:, 0], record[:, 1], record[:, 2] = ids, holder, positions
-        if flags is not None:
-            record[:, 3] = flags
-        record = record[order]
-        got = exchange.alltoallv(comm, record, counts * width, recv_counts * width)
-        del record
-        self._settle(got.reshape(-1, width), what)
+        recv = exchange.alltoallv(comm, counts, ones, ones)
+        got_ids = exchange.alltoallv(comm, ids[order], counts, recv)
+        # the positions are the order itself unless given (0..n-1 by default)
+        got_pos = exchange.alltoallv(comm, order if positions is None else positions[order],
+                                     counts, recv)
+        got_own = None if flags is None else \
+            exchange.alltoallv(comm, flags[order].view(np.uint8), counts, recv).view(bool)
+        del order
+        holders = np.array([h for _, h in ag.shared], np.int32 if comm.size < 2 ** 31 else np.int64)
+        self._settle(got_ids, np.repeat(holders, recv), got_pos, got_own, what)
+        release_scratch()
         return self
 
-    def _settle(self, got: np.ndarray, what: str) -> None:
-        """Check the records of my ids and keep each id's owner: dense
-        arrays over my id range (coverage makes it dense), or sorted ids
-        (hashed homes)."""
+    def _settle(self, ids, holder, pos, own, what: str) -> None:
+        """Check the records of my ids and keep each id's owner -- in dense
+        arrays over my id range (coverage makes it dense: no sort), or by
+        sorted ids for hashed homes."""
         comm = self.comm
-        explicit = got.shape[1] == 4
-        got = got[np.argsort(got[:, 0], kind="stable")]          # by id (then arrival)
-        keys = got[:, 0]
-        first = np.ones(len(keys), bool)
-        first[1:] = keys[1:] != keys[:-1]
-        error = None
-        if explicit:
-            keep = got[got[:, 3] == 1]
-            if len(keep) and (np.diff(keep[:, 0]) == 0).any():
-                dup = int(keep[np.flatnonzero(np.diff(keep[:, 0]) == 0)[0], 0])
-                error = ValueError(f"{what}: global index {dup} has more than one owner")
-            elif len(keep) != int(first.sum()):
-                orphan = int(np.setdiff1d(keys[first], keep[:, 0])[0])
-                error = ValueError(f"{what}: global index {orphan} is held but owned by no rank")
+        if self.hashed:
+            order = np.argsort(ids, kind="stable")
+            ids, holder, pos = ids[order], holder[order], pos[order]
+            own = None if own is None else own[order]
+            first = np.ones(len(ids), bool)
+            first[1:] = ids[1:] != ids[:-1]
+            keys, slot = ids[first], np.cumsum(first) - 1
         else:
-            # the lowest holder: records of one id arrive by holder rank, and
-            # each holder's position among them is its arrival order
-            dup = ~first
-            if dup.any():
-                got = got[np.lexsort((got[:, 1], got[:, 0]))]
-                first = np.ones(len(keys), bool)
-                first[1:] = got[1:, 0] != got[:-1, 0]
-            keep = got[first]
-        distinct = int(first.sum())
+            lo, hi = self._my_range()
+            ids -= lo                             # the slot of each record, in place
+            keys, slot = None, ids
+        n_slots = len(keys) if keys is not None else hi - lo
+        count = np.bincount(slot, minlength=n_slots)
+        error = None
+        if own is not None:
+            owners = np.bincount(slot[own], minlength=n_slots)
+            if (owners > 1).any():
+                error = ValueError(f"{what}: global index "
+                                   f"{self._id(keys, np.argmax(owners > 1))} has more than one owner")
+            elif ((count > 0) & (owners == 0)).any():
+                error = ValueError(f"{what}: global index "
+                                   f"{self._id(keys, np.argmax((count > 0) & (owners == 0)))} is "
+                                   "held but owned by no rank")
+            win = own
+        elif (count > 1).any():                   # shared ids: the lowest holder owns them
+            best = np.full(n_slots, np.iinfo(np.int64).max, np.int64)
+            np.minimum.at(best, slot, holder)
+            win = holder == best[slot]
+        else:
+            win = slice(None)
         with agreement(comm, what, share=True) as ag:
             if error is not None:
                 raise error
-            ag.share(distinct)
+            ag.share(int((count > 0).sum()))
         if sum(ag.shared) != self.size:
             with agreement(comm, what):
-                mine = self._my_range()
-                if mine is not None and distinct != mine[1] - mine[0]:
-                    missing = mine[0] + int(np.flatnonzero(
-                        np.isin(np.arange(*mine), keep[:, 0], invert=True))[0])
-                    raise ValueError(f"{what}: coverage: global index {missing} is not held "
-                                     "by any rank")
+                if keys is None and (count == 0).any():
+                    raise ValueError(f"{what}: coverage: global index "
+                                     f"{lo + int(np.argmax(count == 0))} is not held by any rank")
             raise ValueError(f"{what}: coverage: only {sum(ag.shared)} of the {self.size} "
                              "indices are held by some rank")
-        small = np.int32 if len(keep) and keep[:, 1:3].max() < 2 ** 31 else np.int64
-        self._holders = keep[:, 1].astype(small)
-        self._positions = keep[:, 2].astype(small)
-        # range homes hold every id of their range, in order: the id is implicit
-        self._keys = keep[:, 0].copy() if self.hashed else None
+        small = np.int32 if n_slots == 0 or max(int(holder.max(initial=0)),
+                                                int(pos.max(initial=0))) < 2 ** 31 else np.int64
+        self._holders = np.empty(n_slots, small)
+        self._positions = np.empty(n_slots, small)
+        self._holders[slot[win]] = holder[win]
+        self._positions[slot[win]] = pos[win]
+        self._keys = keys
+
+    def _id(self, keys, slot) -> int:
+        """The id at a slot of my records."""
+        return int(keys[slot]) if keys is not None else self._my_range()[0] + int(slot)
 
     def _my_range(self):
         if self.hashed:
@@ -241,10 +282,12 @@ def unstructured_map(comm, grid_size: int, coord: int, indices, size=None, one_t
         elif own.size and own.min() < 0:
             raise ValueError(f"{what}: index {int(own.min())} is negative (give size= to count "
                              "negative indices from the end)")
-        if len(np.unique(own)) != len(own):
-            vals, counts = np.unique(own, return_counts=True)
+        ordered = np.sort(own)
+        repeats = np.flatnonzero(ordered[1:] == ordered[:-1])
+        if repeats.size:
             raise ValueError(f"{what}: indices must be locally unique, but global index "
-                             f"{int(vals[counts > 1][0])} repeats")
+                             f"{int(ordered[repeats[0]])} repeats")
+        del ordered
         if owned is not None:
             owned = np.asarray(owned)
             if owned.dtype != bool or owned.shape != own.shape:

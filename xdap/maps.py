@@ -1014,13 +1014,14 @@ class UnstructuredMap(Map):
         ``known``: ``{p: indices}`` of the grid ranks this process holds;
         ``canonical``: ``{p: positions}`` whose indices count on ``p`` (only
         needed when ``one_to_one`` is False); ``fingerprint``: the same on
-        every process."""
+        every process.  The index arrays are taken, not copied, and made
+        read-only: pass arrays nobody else writes to."""
         self = object.__new__(cls)
         self.size, self.grid_size, self.one_to_one = int(size), len(counts), bool(one_to_one)
         self.counts = tuple(int(c) for c in counts)
         arrays = {}
         for p, idx in known.items():
-            a = np.array(idx, dtype=_I64, copy=True)
+            a = np.asarray(idx, dtype=_I64)      # taken as given: callers pass their own
             a.flags.writeable = False
             arrays[int(p)] = a
         self._known = arrays
@@ -1202,9 +1203,10 @@ class UnstructuredMap(Map):
 
 
 def index_digest(indices) -> bytes:
-    """A 16-byte digest of one grid rank's unstructured indices."""
-    return hashlib.blake2b(np.ascontiguousarray(indices, np.int64).tobytes(),
-                           digest_size=16).digest()
+    """A 16-byte digest of one grid rank's unstructured indices (hashed in
+    place: no copy of an int64 array)."""
+    a = np.ascontiguousarray(indices, np.int64)
+    return hashlib.blake2b(memoryview(a).cast("B"), digest_size=16).digest()
 
 
 def unstructured_fingerprint(size, one_to_one, counts, digests) -> bytes:

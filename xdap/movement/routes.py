@@ -20,14 +20,16 @@ indices; this rank then learns only the lists of its own positions:
 
 Messages go from one representative of a grid position (the lowest rank at
 it) to every rank at the other grid position, as one alltoallv of int64
-positions.  Lists are in increasing target position, as in ``DimPlan``.
+positions.  A list's order is the one its maker computed it in (not always
+increasing): both sides read the same list, which is all the tensor product
+of the lists needs.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import exchange
-from ..directory import directory_of
+from ..directory import directory_of, group_order
 
 __all__ = ["RankDimPlan", "rank_dim_plan"]
 
@@ -50,12 +52,13 @@ class RankDimPlan:
         return self.recvs
 
 
-def _groups(keys, values):
-    """{key: values with that key, in their order}."""
-    order = np.argsort(keys, kind="stable")
-    keys, values = keys[order], values[order]
-    cut = np.flatnonzero(np.diff(keys)) + 1
-    return {int(k[0]): v for k, v in zip(np.split(keys, cut), np.split(values, cut)) if len(k)}
+def _groups(keys, values, n):
+    """{key: values with that key, in their order} for keys in ``[0, n)``."""
+    order = group_order(keys, n)
+    counts = np.bincount(keys, minlength=n)
+    cuts = np.concatenate([[0], np.cumsum(counts)])
+    values = values[order]
+    return {int(k): values[cuts[k]:cuts[k + 1]] for k in np.flatnonzero(counts)}
 
 
 def rank_dim_plan(src, dst, dst_ranks, k: int, comm) -> RankDimPlan:
@@ -92,9 +95,9 @@ def _import(owners, T, p, q, src_at, dst_rep, comm) -> RankDimPlan:
     if q is not None:
         need = T.global_indices(q)
         ranks, local = owners(need)
-        recvs = _groups(ranks, np.arange(len(need), dtype=np.int64))
+        recvs = _groups(ranks, np.arange(len(need), dtype=np.int64), len(src_at))
         if dst_rep[q] == comm.rank:            # the representative tells the sources
-            tell = _groups(ranks, local)
+            tell = _groups(ranks, local, len(src_at))
     sends = _notify(comm, {c: v for c, v in tell.items()}, src_at)
     # what arrived came from target representatives: key it by their position
     return RankDimPlan(p, q, {_position_of(r, dst_rep): v for r, v in sends.items()}, recvs)
@@ -104,11 +107,11 @@ def _export(S, T, p, q, dst_at, src_rep, comm) -> RankDimPlan:
     """Sources compute the targets holding their indices and tell them."""
     pos = np.arange(S.local_size(p), dtype=np.int64)[S.canonical_positions(p)]
     ids = S.global_indices(p)[pos]
+    # Grouped by target position in the source's order: both sides read
+    # the same list, so the order only has to agree, not to ascend.
     which, ranks, local = T.holders(ids)
-    order = np.lexsort((local, ranks))          # by target position, then its own position
-    which, ranks, local = which[order], ranks[order], local[order]
-    sends = _groups(ranks, pos[which])
-    tell = _groups(ranks, local) if src_rep[p] == comm.rank else {}
+    sends = _groups(ranks, pos[which], T.grid_size)
+    tell = _groups(ranks, local, T.grid_size) if src_rep[p] == comm.rank else {}
     recvs = _notify(comm, tell, dst_at)
     return RankDimPlan(p, q, sends, {_position_of(r, src_rep): v for r, v in recvs.items()})
 
