@@ -94,7 +94,7 @@ def ms(t) -> str:
 
 def my_indices(n, seed=0):
     perm = np.random.default_rng(seed).permutation(n)
-    return np.ascontiguousarray(np.array_split(perm, P)[RANK])
+    return np.array_split(perm, P)[RANK].copy()      # not a view: perm is freed
 
 
 def dap_dict(values, indices, n):

@@ -26,7 +26,7 @@ PACKAGE = ROOT / "xdap"
 LAYERS = [
     ("core: what things are", ["xdap.types", "xdap.maps", "xdap.cache", "xdap.arraylike"]),
     ("core: where they live", ["xdap.comm", "xdap.exchange", "xdap.parts", "xdap._xndbuf",
-                               "xdap.distribution", "xdap.directory"]),
+                               "xdap.distribution", "xdap.directory", "xdap.heap"]),
     ("engines: (Distribution, Parts) in and out",
      ["xdap.codegen", "xdap._apply", "xdap.kernels", "xdap.create", "xdap.movement",
       "xdap.protocols", "xdap.io"]),

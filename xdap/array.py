@@ -54,7 +54,6 @@ class DistArray:
         p = local if isinstance(local, Parts) else parts_of_container(local)
         comm = distribution.comm
         ragged = p.info.ragged
-        share = None
         with _comm.agreement(comm, share=True) as ag:
             if tuple(p.shape) != tuple(distribution.local_shape):
                 raise ValueError(f"local partition has shape {tuple(p.shape)} but the "
@@ -64,13 +63,17 @@ class DistArray:
                                  f"needs exactly one dimension, got {distribution.ndim}")
             check_representable(p)
             # One collective carries the verdicts, the element type and, for
-            # ragged arrays, this rank's share of the global leaf index.
-            share, finish = _ragged_leaf_index(distribution, p) if ragged else (None, None)
-            ag.share((p.info.leaf if ragged else (p.info.leaf, p.info.kind.value), share))
+            # ragged arrays in block rows, this rank's number of leaves.
+            leaves = len(p.values) if ragged and distribution.is_contiguous_1d else None
+            ag.share((p.info.leaf if ragged else (p.info.leaf, p.info.kind.value), leaves))
         infos = [info for info, _ in ag.shared]
         if len(set(map(str, infos))) != 1:
             raise TypeError(f"ranks disagree on the element type: {infos}")
-        self._init(distribution, p, finish([s for _, s in ag.shared]) if ragged else None)
+        leaf_index = None
+        if leaves is not None:
+            counts = [n for _, n in ag.shared]
+            leaf_index = (sum(counts[:comm.rank]), sum(counts))
+        self._init(distribution, p, leaf_index)
 
     def _init(self, distribution, p, leaf_index):
         self.distribution = distribution
@@ -94,8 +97,10 @@ class DistArray:
         return None if pair is None else cls(*pair)
 
     # -- the arraylike protocol (xdap.arraylike) ------------------------------
-    def __xdap_wrap__(self, distribution, p, same_rows=False):
-        if not same_rows:
+    def __xdap_wrap__(self, distribution, p, same_rows=False, agreed=False):
+        if agreed and not (p.info.ragged and distribution.is_contiguous_1d):
+            return DistArray._trusted(distribution, p)
+        if not same_rows:          # (a ragged result still needs its leaf index)
             return DistArray(distribution, p)
         new = object.__new__(DistArray)       # _trusted, inlined: kernels' hot path
         new.distribution, new.parts, new._leaf_index, new._halo = \
@@ -146,11 +151,17 @@ class DistArray:
     # -- exchange (xdap.protocols, xdap.io) -----------------------------------
     def __distarray__(self, version: str = "0.10.0") -> dict:
         """DAP export (0.10.0; "0.9.0" on request): the buffer is a zero-copy
-        view of ``local``. No communication.
+        view of ``local``.  No communication -- except the first export of
+        a ragged array whose rows are not in block order: that one is
+        collective, as it finds where each leaf sits in the global leaf
+        order (a distributed prefix sum over the rows, O(rows / P)), kept
+        for later calls.
 
         See ``xdap.protocols.dap`` for the ragged/optional layout.
         """
         from .protocols import dap
+        if self.parts.info.ragged and self._leaf_index is None:
+            self._leaf_index = _ragged_leaf_index(self.distribution, self.parts)
         return dap.export(self.distribution, self.parts, version, leaf_index=self._leaf_index)
 
     @property
@@ -327,25 +338,16 @@ class DistArray:
 
 
 def _ragged_leaf_index(d: Distribution, p: Parts):
-    """Where this rank's leaves sit in the global flat leaf space (ragged
-    data): returns ``(share, finish)`` around the constructor's allgather;
-    ``finish(shares)``, given every rank's ``share`` in rank order, returns
-    ``(start, total)`` when every rank's leaves form one contiguous range in
-    rank order (block rows, no padding), else ``(int64 index array, total)``
-    -- then by a prefix sum over the global row order that no rank holds
-    whole (``xdap.directory.prefix_sums``: a collective, O(rows / P))."""
-    if d.is_contiguous_1d:
-        rank = d.comm.rank
-        return len(p.values), lambda counts: (sum(counts[:rank]), sum(counts))
+    """Where this rank's leaves sit in the global flat leaf space of ragged
+    data whose rows are not in block order: ``(int64 index array, total)``,
+    by a prefix sum over the global row order that no rank holds whole
+    (``xdap.directory.prefix_sums``: collective, O(rows / P)).  Arrays in
+    block rows get ``(start, total)`` from their constructor instead."""
     counts = p.leaf_counts()
     rows = d.global_indices(0)
-
-    def finish(_):
-        canonical = np.arange(p.nrows)[d.maps[0].canonical_positions(d.coords[0])]
-        first, total = prefix_sums(d.comm, d.global_shape[0], rows[canonical], counts[canonical],
-                                   rows)
-        return expand_ranges(first, counts), total
-    return None, finish
+    canonical = np.arange(p.nrows)[d.maps[0].canonical_positions(d.coords[0])]
+    first, total = prefix_sums(d.comm, d.global_shape[0], rows[canonical], counts[canonical], rows)
+    return expand_ranges(first, counts), total
 
 
 # --------------------------------------------------------------------------

@@ -10,10 +10,12 @@ implements this protocol, as NumPy's ufuncs see any object with
 
     x.distribution    an ``xdap.Distribution``
     x.parts           this rank's ``xdap.parts.Parts``
-    x.__xdap_wrap__(distribution, parts, same_rows)
+    x.__xdap_wrap__(distribution, parts, same_rows, agreed=False)
                       a new object of x's kind over the pair; ``same_rows``
                       says the pair has x's distribution and x's ragged rows
-                      (a kernel result), so nothing needs agreeing again
+                      (a kernel result), ``agreed`` that the engine made the
+                      pair agree on every rank (a redistribution's result):
+                      either way nothing needs checking again
 
 ``xdap.DistArray`` implements it; nothing here knows DistArray.
 
@@ -35,6 +37,6 @@ def unwrap(x) -> tuple:
     return x.distribution, x.parts
 
 
-def wrap_like(x, distribution, parts, same_rows: bool = False):
+def wrap_like(x, distribution, parts, same_rows: bool = False, agreed: bool = False):
     """A new array of ``x``'s kind over ``(distribution, parts)``."""
-    return x.__xdap_wrap__(distribution, parts, same_rows)
+    return x.__xdap_wrap__(distribution, parts, same_rows, agreed=agreed)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .heap import trims_heap
 from . import comm as _comm
 from .directory import remember, unstructured_map
 from .distribution import Distribution, make_distribution
@@ -93,6 +94,7 @@ def _local_parts(local, type=None) -> Parts:
 builtins_type = type
 
 
+@trims_heap
 def from_local(local, dist="b", axis=0, comm=None, *, indices=None, size=None, owned=None,
                one_to_one=None, type=None) -> tuple:
     """``(Distribution, Parts)`` whose part on each rank is the piece that

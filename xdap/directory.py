@@ -26,33 +26,12 @@ import numpy as np
 
 from . import exchange
 from .comm import agreement
+from .heap import trims_heap
 
 __all__ = ["Directory", "group_order", "unstructured_map", "directory_of", "remember",
            "prefix_sums"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-def release_scratch() -> None:
-    """Hand the heap memory freed by a large collective build back to the
-    OS (glibc's ``malloc_trim``): NumPy's scratch arrays of a few MiB come
-    from the heap once glibc's mmap threshold has grown, and would otherwise
-    stay resident -- reusable, but counted against O(N/P) per rank."""
-    if _LIBC:
-        _LIBC[0].malloc_trim(0)
-
-
-def _libc():
-    try:
-        import ctypes
-        libc = ctypes.CDLL("libc.so.6")
-        libc.malloc_trim                          # glibc only
-        return [libc]
-    except (OSError, AttributeError):
-        return []
-
-
-_LIBC = _libc()
 
 
 def group_order(keys: np.ndarray, n: int) -> np.ndarray:
@@ -83,6 +62,7 @@ class Directory:
 
     # -- building ----------------------------------------------------------------
     @classmethod
+    @trims_heap
     def build(cls, comm, size: int, ids, holder, positions=None, owned=None,
               hashed: bool = False, what: str = "directory") -> "Directory":
         """Register this rank's ``ids`` (held by ``holder`` -- a rank or grid
@@ -126,7 +106,6 @@ class Directory:
         del order
         holders = np.array([h for _, h in ag.shared], np.int32 if comm.size < 2 ** 31 else np.int64)
         self._settle(got_ids, np.repeat(holders, recv), got_pos, got_own, what)
-        release_scratch()
         return self
 
     def _settle(self, ids, holder, pos, own, what: str) -> None:

@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 
+from ..heap import trims_heap
 from .. import comm as _comm
 from ..comm import balanced_grid
 from ..parts import Parts, concat_parts, pack_validity, take_rows, unpack_validity
@@ -30,6 +31,7 @@ from .writer import agreed_path
 __all__ = ["load"]
 
 
+@trims_heap
 def load(path, comm=None, dist=None, grid=None, **per_dim) -> tuple:
     """Load a save written by ``DistArray.save``: ``(Distribution, Parts)``
     (collective; ``xdap.load`` wraps it).

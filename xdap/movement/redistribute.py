@@ -39,10 +39,13 @@ included.
 """
 from __future__ import annotations
 
+import itertools
+import math
+
 import numpy as np
 
 from .. import comm as _comm
-from ..exchange import alltoallv_arrays
+from ..exchange import alltoallv, alltoallv_arrays
 from ..arraylike import unwrap, wrap_like
 from ..comm import MPI
 from ..distribution import Distribution, make_distribution
@@ -102,22 +105,26 @@ def _joint_runs(src, dst):
     return s[first], d[first], lengths
 
 
-def _copy(values, src_index, out, dst_index, max_runs: int = 4096) -> None:
-    """out[dst_index] = values[src_index] (the rank's own share).  When one
-    dimension is a list of long runs (block-cyclic), copy run by run with
-    slices: far cheaper than fancy indexing of the whole block."""
+def _slab_copies(src_index, dst_index, max_runs: int = 4096):
+    """How to copy the rank's own share ``out[dst_index] = values[src_index]``
+    with slices: a list of (source slices, target slices), or None when
+    fancy indexing is the better way.  When one dimension is a list of long
+    runs (block-cyclic), run-by-run slice copies are far cheaper than fancy
+    indexing of the whole block."""
     arrays = [k for k, i in enumerate(src_index) if not isinstance(i, slice)] + \
         [k for k, i in enumerate(dst_index) if not isinstance(i, slice)]
+    if not arrays:
+        return [(src_index, dst_index)]
     if len(set(arrays)) == 1:
         k = arrays[0]
         ss, ds, ls = _joint_runs(src_index[k], dst_index[k])
         if len(ls) <= max_runs and len(ls) * 4 <= ls.sum():
-            src_sl, dst_sl = list(src_index), list(dst_index)
+            src_sl, dst_sl, out = list(src_index), list(dst_index), []
             for a, b, n in zip(ss.tolist(), ds.tolist(), ls.tolist()):
                 src_sl[k], dst_sl[k] = slice(a, a + n), slice(b, b + n)
-                out[tuple(dst_sl)] = values[tuple(src_sl)]
-            return
-    _put(out, dst_index, _take(values, src_index))
+                out.append((tuple(src_sl), tuple(dst_sl)))
+            return out
+    return None
 
 
 # --------------------------------------------------------------------------
@@ -164,6 +171,66 @@ def _avg_run_bytes(plan: RedistributionPlan, itemsize: int) -> float:
 # the executor
 # --------------------------------------------------------------------------
 
+def _concat_flat(transfers, shape) -> np.ndarray:
+    """The linear positions of several transfers' elements, one after the other."""
+    if not transfers:
+        return np.zeros(0, np.intp)
+    return np.concatenate([_flat_positions(t.index, shape) for t in transfers])
+
+
+def _flat_positions(index: tuple, shape: tuple) -> np.ndarray:
+    """The C-order linear positions, in a buffer of ``shape``, of a
+    transfer's elements (the tensor product of its per-dimension lists)."""
+    flat = np.zeros(1, np.intp)
+    for i, n in zip(index, shape):
+        flat = (flat[:, None] * n + as_positions(i)[None, :]).reshape(-1)
+    return flat
+
+
+class _Packing:
+    """The packed path of one executor, worked out once: the messages to
+    and from the other ranks and their counts.  When any message is
+    scattered elements, also one linear gather index over the source
+    buffer and one over the received buffer (the inverse of where the
+    received elements go: every target position receives exactly one), so a
+    call is two ``np.take`` and one ``Alltoallv``.  The two message buffers
+    are kept for the next call (freed with the plan)."""
+
+    def __init__(self, sends, recvs, src_shape, dst_shape, me: int, size: int):
+        scattered = any(not t.rectangular for t in sends + recvs)
+        # scattered: our own share rides along in the two gathers (MPI
+        # copies it with a memcpy); slabs: NumPy copies it directly
+        self.with_own = scattered
+        self.sends = [t for t in sends if scattered or t.peer != me]
+        self.recvs = [t for t in recvs if scattered or t.peer != me]
+        self.send_counts = np.zeros(size, np.int64)
+        self.recv_counts = np.zeros(size, np.int64)
+        for t in self.sends:
+            self.send_counts[t.peer] = t.size
+        for t in self.recvs:
+            self.recv_counts[t.peer] = t.size
+        self.send_at = list(itertools.accumulate((t.size for t in self.sends), initial=0))
+        self.recv_at = list(itertools.accumulate((t.size for t in self.recvs), initial=0))
+        self.send_flat = self.recv_flat = self.recv_gather = None
+        if scattered:
+            self.send_flat = _concat_flat(self.sends, src_shape)
+            where = _concat_flat(self.recvs, dst_shape)
+            n_out = 0 if dst_shape is None else math.prod(dst_shape)
+            if len(where) == n_out:             # a permutation of the target: invert it
+                self.recv_gather = np.empty(n_out, np.intp)
+                self.recv_gather[where] = np.arange(n_out)
+            else:
+                self.recv_flat = where
+        self._bytes = [np.zeros(0, np.uint8), np.zeros(0, np.uint8)]
+
+    def buffer(self, which: int, dtype) -> np.ndarray:
+        """The send (0) or receive (1) message buffer, as ``dtype`` items."""
+        n = self.send_at[-1] if which == 0 else self.recv_at[-1]
+        if self._bytes[which].nbytes < n * dtype.itemsize:
+            self._bytes[which] = np.empty(n * dtype.itemsize, np.uint8)
+        return self._bytes[which][:n * dtype.itemsize].view(dtype)
+
+
 class Redistributor:
     """Executes one plan on the parent communicator ``comm`` (this rank's
     share).  Reusable; derived datatypes are built once per element size and
@@ -179,6 +246,8 @@ class Redistributor:
         self.src_shape, self.dst_shape = plan.src_shape(r), plan.dst_shape(r)
         self._types: dict = {}
         self._auto: dict = {}
+        self._packed = None
+        self._own = None
 
     # -- method choice (identical on every rank: it reads the global plan) --
     def choose(self, method: str, itemsize: int) -> str:
@@ -238,22 +307,48 @@ class Redistributor:
         self._copy_own(values, out)
 
     def _copy_own(self, values, out):
-        me = self.comm.rank
-        own = [t for t in self.sends if t.peer == me]
-        if own:
-            mine = [t for t in self.recvs if t.peer == me][0]
-            _copy(values, own[0].index, out, mine.index)
+        """Our own share, copied by NumPy (the copy worked out once)."""
+        if self._own is None:
+            me = self.comm.rank
+            own = [t for t in self.sends if t.peer == me]
+            mine = [t for t in self.recvs if t.peer == me]
+            self._own = () if not own else \
+                (own[0].index, mine[0].index, _slab_copies(own[0].index, mine[0].index))
+        if self._own:
+            src, dst, slabs = self._own
+            if slabs is None:
+                _put(out, dst, _take(values, src))
+            for a, b in slabs or ():
+                out[b] = values[a]
 
     def _alltoallv(self, values, out, dtype):
-        me = self.comm.rank
-        sends = [t for t in self.sends if t.peer != me]
-        recvs = [t for t in self.recvs if t.peer != me]
-        self._copy_own(values, out)         # our own share never goes through MPI
-        got = alltoallv_arrays(self.comm, [t.peer for t in sends],
-                        [np.ravel(_take(values, t.index)) for t in sends],
-                        [t.peer for t in recvs], [t.size for t in recvs], dtype)
-        for t, chunk in zip(recvs, got):
-            _put(out, t.index, chunk)
+        pk = self._packing()
+        if not pk.with_own:
+            self._copy_own(values, out)
+        send = pk.buffer(0, dtype)
+        recv = pk.buffer(1, dtype)
+        # the indices are ours and in range: mode="clip" skips NumPy's checks
+        if pk.send_flat is not None:        # scattered elements: one gather ...
+            np.take(values.reshape(-1), pk.send_flat, out=send, mode="clip")
+        else:                               # slabs: one copy each, into the message buffer
+            for t, at in zip(pk.sends, pk.send_at):
+                send[at:at + t.size].reshape(t.shape)[...] = _take(values, t.index)
+        alltoallv(self.comm, send, pk.send_counts, pk.recv_counts, out=recv)
+        if out is None:
+            return
+        if pk.recv_gather is not None:      # ... one exchange, one gather into place
+            np.take(recv, pk.recv_gather, out=out.reshape(-1), mode="clip")
+        elif pk.recv_flat is not None:
+            out.reshape(-1)[pk.recv_flat] = recv
+        else:
+            for t, at in zip(pk.recvs, pk.recv_at):
+                _put(out, t.index, recv[at:at + t.size])
+
+    def _packing(self) -> "_Packing":
+        if self._packed is None:
+            self._packed = _Packing(self.sends, self.recvs, self.src_shape, self.dst_shape,
+                                    self.comm.rank, self.comm.size)
+        return self._packed
 
     # -- ragged arrays (rows) -----------------------------------------------
     def run_rows(self, p: Parts | None, info) -> Parts | None:
@@ -299,6 +394,7 @@ class Redistributor:
     def free(self) -> None:
         """Release the derived datatypes (the plan cache calls this when it
         drops the executor)."""
+        self._packed = None
         if MPI.Is_finalized():
             self._types.clear()
             return
@@ -333,7 +429,7 @@ def redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto", **
     ``a.redistribute(...)`` is this function on a DistArray.
     """
     out = move(*unwrap(a), dist, grid, comm, method=method, **per_dim)
-    return None if out is None else wrap_like(a, *out)
+    return None if out is None else wrap_like(a, *out, agreed=True)
 
 
 def move(d: Distribution, p: Parts, dist=None, grid=None, comm=None, *, method: str = "auto",

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..heap import trims_heap
 from .. import exchange
 from ..directory import directory_of, group_order
 
@@ -61,6 +62,7 @@ def _groups(keys, values, n):
     return {int(k): values[cuts[k]:cuts[k + 1]] for k in np.flatnonzero(counts)}
 
 
+@trims_heap
 def rank_dim_plan(src, dst, dst_ranks, k: int, comm) -> RankDimPlan:
     """This rank's lists along dim ``k`` from ``src`` to ``dst`` (target
     rank i is parent rank ``dst_ranks[i]``) over the parent ``comm``

@@ -38,6 +38,7 @@ import math
 
 import numpy as np
 
+from ..heap import trims_heap
 from .. import _xndbuf
 from .. import comm as _comm
 from ..distribution import Distribution
@@ -242,6 +243,7 @@ def _parse_version(v):
     return "0.9.0" if minor <= 9 else "0.10.0"
 
 
+@trims_heap
 def import_dap(obj, comm=None) -> tuple:
     """Import a DAP 0.9.0 / 0.10.0 export: ``(Distribution, Parts)``
     (collective; zero-copy where the buffer is C-contiguous, a copy

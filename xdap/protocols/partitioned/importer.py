@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...heap import trims_heap
 from ... import comm as _comm
 from ...distribution import Distribution
 from .export import process_locations
@@ -14,6 +15,7 @@ from .tiles import claimed_tiles, element_type, fetch_tiles
 __all__ = ["import_partitioned"]
 
 
+@trims_heap
 def import_partitioned(obj, comm=None) -> tuple:
     """Import a ``__partitioned__`` export: ``(Distribution, Parts)``
     (collective; ``xdap.from_partitioned`` wraps it).
