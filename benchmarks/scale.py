@@ -30,6 +30,7 @@ a barrier, max over ranks.  Always exits 0; missed targets print FAIL.
 """
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -44,6 +45,7 @@ from _harness import COMM, P, RANK, run_main, say, verdict  # noqa: E402
 
 import xdap  # noqa: E402
 from xdap.comm import attached  # noqa: E402
+from xdap.heap import release_scratch  # noqa: E402
 
 N = 10 ** 7
 MiB = 1 << 20
@@ -110,7 +112,7 @@ def unstructured_import(n):
     share = (values.nbytes + idx.nbytes) / MiB
     d = dap_dict(values, idx, n)
     clear_caches()
-    COMM.Barrier()
+    settle()
     before = rss()
     reset_peak()
     t0 = time.perf_counter()
@@ -280,19 +282,29 @@ def section_migrate(results):
 def weak():
     """N and 2N on this launch's rank count: time and memory per rank."""
     for n in (N // 2, N):
+        settle()
         took, share, extra, top, a = unstructured_import(n)
         clear_caches()
-        COMM.Barrier()
+        settle()
         reset_peak()
         before = rss()
         t0 = time.perf_counter()
-        a.redistribute(dist=("b",))
+        b = a.redistribute(dist=("b",))
         first = worst(time.perf_counter() - t0)
         move_top = worst(peak() - before)
         say(f"   P={P}  N={n:.0e}  share {share:6.1f} MiB/rank  import {ms(took)}  "
             f"+{extra:6.1f} MiB after (peak +{top:6.1f})  first u->b {ms(first)} "
             f"(peak +{move_top:6.1f} MiB)")
-        del a
+        del a, b
+        clear_caches()
+
+
+def settle() -> None:
+    """Start a measurement from a clean heap: garbage collected, freed
+    pages handed back, every rank there."""
+    gc.collect()
+    release_scratch()
+    COMM.Barrier()
 
 
 def main():

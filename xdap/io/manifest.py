@@ -15,7 +15,8 @@ The body (see docs/exchange.md, "Saving and loading", for every key)::
     kind, dtype, optional, var_ndim, shape
     distribution  {"grid", "rank_coords" (or null), "maps": [one dict per dim]}
     pieces        one per saving rank: {"rank", "coords", "shape", "files": {role: record}}
-    maps_files    {dim: record} for unstructured dims (their index arrays)
+    maps_files    {} (the first format: {dim: record} of whole index arrays);
+                  unstructured dims' indices are per piece ("map<k>" files)
 
 >>> from xdap.maps import BlockMap, CyclicMap
 >>> maps = [BlockMap(10, 2, padding=(1, 1)), CyclicMap(4, 1, 2)]
