@@ -56,3 +56,32 @@ def import_module_at(path, name):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+class watchdog:
+    """``with watchdog(seconds):`` -- if the block has not finished after
+    ``seconds``, print every thread's stack and abort the MPI job (the test
+    harness then fails the running test): a hang becomes a failure."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def __enter__(self):
+        import threading
+        self._timer = threading.Timer(self.seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def _fire(self):
+        import faulthandler
+        import sys
+        from mpi4py import MPI
+        print(f"watchdog: the block did not finish in {self.seconds:g} s (hang?); "
+              f"rank {MPI.COMM_WORLD.rank}'s threads:", file=sys.stderr, flush=True)
+        faulthandler.dump_traceback(all_threads=True)
+        MPI.COMM_WORLD.Abort(70)
+
+    def __exit__(self, *exc):
+        self._timer.cancel()
+        return False

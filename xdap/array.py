@@ -20,12 +20,13 @@ import numbers
 
 import numpy as np
 from ndtypes import ndt
+from xnd import xnd
 
 from . import comm as _comm
 from . import create
 from .directory import prefix_sums
 from .distribution import Distribution
-from .parts import Parts, check_representable, container, expand_ranges
+from .parts import Parts, as_container, check_representable, container, expand_ranges
 from .parts import parts as parts_of_container
 
 __all__ = ["DistArray", "from_global", "from_local", "empty", "zeros", "full", "arange",
@@ -51,10 +52,15 @@ class DistArray:
     __slots__ = ("distribution", "parts", "_leaf_index", "_halo", "__weakref__")
 
     def __init__(self, distribution: Distribution, local):
-        p = local if isinstance(local, Parts) else parts_of_container(local)
+        if not isinstance(distribution, Distribution):
+            raise TypeError(f"DistArray needs an xdap.Distribution, got "
+                            f"{type(distribution).__name__}")
         comm = distribution.comm
-        ragged = p.info.ragged
-        with _comm.agreement(comm, share=True) as ag:
+        p = ragged = leaves = None
+        with _comm.agreement(comm, "DistArray", share=True) as ag:
+            p = local if isinstance(local, Parts) else parts_of_container(
+                local if isinstance(local, xnd) else as_container(local))
+            ragged = p.info.ragged
             if tuple(p.shape) != tuple(distribution.local_shape):
                 raise ValueError(f"local partition has shape {tuple(p.shape)} but the "
                                  f"distribution gives this rank {tuple(distribution.local_shape)}")
@@ -62,6 +68,7 @@ class DistArray:
                 raise ValueError("a ragged array is distributed by rows: its distribution "
                                  f"needs exactly one dimension, got {distribution.ndim}")
             check_representable(p)
+            ag.same("the distribution", distribution.fingerprint())
             # One collective carries the verdicts, the element type and, for
             # ragged arrays in block rows, this rank's number of leaves.
             leaves = len(p.values) if ragged and distribution.is_contiguous_1d else None
@@ -249,7 +256,8 @@ class DistArray:
     def _reduce(self, op, axis):
         from .movement.reduce import reduce_parts
         out = reduce_parts(self.distribution, self.parts, op, axis)
-        return DistArray(*out) if isinstance(out, tuple) else out
+        # the result's distribution and type follow from agreed arguments
+        return self.__xdap_wrap__(*out, agreed=True) if isinstance(out, tuple) else out
 
     def sum(self, axis=None):
         """Sum over ``axis`` (None: all -> xnd scalar on every rank; else a

@@ -160,11 +160,11 @@ class Agreement:
             raise TypeError(f"{self._prefix()}an argument does not pickle ({e})") from None
 
     def _digests(self) -> dict:
-        """{name: digest} of the ``same`` values, in call order."""
+        """{name: (digest, short repr)} of the ``same`` values, in call order."""
         out = {}
         for name, value in self._same.items():
             try:
-                out[name] = _digest(value)
+                out[name] = (_digest(value), _short(value))
             except Exception as e:
                 raise TypeError(f"{self._prefix()}{name} cannot be compared across ranks (it "
                                 f"does not pickle: {type(e).__name__}: {e})") from None
@@ -178,15 +178,27 @@ class Agreement:
     def _raise_mismatch(self, per_rank: list):
         names = list(per_rank[0])
         for name in names + sorted({n for s in per_rank for n in s} - set(names)):
-            values = [s.get(name) for s in per_rank]
-            differ = [r for r, v in enumerate(values) if v != values[0]]
+            values = [s.get(name, (None, "nothing")) for s in per_rank]
+            differ = [r for r, v in enumerate(values) if v[0] != values[0][0]]
             if differ:
+                r = differ[0]
                 raise ValueError(f"{self._prefix()}{name} must be the same on every rank: "
-                                 f"rank {differ[0]} passed something else than rank 0"
-                                 + (f" (ranks {', '.join(map(str, differ))} differ)"
+                                 f"rank 0 passed {values[0][1]}, rank {r} {values[r][1]}"
+                                 + (f" (ranks {', '.join(map(str, differ))} differ from rank 0)"
                                     if len(differ) > 1 else ""))
         raise ValueError(f"{self._prefix()}the ranks compared different arguments, or in "
                          "another order (a bug in a collective entry point)")
+
+
+def _short(value, width: int = 60) -> str:
+    """A value as an error message shows it: its repr, cut to ``width``."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"a {type(value).__name__}"
+    if isinstance(value, bytes) and len(value) == 16:
+        text = f"<digest {value.hex()[:12]}>"
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def agreement(comm, what: str = "", share: bool = False) -> Agreement:

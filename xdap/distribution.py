@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from . import comm as _comm
-from .maps import BlockMap, CyclicMap, Map, UnstructuredMap
+from .maps import BlockMap, CyclicMap, Map, UnstructuredMap, is_int
 
 __all__ = ["Distribution", "make_distribution", "DIST_TYPES"]
 
@@ -240,6 +240,30 @@ def _per_dim(name, value, ndim):
     return tuple(value)
 
 
+def _ints(name: str, values, minimum: int) -> tuple:
+    """``values`` as a tuple of ints: integers only (Python or NumPy, never
+    bool, float or Decimal), each >= ``minimum`` -- else the error naming
+    ``name`` and the value."""
+    try:
+        values = tuple(values)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of ints, got {values!r}") from None
+    for v in values:
+        if not is_int(v):
+            raise TypeError(f"{name} must hold ints, got {v!r} ({type(v).__name__})")
+        if v < minimum:
+            raise ValueError(f"{name} must hold ints >= {minimum}, got {v}")
+    return tuple(int(v) for v in values)
+
+
+def _index_array(a, name: str) -> np.ndarray:
+    """A list of global indices as int64: integers only."""
+    a = np.asarray(a)
+    if a.size and a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer indices, got dtype {a.dtype}")
+    return a.astype(np.int64).reshape(-1)
+
+
 def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_size=None,
                       padding=None, periodic=None, indices=None, sizes=None) -> Distribution:
     """Build a Distribution from user options (validated, the same on every rank).
@@ -257,7 +281,7 @@ def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_si
     sizes       per dim: for a 'b' dim, owned sizes per grid rank (irregular)
     """
     comm = _comm.resolve(comm)
-    global_shape = tuple(int(s) for s in global_shape)
+    global_shape = _ints("the global shape", global_shape, 0)
     ndim = len(global_shape)
     if dist is None:
         dist = ("b",) + ("n",) * (ndim - 1)
@@ -297,7 +321,7 @@ def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_si
         free = [i for i in distributed if i not in fixed]
         for i, g in zip(free, _comm.balanced_grid(comm.size // used, len(free))):
             grid[i] = g
-    grid = tuple(int(g) for g in grid)
+    grid = _ints("grid", grid, 1)
     if len(grid) != ndim:
         raise ValueError(f"grid needs one entry per dimension ({ndim}), got {grid!r}")
     for i, (d, g) in enumerate(zip(dist, grid)):
@@ -313,20 +337,23 @@ def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_si
         if d in ("b", "n"):
             bounds = None
             if sizes[i] is not None:
-                s = np.asarray(sizes[i], dtype=np.int64)
+                s = np.asarray(_ints(f"sizes[{i}]", sizes[i], 0), dtype=np.int64)
                 if len(s) != g or (s < 0).any() or s.sum() != n:
                     raise ValueError(f"sizes[{i}] must be {g} non-negative owned sizes summing to "
                                      f"{n}, got {list(sizes[i])}")
                 bounds = np.concatenate([[0], np.cumsum(s)])
-            maps.append(BlockMap(n, g, bounds=bounds, padding=padding[i] or (0, 0),
-                                 periodic=bool(periodic[i])))
+            pad_i = (0, 0) if padding[i] is None else _ints(f"padding[{i}]", padding[i], 0)
+            if periodic[i] is not None and not isinstance(periodic[i], (bool, np.bool_)):
+                raise TypeError(f"periodic[{i}] must be a bool, got {periodic[i]!r}")
+            maps.append(BlockMap(n, g, bounds=bounds, padding=pad_i, periodic=bool(periodic[i])))
         elif d == "c":
-            maps.append(CyclicMap(n, g, block_size=1 if block_size[i] is None else int(block_size[i])))
+            bs = 1 if block_size[i] is None else _ints(f"block_size[{i}]", (block_size[i],), 1)[0]
+            maps.append(CyclicMap(n, g, block_size=bs))
         else:
             if indices[i] is None:
                 raise ValueError(f"dimension {i} is 'u' (unstructured): give indices[{i}], "
                                  "a list of global index arrays, one per grid rank")
-            idx = [np.asarray(a, dtype=np.int64) for a in indices[i]]
+            idx = [_index_array(a, f"indices[{i}][{q}]") for q, a in enumerate(indices[i])]
             if len(idx) != g:
                 raise ValueError(f"indices[{i}] has {len(idx)} arrays but grid[{i}] is {g}")
             allidx = np.concatenate(idx) if idx else np.zeros(0, np.int64)

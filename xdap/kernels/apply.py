@@ -25,6 +25,7 @@ True
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
@@ -80,30 +81,26 @@ def apply(func, *args, out=None):
     first = dists[0]
     d0, p0 = unwrap(first)
     locals_ = [container(a.parts) if is_distributed(a) else a for a in args]
-    if out is None and all(a is first or is_scalar(a) for a in args):
-        # One DistArray (and scalars): the ranks agree on its dtype and layout
-        # class, so every rank reaches the same verdict without communicating.
-        result = local_apply(func, locals_, None)
-    elif _verdict_is_global(args, out, p0):
-        # Fixed layouts (or ragged operands derived from one another): every
-        # check depends only on metadata equal on all ranks (distribution,
-        # dtype, type shape; a rank's local shape follows from the
-        # distribution), so each rank raises the same error on its own.
-        check_operands(args, out)
-        result = local_apply(func, locals_, None if out is None else container(out.parts))
-    else:
-        # Independent ragged operands: their row lengths are compared rank by
-        # rank and may differ on some ranks only -- agree (one collective).
-        result = None
-        with _comm.agreement(d0.comm, "kernel"):
-            check_operands(args, out)
-            result = local_apply(func, locals_, None if out is None else container(out.parts))
+    target = None if out is None else container(out.parts)
+    # Every rank must call the same kernel on operands of the same types and
+    # distributions: one agreement, whose checks (distributions, type
+    # shapes, out=) fail on all ranks at once, before anything is computed.
+    independent_rows = not _rows_shared(args, out, p0)
+    result = None
+    with agreed_call(d0.comm, _kernel_name(func), args, out):
+        if independent_rows:
+            # ragged operands whose row lengths are compared rank by rank,
+            # so the kernel's verdict is part of the agreement
+            result = local_apply(func, locals_, target)
+    if independent_rows:
         # Every rank now knows these rows are equal everywhere (and they never
-        # change): share one token so later calls on them skip the agreement.
+        # change): share one token so later calls on them skip the comparison.
         token = p0.rows_token()
         for a in args if out is None else args + (out,):
             if is_distributed(a):
                 a.parts.rows = token
+    else:
+        result = local_apply(func, locals_, target)
     if out is not None:
         return out
     if isinstance(result, tuple):
@@ -113,19 +110,48 @@ def apply(func, *args, out=None):
     return _derived(first, d0, p0, result)
 
 
-def _verdict_is_global(args, out, p0):
-    """True when no check of this call can fail on some ranks only: operands
-    DistArrays or Python scalars, and a fixed layout or ragged arrays that
-    share their rows by construction (``Parts.rows``)."""
-    operands = args if out is None else args + (out,)
-    for a in operands:
-        if not (is_distributed(a) or is_scalar(a)):
-            return False
+def _rows_shared(args, out, p0):
+    """True when no operand check can depend on this rank's data: a fixed
+    layout, or ragged arrays that share their rows by construction
+    (``Parts.rows``).  Operands other than DistArrays and scalars are
+    refused by ``check_operands``."""
     if not p0.info.ragged:
         return True
     token = p0.rows_token()
+    operands = args if out is None else args + (out,)
     return all(not is_distributed(a) or not a.parts.info.ragged or a.parts.rows is token
                for a in operands)
+
+
+def _kernel_name(func) -> str:
+    try:
+        return _apply_module().key(func)[1]
+    except TypeError:
+        return getattr(func, "__name__", type(func).__name__)
+
+
+def _signature(a):
+    """What must match across ranks about one operand: a DistArray's
+    distribution and element type, a scalar's Python type."""
+    if is_distributed(a):
+        info = a.parts.info
+        return (a.distribution.fingerprint(), info.kind.value, info.var_ndim, info.leaf)
+    return type(a).__name__
+
+
+@contextlib.contextmanager
+def agreed_call(comm, name, args, out=None):
+    """``with agreed_call(comm, name, args, out):`` -- the agreement of one
+    kernel call on DistArrays (collective): the kernel's name, every
+    operand's distribution and type (a scalar's Python type), ``out=``'s
+    and its writeability must be the same on every rank, and the operand
+    checks pass on every rank -- else every rank raises the same error."""
+    with _comm.agreement(comm, "kernel") as ag:
+        check_operands(args, out)
+        ag.same("the kernel", name)
+        ag.same("the operand types", tuple(_signature(a) for a in args))
+        ag.same("out=", None if out is None else _signature(out))
+        yield
 
 
 @functools.lru_cache(maxsize=256)
@@ -163,6 +189,8 @@ def check_operands(args, out):
         if not is_distributed(out):
             raise TypeError(f"out= must be a DistArray like the operands, got {type(out).__name__}")
         _same(first, out, "out=")
+        if not out.parts.values.flags.writeable:
+            raise ValueError("out= is read-only")
 
 
 def _same(a, b, what):

@@ -22,7 +22,7 @@ from __future__ import annotations
 from xnd import xnd as _xnd
 
 from ..parts import container
-from .apply import _derived, apply, fast
+from .apply import _derived, agreed_call, apply, fast, local_apply
 
 UNARY = ("fabs", "absolute", "negative", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
          "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
@@ -67,10 +67,14 @@ def _make_unary(name):
         elif out is None and hasattr(type(x), "__xdap_wrap__"):
             # apply()'s one-DistArray case, minus its argument sorting
             p = x.parts
-            try:
-                return _derived(x, x.distribution, p, f(p.xnd or container(p)))
-            except state["retry"]:
+            with agreed_call(x.distribution.comm, name, (x,)):
                 pass
+            c = p.xnd or container(p)
+            try:
+                result = f(c)
+            except state["retry"]:          # another route, on this rank alone
+                result = local_apply(state["gufunc"], [c])
+            return _derived(x, x.distribution, p, result)
         return apply(state["gufunc"], x, out=out)
 
     kernel.__name__ = kernel.__qualname__ = name

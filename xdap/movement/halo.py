@@ -288,12 +288,27 @@ def _plan(d) -> HaloPlan:
                                    lambda: halo_plan(d))
 
 
-def _check(p, what):
-    # No communication needed: the element type is the same on every rank
-    # (the DistArray constructor agreed on it), so every rank raises this.
-    if p.info.ragged:
-        raise TypeError(f"{what}: halos exist for fixed-dimension arrays only, got "
-                        f"'{p.info.type_string()}' (ragged rows have no padding cells)")
+def _agreed(d, p, what, **options):
+    """The agreement of a halo call (collective): the array's layout and
+    type, its writeability and ``options`` -- one rank passing another
+    array, a read-only one or another mode is the same error on every rank."""
+    with agreement(d.comm, what) as ag:
+        ag.same("the array's distribution", d.fingerprint())
+        ag.same("the array's element type", p.info.leaf)
+        for name, value in options.items():
+            ag.same(name, value)
+        if p.info.ragged:
+            raise TypeError(f"{what}: halos exist for fixed-dimension arrays only, got "
+                            f"'{p.info.type_string()}' (ragged rows have no padding cells)")
+        if not p.values.flags.writeable:
+            raise ValueError(f"{what}: the array's local buffer is read-only")
+        if d.maps[0].dist_type == "u" and (any(g != 1 for g in d.grid[1:]) or p.info.optional):
+            raise TypeError(f"{what}: the ghost entries of an unstructured dimension are "
+                            "updated for fixed, non-optional data distributed along dimension "
+                            f"0 only, got '{p.info.global_type(d.global_shape)}' on the grid "
+                            f"{d.grid}")
+        if options.get("mode", "add") not in ("add", "replace"):
+            raise ValueError(f"{what}: mode must be 'add' or 'replace', got {options['mode']!r}")
 
 
 def _ghosts(d, p, what):
@@ -301,10 +316,6 @@ def _ghosts(d, p, what):
     ghost positions and the Scatter that fetches their owners' values, made
     once per distribution and kept on the communicator (collective)."""
     from .scatter import Scatter
-    if any(g != 1 for g in d.grid[1:]) or p.info.optional:
-        raise TypeError(f"{what}: the ghost entries of an unstructured dimension are updated "
-                        "for fixed, non-optional data distributed along dimension 0 only, got "
-                        f"'{p.info.global_type(d.global_shape)}' on the grid {d.grid}")
     m = d.maps[0]
 
     def make():
@@ -323,7 +334,7 @@ def exchange(d, p, binding=None):
     buffer returned (None the first time); returns the binding to pass next
     time.  Optional data: the validity bits travel too (through a temporary
     byte mask, a copy)."""
-    _check(p, "exchange_halos")
+    _agreed(d, p, "exchange_halos")
     if d.maps[0].dist_type == "u":
         at, scatter = _ghosts(d, p, "exchange_halos")
         p.values[at] = scatter.forward(p)
@@ -374,11 +385,7 @@ def accumulate(d, p, mode: str = "add", clear: bool = False) -> None:
     Optional data: an NA ghost contributes nothing ("add") or makes its
     owner NA ("replace"); a valid ghost makes an NA owner valid.
     """
-    _check(p, "accumulate_halos")
-    with agreement(d.comm, "accumulate_halos") as ag:
-        ag.same("mode", mode)
-        if mode not in ("add", "replace"):
-            raise ValueError(f"accumulate_halos: mode must be 'add' or 'replace', got {mode!r}")
+    _agreed(d, p, "accumulate_halos", mode=mode, clear=bool(clear))
     if d.maps[0].dist_type == "u":           # ghost entries of an unstructured dim
         at, scatter = _ghosts(d, p, "accumulate_halos")
         scatter.reverse(p.values[at], into=p, mode=mode, refresh=False)

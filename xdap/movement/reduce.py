@@ -41,6 +41,7 @@ import math
 import numpy as np
 from xnd import xnd
 
+from .. import comm as _comm
 from ..arraylike import unwrap, wrap_like
 from ..comm import MPI
 from ..distribution import Distribution
@@ -191,13 +192,18 @@ def reduce(a, op: str, axis=None):
     remaining axes (its ranks along the reduced grid axes hold the same,
     replicated values)."""
     out = reduce_parts(*unwrap(a), op, axis)
-    return wrap_like(a, *out) if isinstance(out, tuple) else out
+    return wrap_like(a, *out, agreed=True) if isinstance(out, tuple) else out
 
 
 def reduce_parts(d: Distribution, p: Parts, op: str, axis=None):
     """``reduce`` on the core pair: an xnd scalar, or the result's
-    ``(Distribution, Parts)``."""
-    axes = _validate(p.info, op, axis)
+    ``(Distribution, Parts)``.  The operation and the axes are agreed first
+    (one small collective): a bad or different one on any rank is the same
+    error on every rank."""
+    with _comm.agreement(d.comm, "reduce") as ag:
+        axes = _validate(p.info, op, axis)
+        ag.same("the operation", op)
+        ag.same("axis", axes)
     if p.info.ragged:
         if axes == (1,) and p.info.var_ndim == 2:
             return d, _ragged_rows(p, op)
@@ -206,11 +212,8 @@ def reduce_parts(d: Distribution, p: Parts, op: str, axis=None):
 
 
 def _validate(info, op, axis):
-    """The reduced axes, or the error every rank raises.  No communication:
-    the checks depend only on the arguments and on the element type, which
-    is the same on every rank (as for any collective, op and axis must be
-    the same on every rank)."""
-    if op not in OPS:
+    """The reduced axes, or this rank's error (agreed by ``reduce_parts``)."""
+    if not isinstance(op, str) or op not in OPS:
         raise ValueError(f"reduce: unknown operation {op!r}; use one of {', '.join(OPS)}")
     if info.ragged:
         axes = _norm_axis(axis, info.var_ndim)

@@ -142,17 +142,11 @@ class Scatter:
         row = int(np.prod(send.shape[1:], dtype=np.int64))
         exchange.alltoallv(self.comm, send, scounts * row, rcounts * row, out=recv)
 
-    def _check_array(self, a, what: str) -> np.ndarray:
+    def _check_array(self, a, what: str, ag=None) -> np.ndarray:
         """The local values of ``a`` (a writable view): a DistArray of the
-        plan's distribution, or this rank's Parts of it.
-
-        Checked locally, without communication: a DistArray's distribution
-        and type are the same on every rank (its constructor agreed on
-        them), so every rank reaches the same verdict. A collective check
-        taken only when ``a.distribution`` is another object than the plan's
-        would hang ranks that pass the plan's own object next to ranks that
-        pass an equal copy.
-        """
+        plan's distribution, or this rank's Parts of it.  Call it inside the
+        call's agreement ``ag``, which also compares the element type across
+        ranks (one rank passing another array is an error on all)."""
         if isinstance(a, Parts):
             p = a
             if p.shape != tuple(self.distribution.local_shape):
@@ -167,13 +161,18 @@ class Scatter:
             raise TypeError(f"Scatter.{what}: expected a DistArray (or Parts), got "
                             f"{type(a).__name__}")
         _check_type(p.info, f"Scatter.{what}")
+        if not p.values.flags.writeable and what != "forward":
+            raise ValueError(f"Scatter.{what}: the array is read-only")
+        if ag is not None:
+            ag.same("the array's element type", p.info.leaf)
         return p.values
 
     # -- gather -------------------------------------------------------------
     def forward(self, a) -> np.ndarray:
         """The owners' values of ``a`` at ``needed``, in that order: an array
         of shape ``(len(needed),) + a.shape[1:]`` (collective; a new array)."""
-        values = self._check_array(a, "forward")
+        with _comm.agreement(self.comm, "Scatter.forward") as ag:
+            values = self._check_array(a, "forward", ag)
         send = values[self._send_local]
         got = np.empty((self._n_uniq,) + values.shape[1:], values.dtype)
         self._alltoallv(send, self._send_counts, got, self._recv_counts)
@@ -187,8 +186,10 @@ class Scatter:
         ``(len(needed),) + into.shape[1:]``) to the owners and combine them
         into ``into`` in place (collective; see the module docstring for the
         modes and ``refresh``)."""
-        buf = self._check_array(into, "reverse")
-        with _comm.agreement(self.comm, "Scatter.reverse"):
+        with _comm.agreement(self.comm, "Scatter.reverse") as ag:
+            buf = self._check_array(into, "reverse", ag)
+            ag.same("mode", mode)
+            ag.same("refresh", bool(refresh))
             if mode not in MODES:
                 raise ValueError(f"Scatter.reverse: mode must be one of {MODES}, got {mode!r}")
             values = np.asarray(values)
@@ -234,5 +235,7 @@ class Scatter:
             mine = np.flatnonzero(copy)
             self._copies = (mine, Scatter(d, m.global_indices(p)[mine]))
         mine, plan = self._copies
-        values = self._check_array(a, "refresh")
-        values[mine] = plan.forward(a)
+        got = plan.forward(a)             # agreed there: the plan's distribution, one type
+        with _comm.agreement(self.comm, "Scatter.refresh") as ag:
+            values = self._check_array(a, "refresh", ag)
+        values[mine] = got
