@@ -200,8 +200,8 @@ def main():
     run_optional()
     run_overhead()
     single = run_distributed()
-    say(f"4 ranks (mpiexec -n 4, each a quarter), per-rank time / 1-rank time "
-        f"(ideal 0.25; 2 cores here: ~0.5 is the floor)")
+    say("4 ranks (mpiexec -n 4, each a quarter), per-rank time / 1-rank time "
+        "(ideal 0.25; 2 cores here: ~0.5 is the floor)")
     mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     try:
         proc = subprocess.run([mpiexec, "-n", "4", sys.executable, os.path.abspath(__file__),

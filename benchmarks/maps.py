@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from xdap.maps import BlockMap, CyclicMap, UnstructuredMap, _as_int64, _check_range
+from xdap.maps import BlockMap, CyclicMap, UnstructuredMap
 
 N = 10 ** 7          # dimension size
 NQ = 10 ** 7         # queries

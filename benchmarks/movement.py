@@ -86,7 +86,6 @@ class Mpi4pyTransfer:
 # -- the cases ----------------------------------------------------------------
 
 def dense_cases(report):
-    import xdap
     from xdap.array import DistArray
     from xdap.parts import Parts, container
     from xdap.distribution import Distribution

@@ -10,7 +10,6 @@ import pytest
 
 from xdap.codegen import (ConfigError, generate_c, kernel_table, load_config, parse_prototype,
                           scan_header, skeleton_config, write_skeleton)
-from xdap.codegen.config import parse_config
 
 EXAMPLES = pathlib.Path(__file__).parent / "kernel_examples"
 ROOT = pathlib.Path(__file__).parent.parent

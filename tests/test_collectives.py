@@ -136,7 +136,6 @@ def test_inactive_workers_and_xnd_in_out(comm):
 
 
 def _grid_array(comm, rng, grid):
-    g = np.array(grid)
     data = rng.standard_normal((2 * 12, 3 * 12))     # equal blocks on every grid below
     return xdap.from_global(data, dist=("b", "b"), grid=grid, comm=comm)
 
@@ -170,7 +169,6 @@ def test_distarray_grid_primitives(comm, axes):
     np.testing.assert_allclose(parts(sr.local).values, want)
     assert s.distribution == a.distribution
     # adjoints on per-rank blocks
-    xv, yv = parts(a.local).values, parts(b.local).values
     dot = lambda u, v: _dot(comm, parts(u.local).values, parts(v.local).values)
     assert np.isclose(dot(broadcast(a, axes), b), dot(a, broadcast_adjoint(b, axes)))
     assert np.isclose(dot(sum_reduce(a, axes), b), dot(a, sum_reduce_adjoint(b, axes)))

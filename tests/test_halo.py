@@ -6,7 +6,6 @@ padding re-filled by ``numpy.pad(interior, (lo, hi), mode="wrap")``; after
 indices.  Ghost cells are poisoned first (from_global fills them
 correctly), so every ghost must really be received.
 """
-import itertools
 
 import numpy as np
 import pytest

@@ -8,10 +8,11 @@ after WATCHDOG seconds and fails the case, with every thread's stack.
 """
 import os
 import tempfile
+from decimal import Decimal
 
 import numpy as np
+import pyarrow as pa
 import pytest
-from mpi4py import MPI
 
 import xdap
 from helpers import watchdog
@@ -83,7 +84,26 @@ CASES = {
         np.zeros((2, 2)), axis=1 if odd(c) else 0, comm=c),
     "DistArray local shape off": lambda c: xdap.DistArray(
         arr(c).distribution, np.zeros(arr(c).distribution.local_shape[0] + odd(c))),
+    "from_global option does not pickle": lambda c: xdap.from_global(
+        np.arange(8.0), dist=("c",), block_size=((lambda: 1) if odd(c) else 1,), comm=c),
+    "from_global ragged share without inner lists": lambda c: xdap.from_global(
+        [[[1]]] * (c.size - 1) + [[]] * 2, type="var * var * var * int32", comm=c),
+    "from_local ragged piece without inner lists": lambda c: xdap.from_local(
+        [[]] if odd(c) else [[[1]]], type="var * var * var * int32", comm=c),
+    "from_local Arrow piece without inner lists": lambda c: xdap.from_local(
+        pa.array([[]] if odd(c) else [[[1]]], pa.list_(pa.list_(pa.int32()))), comm=c),
     # -- protocols -----------------------------------------------------------------------
+    "from_distarray dim dict does not pickle": lambda c: xdap.from_distarray(
+        _dap_with(arr(c), note=lambda: 0), comm=c),
+    "from_distarray shared position Decimal size": lambda c: xdap.from_distarray(
+        _dap_with(_rows(c), dim=1, size=Decimal(5)), comm=c),
+    "from_distarray shared position bool size": lambda c: xdap.from_distarray(
+        _dap_with(_rows(c), dim=1, size=True), comm=c),
+    "from_distarray u size 2**40, three indices": lambda c: xdap.from_distarray(
+        {"__version__": "0.10.0", "buffer": np.zeros(3),
+         "dim_data": ({"dist_type": "u", "size": 2 ** 40, "proc_grid_size": c.size,
+                       "proc_grid_rank": c.rank, "indices": np.arange(3) + 3 * c.rank},)},
+        comm=c),
     "from_distarray size float": lambda c: xdap.from_distarray(
         _dap_with(arr(c), size=12.0 if odd(c) else 12), comm=c),
     "from_distarray size bool grid": lambda c: xdap.from_distarray(
@@ -134,12 +154,17 @@ CASES = {
 }
 
 
-def _dap_with(a, **change):
+def _dap_with(a, dim=0, **change):
     d = a.__distarray__()
     d["dim_data"] = tuple(dict(x) for x in d["dim_data"])
     if odd(a.comm):
-        d["dim_data"][0].update(change)
+        d["dim_data"][dim].update(change)
     return d
+
+
+def _rows(c):
+    """Rows in blocks, columns whole: every rank shares grid position 0 of dim 1."""
+    return xdap.from_global(np.arange(4.0 * c.size * 5).reshape(4 * c.size, 5), comm=c)
 
 
 def _grid2(c):

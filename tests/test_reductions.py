@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 import xdap
-from xdap.parts import parts
 
 OPS = ["sum", "prod", "min", "max", "mean", "count", "any", "all"]
 AXES = [None, 0, 1, (0, 1), -1]

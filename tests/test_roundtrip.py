@@ -57,7 +57,6 @@ def test_fixed_every_dtype_every_kind(dtype):
 
 @pytest.mark.mpi(ranks=RANKS)
 def test_fixed_2d_grids():
-    comm = MPI.COMM_WORLD
     data = as_container(np.arange(7 * 11, dtype=np.float64).reshape(7, 11))
     for dist in [("b", "b"), ("b", "c"), ("c", "b"), ("c", "c"), ("n", "b"), ("b", "n")]:
         roundtrip(data, dist=dist)
@@ -138,7 +137,6 @@ def test_from_root_only_matches_every_rank():
 
 @pytest.mark.mpi(ranks=RANKS)
 def test_empty_partitions():
-    comm = MPI.COMM_WORLD
     data = as_container(np.arange(2.0))          # fewer rows than ranks
     roundtrip(data, dist=("b",))
     roundtrip(data, dist=("c",), block_size=(2,))

@@ -4,7 +4,6 @@ type -- and the exchange's v-collectives, including the rounds an MPI
 without large counts needs (forced here with a tiny limit)."""
 import numpy as np
 import pytest
-from mpi4py import MPI
 
 import xdap
 from xdap import exchange

@@ -122,14 +122,21 @@ class Agreement:
             self.shared = [self._value] if self._share else None
             return
         if self._share:
+            payload = None
+            if error is None:
+                try:        # pickled here, so a value that does not is this rank's error
+                    payload = pickle.dumps(self._value, protocol=5)
+                except Exception as e:
+                    error = TypeError(f"{self._prefix()}a value to share does not pickle "
+                                      f"({type(e).__name__}: {e})")
             verdict = None if error is None else (isinstance(error, TypeError), str(error))
-            got = comm.allgather((verdict, digest, self._value))
+            got = comm.allgather((verdict, digest, payload))
             failed = [(r, v) for r, (v, _, _) in enumerate(got) if v is not None]
             if failed:
                 self._raise(*failed[0], error)
             if any(d != got[0][1] for _, d, _ in got):
                 self._raise_mismatch(comm.allgather(self._digests()))
-            self.shared = [v for _, _, v in got]
+            self.shared = [pickle.loads(v) for _, _, v in got]
             return
         # one allreduce(MIN) of [failing rank, digest words, -digest words]:
         # min == max of every word <=> every rank hashed the same values

@@ -190,10 +190,15 @@ class _Local:
             buf = np.ascontiguousarray(np.asarray(buf))     # copies: say so in the docs
         if self.ext is None:
             return Parts(TypeInfo.fixed(buf.shape, self.dtype), np.asarray(buf))
+        validity = self.validity
+        if validity is not None and memoryview(validity).readonly:
+            # xnd writes its bitmap (kernels with out=, halos): a read-only
+            # one (bytes) is copied rather than written behind its owner's back
+            validity = np.frombuffer(validity, np.uint8).copy()
         if self.info.ragged:
-            x = _xndbuf.from_buffers(self.info.leaf, self.offsets, buf, self.validity)
+            x = _xndbuf.from_buffers(self.info.leaf, self.offsets, buf, validity)
         else:
-            x = _xndbuf.from_buffers(self.info.type_string(), None, buf, self.validity)
+            x = _xndbuf.from_buffers(self.info.type_string(), None, buf, validity)
         return parts_of(x, self.info)
 
 
@@ -247,7 +252,8 @@ def _parse_version(v):
 def import_dap(obj, comm=None) -> tuple:
     """Import a DAP 0.9.0 / 0.10.0 export: ``(Distribution, Parts)``
     (collective; zero-copy where the buffer is C-contiguous, a copy
-    otherwise; ``xdap.from_distarray`` wraps it).
+    otherwise -- and a read-only validity bitmap, e.g. ``bytes``, is
+    copied, as xnd writes its bitmaps; ``xdap.from_distarray`` wraps it).
 
     ``obj`` is an object with ``__distarray__()`` or the dict itself, on every
     rank of ``comm`` (default ``MPI.COMM_WORLD``). Every rule of the protocol
@@ -395,11 +401,21 @@ def _same_dict(a, b):
             if not np.array_equal(np.asarray(x), np.asarray(y)):
                 return False
         elif key == "padding":
-            if tuple(x) != tuple(y):
+            if not isinstance(x, (tuple, list)) or not isinstance(y, (tuple, list)) or \
+                    len(x) != len(y) or not all(_same_value(u, v) for u, v in zip(x, y)):
                 return False
-        elif x != y:
+        elif not _same_value(x, y):
             return False
     return True
+
+
+def _same_value(x, y) -> bool:
+    """Equal AND of the same kind: the dicts sharing a grid position are
+    checked as one, so ``5`` next to ``5.0``, ``True`` or ``Decimal(5)`` on
+    another rank must not pass as equal (only the first would be checked)."""
+    if is_int(x) and is_int(y):
+        return int(x) == int(y)
+    return type(x) is type(y) and x == y
 
 
 def _show(dd):
