@@ -225,6 +225,9 @@ class _Launcher:
         env = {k: v for k, v in os.environ.items() if not k.startswith(INHERITED_LAUNCHER_VARS)}
         for k, v in CHILD_ENV_DEFAULTS.items():
             env.setdefault(k, v)
+        # xdap's debug mode: a collective some ranks never reach is reported
+        # (which one, who is missing) well before the launch times out.
+        env.setdefault("XDAP_DEBUG_HANGS", str(max(1, int(timeout * 0.5))))
         env["XDAP_MPI_RANKS"] = str(n)   # what the test was declared for
         env["PYTHONPATH"] = os.pathsep.join(
             filter(None, [os.path.dirname(__file__), env.get("PYTHONPATH")]))

@@ -19,6 +19,15 @@ from .array import (DistArray, arange, empty, from_arrow, from_awkward, from_dis
                     from_function, from_global, from_local, from_partitioned, full, load, zeros)
 from .comm import CartesianPartition, Partition
 from .distribution import Distribution, make_distribution
+from . import abort as _abort
+from . import watch as _watch
+
+# An uncaught exception on one rank aborts the whole job instead of leaving
+# the other ranks waiting forever (XDAP_ABORT_ON_ERROR=0: Python's own hook).
+_abort.install()
+# XDAP_DEBUG_HANGS=<seconds>: a collective some ranks never reach is reported.
+if _watch.timeout():
+    _watch.start()
 
 # Loaded on first use (PEP 562): pyarrow, the kernel library and the movement
 # engine cost ~0.2 s to import, which a job that only distributes and exports

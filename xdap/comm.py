@@ -15,6 +15,7 @@ or one naming the argument that differs and the ranks that passed it.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import pickle
@@ -24,6 +25,8 @@ from array import array
 import numpy as np
 
 from mpi4py import MPI
+
+from . import watch as _watch
 
 __all__ = ["MPI", "resolve", "agreement", "Agreement", "agree", "balanced_grid", "attached",
            "Partition", "CartesianPartition"]
@@ -47,8 +50,17 @@ _BIG = (1 << 63) - 1
 _ZEROS = array("q", bytes(8 * (1 + 2 * _WORDS)))
 
 
+_COLLECTIVE = "the collective"     # the name under which the entry points are compared
+
+
 def _digest(value) -> bytes:
     return hashlib.blake2b(pickle.dumps(value, protocol=5), digest_size=16).digest()
+
+
+@functools.lru_cache(maxsize=1024)
+def _name_digest(what: str, share: bool) -> bytes:
+    """The digest of an agreement without ``same`` values (memoised)."""
+    return _digest((what, share, []))
 
 
 class Agreement:
@@ -110,37 +122,29 @@ class Agreement:
         """The collective step: combine verdicts and ``same`` digests; raise
         the agreed error on every rank (``error``: this rank's own, or None)."""
         comm = self.comm
-        digest = None
+        digest = payload = None
         if error is None:
             try:
                 digest = self._digest()
-            except TypeError as e:                 # a value that does not pickle
-                error = e
+                if self._share:     # pickled here: a value that does not is this rank's error
+                    payload = pickle.dumps(self._value, protocol=5)
+            except Exception as e:
+                error = e if isinstance(e, TypeError) else \
+                    TypeError(f"{self._prefix()}a value to share does not pickle "
+                              f"({type(e).__name__}: {e})")
         if comm.size == 1:
             if error is not None:
                 self._raise(0, (isinstance(error, TypeError), str(error)), error)
             self.shared = [self._value] if self._share else None
             return
-        if self._share:
-            payload = None
-            if error is None:
-                try:        # pickled here, so a value that does not is this rank's error
-                    payload = pickle.dumps(self._value, protocol=5)
-                except Exception as e:
-                    error = TypeError(f"{self._prefix()}a value to share does not pickle "
-                                      f"({type(e).__name__}: {e})")
-            verdict = None if error is None else (isinstance(error, TypeError), str(error))
-            got = comm.allgather((verdict, digest, payload))
-            failed = [(r, v) for r, (v, _, _) in enumerate(got) if v is not None]
-            if failed:
-                self._raise(*failed[0], error)
-            if any(d != got[0][1] for _, d, _ in got):
-                self._raise_mismatch(comm.allgather(self._digests()))
-            self.shared = [pickle.loads(v) for _, _, v in got]
-            return
-        # one allreduce(MIN) of [failing rank, digest words, -digest words]:
-        # min == max of every word <=> every rank hashed the same values
-        # (array.array, not NumPy: this runs on every call; 2 us less)
+        if _watch.LIMIT:                     # debug mode: a missing rank is reported
+            _watch.checkpoint(comm, self.what)
+        # ONE allreduce(MIN) of [failing rank, digest words, -digest words]:
+        # min == max of every word <=> every rank hashed the same collective
+        # and values.  Always this one first -- also before an allgather of
+        # shared values -- so ranks that entered different collectives meet
+        # in the same MPI call and learn it.  (array.array, not NumPy: this
+        # runs on every call; 2 us less.)
         if error is not None:
             buf = array("q", (comm.rank,) + (_BIG,) * (2 * _WORDS))
         else:
@@ -155,20 +159,23 @@ class Agreement:
             self._raise(first, verdict, error)
         if words[:_WORDS] != [-w for w in words[_WORDS:]]:
             self._raise_mismatch(comm.allgather(self._digests()))
+        if self._share:
+            self.shared = [pickle.loads(v) for v in comm.allgather(payload)]
 
     def _digest(self) -> bytes:
-        """One digest of every ``same`` value (16 zero bytes when none)."""
+        """One digest of the collective's name and every ``same`` value."""
         if not self._same:
-            return bytes(16)
+            return _name_digest(self.what, self._share)
         try:
-            return _digest(list(self._same.items()))
+            return _digest((self.what, self._share, list(self._same.items())))
         except Exception as e:
             self._digests()                         # names the value that does not pickle
             raise TypeError(f"{self._prefix()}an argument does not pickle ({e})") from None
 
     def _digests(self) -> dict:
-        """{name: (digest, short repr)} of the ``same`` values, in call order."""
-        out = {}
+        """{name: (digest, short repr)} of the collective and the ``same``
+        values, in call order."""
+        out = {_COLLECTIVE: (_digest((self.what, self._share)), repr(self.what or "?"))}
         for name, value in self._same.items():
             try:
                 out[name] = (_digest(value), _short(value))
@@ -183,6 +190,13 @@ class Agreement:
         raise cls(f"{message} (rank {rank})") from own
 
     def _raise_mismatch(self, per_rank: list):
+        calls = [s[_COLLECTIVE] for s in per_rank]
+        differ = [r for r, c in enumerate(calls) if c[0] != calls[0][0]]
+        if differ:                  # no prefix: it names a different call on each rank
+            r = differ[0]
+            raise ValueError(f"ranks called different xdap collectives at the same time: rank 0 "
+                             f"{calls[0][1]}, rank {r} {calls[r][1]} (every rank must make the "
+                             "same collective calls, in the same order)")
         names = list(per_rank[0])
         for name in names + sorted({n for s in per_rank for n in s} - set(names)):
             values = [s.get(name, (None, "nothing")) for s in per_rank]

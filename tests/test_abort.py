@@ -1,0 +1,98 @@
+"""A rank that dies ends the whole job, under a plain ``mpiexec python``;
+a collective that some ranks never reach says where (debug mode).
+
+Each test launches its own small MPI job (``.venv/bin/mpiexec``): one rank
+raises (or is killed) while the others wait in a barrier; the job must end
+within 5 s of that, with a failing exit status.  Without xdap's hook
+(``XDAP_ABORT_ON_ERROR=0``) the same job would wait forever.
+"""
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+SCRIPT = """
+import os, signal, sys, time
+import xdap
+from mpi4py import MPI
+c = MPI.COMM_WORLD
+if c.rank == c.size - 1:
+    time.sleep(0.3)
+    print("dying", time.time(), flush=True)
+    if sys.argv[1] == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    raise RuntimeError("boom on the last rank")
+c.Barrier()
+"""
+
+
+def launch(tmp_path, ranks, how, **env):
+    script = tmp_path / "job.py"
+    script.write_text(SCRIPT)
+    run = subprocess.run([MPIEXEC, "-n", str(ranks), sys.executable, str(script), how],
+                         capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, **env))
+    ended = time.time()
+    died = float(next(line.split()[1] for line in run.stdout.splitlines()
+                      if line.startswith("dying")))
+    return run, ended - died
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_uncaught_exception_aborts_the_job(tmp_path, ranks):
+    run, seconds = launch(tmp_path, ranks, "raise")
+    assert run.returncode != 0
+    assert seconds < 5, f"the job took {seconds:.1f} s to end after the exception"
+    assert "RuntimeError: boom on the last rank" in run.stderr
+    assert f"xdap: uncaught RuntimeError on rank {ranks - 1}: aborting the MPI job" in run.stderr
+
+
+def test_killed_rank_ends_the_job(tmp_path):
+    run, seconds = launch(tmp_path, 3, "kill")
+    assert run.returncode != 0
+    assert seconds < 5, f"the job took {seconds:.1f} s to end after the kill"
+
+
+def test_hook_can_be_turned_off():
+    code = "import sys, xdap; print(getattr(sys.excepthook, 'xdap_aborts', False))"
+    on = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    off = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ, XDAP_ABORT_ON_ERROR="0"))
+    assert (on.stdout.strip(), off.stdout.strip()) == ("True", "False")
+
+
+STUCK = """
+import time
+import numpy as np, xdap
+from mpi4py import MPI
+c = MPI.COMM_WORLD
+a = xdap.from_global(np.arange(16.0))
+a.sum()
+if c.rank == 0:
+    a.to_global()                 # rank 0 alone: the others never come
+else:
+    time.sleep(60)
+"""
+
+
+def test_debug_mode_reports_a_collective_some_ranks_skip(tmp_path):
+    script = tmp_path / "stuck.py"
+    script.write_text(STUCK)
+    t0 = time.monotonic()
+    run = subprocess.run([MPIEXEC, "-n", "3", sys.executable, str(script)], capture_output=True,
+                         text=True, timeout=60, env=dict(os.environ, XDAP_DEBUG_HANGS="2"))
+    took = time.monotonic() - t0
+    assert run.returncode != 0 and took < 30
+    report = run.stderr
+    here = re.search(r"rank 0 of MPI_COMM_WORLD has waited 2 s in collective #(\d+) on ranks "
+                     r"\[0, 1, 2\]: to_global \(called at (.*):9\)", report)
+    assert here and here.group(2) == str(script), report
+    n = int(here.group(1))
+    assert "arrived: ranks [0]" in report
+    for r in (1, 2):
+        assert f"never arrived: rank {r} -- past collective #{n - 1} on these ranks, not at " \
+               f"#{n}; it last announced: reduce (called at {script}:7)" in report
