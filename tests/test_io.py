@@ -700,3 +700,64 @@ def test_load_with_a_different_dist_on_one_rank_is_refused_everywhere(comm):
         dist = ("c",) if comm.rank == comm.size - 1 else ("b",)
         expect_error(comm, lambda: xdap.load(path, comm=comm, dist=dist),
                      "must be the same on every rank")
+
+
+def _crafted(path, change):
+    """Rewrite the manifest at ``path`` with ``change(body)`` applied and a
+    valid CRC: what a buggy program or a hand edit could leave behind."""
+    man = os.path.join(path, "manifest.json")
+    body = json.load(open(man))["xdap_save"]
+    change(body)
+    canon = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    json.dump({"xdap_save": body, "crc32": zlib.crc32(canon)}, open(man, "w"))
+
+
+def _swap_pieces(b):
+    b["pieces"][0], b["pieces"][-1] = b["pieces"][-1], b["pieces"][0]
+
+
+def _swap_coords(b):
+    b["pieces"][0]["coords"], b["pieces"][-1]["coords"] = \
+        b["pieces"][-1]["coords"], b["pieces"][0]["coords"]
+
+
+CRAFTED = {
+    "pieces reversed": (_swap_pieces, "not rank 0's piece"),
+    "coords swapped": (_swap_coords, "sits at grid position"),
+    "optional false on optional data": (lambda b: b.update(optional=False),
+                                        "optional False contradicts the type"),
+    "type without the ?": (lambda b: b.update(type=b["type"].replace("?", "")),
+                           "optional True contradicts the type"),
+    "a path with ..": (lambda b: b["pieces"][0]["files"]["values"].update(
+        name="../../etc/passwd"), "names file '../../etc/passwd'"),
+    "an absolute path": (lambda b: b["pieces"][0]["files"]["values"].update(
+        name="/etc/passwd"), "names file '/etc/passwd'"),
+    "missing key": (lambda b: b.pop("shape"), "missing key 'shape'"),
+    "generation with a slash": (lambda b: b.update(generation="g00000/"),
+                                "is not of the form"),
+    "validity record missing": (lambda b: b["pieces"][0]["files"].pop("validity"),
+                                "lacks its 'validity' file"),
+    "shape against the type": (lambda b: b.update(shape=[b["shape"][0] + 1]),
+                               "contradicts the type"),
+    "one piece too few": (lambda b: b["pieces"].pop(), "pieces for a grid of"),
+    "size as a float": (lambda b: b["distribution"]["maps"][0].update(
+        size=float(b["shape"][0])), "distribution.maps[0] has size"),
+    "bytes as a bool": (lambda b: b["pieces"][0]["files"]["values"].update(bytes=True),
+                        "must be an int >= 0"),
+}
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3))
+@pytest.mark.parametrize("case", sorted(CRAFTED))
+def test_crafted_manifest_is_refused_on_every_rank(comm, case):
+    change, message = CRAFTED[case]
+    if case in ("pieces reversed", "coords swapped") and comm.size == 1:
+        pytest.skip("one piece has nothing to swap with")
+    with SharedDir(comm) as tmp:
+        path = os.path.join(tmp, "a")
+        xdap.from_global(fixed_data("float64", (12,), True), comm=comm).save(path)
+        if comm.rank == 0:
+            _crafted(path, change)
+        comm.Barrier()
+        expect_error(comm, lambda: xdap.load(path, comm=comm), "the manifest is invalid",
+                     message)
