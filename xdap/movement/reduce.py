@@ -127,15 +127,32 @@ def _allreduce(comm, arr, op):
         return arr
     if arr.dtype == bool and op in ("min", "max"):      # MPI orders no C_BOOL
         op = "all" if op == "min" else "any"
-    try:
-        from mpi4py.util.dtlib import from_numpy_dtype
-        from_numpy_dtype(arr.dtype)
-    except Exception:
+    if not _mpi_knows(arr.dtype):
         pieces = comm.allgather(arr)
         return _NP_OP[op].reduce(np.stack(pieces), axis=0)
     out = np.empty_like(arr)
     comm.Allreduce(arr, out, op=_MPI_OP[op])
     return out
+
+
+_MPI_KNOWS: dict = {}
+
+
+def _mpi_knows(dtype) -> bool:
+    """Whether MPI has a datatype for this NumPy dtype (not float16):
+    asked once per dtype, the probe's datatype freed -- one per call
+    leaked a datatype every reduction."""
+    if dtype not in _MPI_KNOWS:
+        from mpi4py.util.dtlib import from_numpy_dtype
+        try:
+            t = from_numpy_dtype(dtype)
+        except Exception:
+            _MPI_KNOWS[dtype] = False
+        else:
+            if not t.is_predefined:
+                t.Free()
+            _MPI_KNOWS[dtype] = True
+    return _MPI_KNOWS[dtype]
 
 
 def _finish(op, total, count, optional, nothing_msg):
