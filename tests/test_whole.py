@@ -94,6 +94,24 @@ def test_2d_grid_root_scatter_and_gather(comm):
 
 
 @pytest.mark.mpi(ranks=RANKS)
+def test_rows_in_blocks_with_a_permuted_second_dim(comm):
+    """Rows in rank-order blocks, but the second dim unstructured on one grid
+    position with its indices permuted: no rank's part is a C-order slab of
+    the global array (found by the DAP fuzzer: the slab fast path took it)."""
+    g = np.arange(6.0 * comm.size * 5).reshape(6 * comm.size, 5)
+    perm = [3, 0, 4, 1, 2]
+    a = xdap.from_global(g, dist=("b", "u"), grid=(comm.size, 1), indices=(None, [perm]),
+                         comm=comm)
+    np.testing.assert_array_equal(parts(a.local).values, g[a.distribution.global_indices(0)][:, perm])
+    assert a.to_global().value == g.tolist()
+    got = a.to_global(root=0)
+    assert (got.value if comm.rank == 0 else got) == (g.tolist() if comm.rank == 0 else None)
+    b = xdap.from_global(g if comm.rank == 0 else None, root=0, dist=("b", "u"),
+                         grid=(comm.size, 1), indices=(None, [perm]), comm=comm)
+    np.testing.assert_array_equal(parts(b.local).values, parts(a.local).values)
+
+
+@pytest.mark.mpi(ranks=RANKS)
 def test_bad_root_is_refused_everywhere(comm):
     a = xdap.from_global(np.arange(4.0), comm=comm)
     with pytest.raises(ValueError, match="root must be a rank"):

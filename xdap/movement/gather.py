@@ -85,7 +85,9 @@ def scatter_from_root(p: Parts | None, info, d, root: int) -> Parts:
 def _slabs_in_rank_order(d) -> bool:
     """Whether rank r's part is the r-th consecutive slab of the C-order
     global array: unpadded blocks along dim 0, nothing else distributed."""
-    return d.is_contiguous_1d and all(not m.has_copies for m in d.maps[1:])
+    # the other dims whole and in order (an unstructured map over one grid
+    # position may still permute them)
+    return d.is_contiguous_1d and all(m.contiguous for m in d.maps[1:])
 
 
 def _scatter_rows(p, info, d, root) -> Parts:
