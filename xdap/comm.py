@@ -123,7 +123,7 @@ class Agreement:
         the agreed error on every rank (``error``: this rank's own, or None)."""
         comm = self.comm
         digest = payload = None
-        if error is None:
+        if error is None and comm.size > 1:        # one rank has nobody to compare with
             try:
                 digest = self._digest()
                 if self._share:     # pickled here: a value that does not is this rank's error
