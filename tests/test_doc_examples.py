@@ -70,3 +70,13 @@ def test_movement_doc_runs(comm):
     assert scope["mesh"].local.value == [float(v) for v in want]
     # the migration example's c: another field (a * 10) moved by the plan
     assert scope["c"].to_global().value == [10.0 * v for v in scope["a"].to_global().value]
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_guide_errors_example(comm, capsys):
+    text = GUIDE.read_text()
+    section = text[text.index("## Errors"):text.index("## Where next")]
+    code = "\n".join(re.findall(r"```python\n(.*?)```", section, re.S))
+    exec(compile(code, str(GUIDE), "exec"), {})
+    printed = capsys.readouterr().out
+    assert "to_global: root must be the same on every rank: rank 0 passed 0, rank 1 1" in printed
