@@ -203,6 +203,12 @@ def _same(x, y):
     return type(x) is type(y) and x == y
 
 
+def _same_indices(x, y, n) -> bool:
+    """Two index lists that say the same (a list and an array may)."""
+    a, b = _indices(x, n), _indices(y, n)
+    return a is not None and b is not None and bool((a == b).all())
+
+
 def _indices(v, n):
     """The index list of a 'u' dict as int64 (None: not a valid one)."""
     if isinstance(v, (list, tuple)):
@@ -310,7 +316,8 @@ def model(ex: Example):
             if at[p] is None:
                 at[p], lengths[p] = d, n
             elif at[p].keys() != d.keys() or lengths[p] != n or \
-                    not all(_same(at[p][key], d[key]) for key in d):
+                    not all(_same_indices(at[p][key], d[key], n) if key == "indices" else
+                            _same(at[p][key], d[key]) for key in d):
                 return None
         got = _dim(at, lengths)
         if got is None:

@@ -139,13 +139,24 @@ def _signature(a):
     return type(a).__name__
 
 
-@contextlib.contextmanager
+_ALONE = contextlib.nullcontext()
+
+
 def agreed_call(comm, name, args, out=None):
     """``with agreed_call(comm, name, args, out):`` -- the agreement of one
     kernel call on DistArrays (collective): the kernel's name, every
     operand's distribution and type (a scalar's Python type), ``out=``'s
     and its writeability must be the same on every rank, and the operand
-    checks pass on every rank -- else every rank raises the same error."""
+    checks pass on every rank -- else every rank raises the same error.
+    On one rank only the checks run (nobody to agree with)."""
+    if comm.size == 1:
+        check_operands(args, out)
+        return _ALONE
+    return _agreed_call(comm, name, args, out)
+
+
+@contextlib.contextmanager
+def _agreed_call(comm, name, args, out):
     with _comm.agreement(comm, "kernel") as ag:
         check_operands(args, out)
         ag.same("the kernel", name)

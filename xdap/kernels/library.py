@@ -67,8 +67,10 @@ def _make_unary(name):
         elif out is None and hasattr(type(x), "__xdap_wrap__"):
             # apply()'s one-DistArray case, minus its argument sorting
             p = x.parts
-            with agreed_call(x.distribution.comm, name, (x,)):
-                pass
+            comm = x.distribution.comm
+            if comm.size > 1:                # one rank: nothing to agree on
+                with agreed_call(comm, name, (x,)):
+                    pass
             c = p.xnd or container(p)
             try:
                 result = f(c)
