@@ -26,10 +26,15 @@ def test_classify(text, kind, shape, var_ndim, dtype, optional):
 
 
 @pytest.mark.parametrize("text, reason", [
-    ("{a: int64, b: float64}", "records, tuples"),
-    ("3 * (int64, float64)", "records, tuples"),
-    ("3 * string", "non-numeric"),
-    ("float64", "scalar"),
+    ("{a: int64, b: float64}", "no dimension to distribute.*'N \\* \\{a : int64"),
+    ("3 * {a: ?int64}", "optional fields inside a record"),
+    ("3 * string", "variable-length string.*fixed_string"),
+    ("3 * bytes", "variable-length bytes.*fixed_bytes"),
+    ("3 * fixed_string(2, 'utf16')", "utf16.*no NumPy equivalent"),
+    ("3 * ref(int64)", "an element is a number"),
+    ("6 * var * int64", "no fixed dimension above a var one.*'var \\* var \\* int64'"),
+    ("var * var * 3 * float64", "below a var one.*'var \\* var \\* \\{v: 3 \\* float64\\}'"),
+    ("float64", "no dimension to distribute"),
     ("var * float64", "outer dimension of rows"),
     ("?var * var * float64", "optional dimensions"),
     ("N * float64", "neither fixed nor var"),
@@ -64,7 +69,9 @@ def test_format_edge_cases():
     with pytest.raises(TypeError, match="itemsize"):
         dtype_from_format("d", 4)
     with pytest.raises(TypeError, match="unsupported NumPy dtype"):
-        dtype_from_numpy(np.dtype("U3"))
+        dtype_from_numpy(np.dtype("O"))
+    with pytest.raises(TypeError, match="align=True"):
+        dtype_from_numpy(np.dtype([("a", "i1"), ("b", "f8")]))  # packed
 
 
 def test_fixed_parts_are_views_both_ways():

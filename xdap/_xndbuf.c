@@ -49,7 +49,7 @@ typedef struct {
     int readonly;
     Py_ssize_t shape[NDT_MAX_DIM];
     Py_ssize_t strides[NDT_MAX_DIM];
-    char format[16];
+    char *format;   /* owned copy: record formats are long (T{...}) */
 } ViewObject;
 
 static PyTypeObject View_Type;
@@ -59,10 +59,17 @@ view_new(PyObject *owner, char *buf, const char *format, Py_ssize_t itemsize,
          int ndim, const Py_ssize_t *shape, const Py_ssize_t *strides,
          int readonly)
 {
+    char *fmt = PyMem_Malloc(strlen(format) + 1);
+    if (fmt == NULL) {
+        return PyErr_NoMemory();
+    }
+    strcpy(fmt, format);
     ViewObject *v = PyObject_New(ViewObject, &View_Type);
     if (v == NULL) {
+        PyMem_Free(fmt);
         return NULL;
     }
+    v->format = fmt;
     Py_INCREF(owner);
     v->owner = owner;
     v->buf = buf;
@@ -73,8 +80,6 @@ view_new(PyObject *owner, char *buf, const char *format, Py_ssize_t itemsize,
         v->shape[i] = shape[i];
         v->strides[i] = strides[i];
     }
-    strncpy(v->format, format, sizeof v->format - 1);
-    v->format[sizeof v->format - 1] = '\0';
     return (PyObject *)v;
 }
 
@@ -82,6 +87,7 @@ static void
 view_dealloc(ViewObject *self)
 {
     Py_XDECREF(self->owner);
+    PyMem_Free(self->format);
     PyObject_Free(self);
 }
 

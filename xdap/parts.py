@@ -270,8 +270,19 @@ def parts_from_lists(data, info: TypeInfo) -> Parts:
     mask = np.array([v is not None for v in level], dtype=bool)
     if not info.optional and not mask.all():
         raise ValueError(f"missing value (None) in data of non-optional type {info.type_string()!r}")
-    values = np.array([0 if v is None else v for v in level], dtype=info.numpy_dtype)
+    if info.numeric:
+        values = np.array([0 if v is None else v for v in level], dtype=info.numpy_dtype)
+    else:  # records, strings, categories: xnd reads the Python values
+        values = _leaf_values(level, info)
     return Parts(info, values, pack_validity(mask) if info.optional else None, tuple(offsets))
+
+
+def _leaf_values(level: list, info: TypeInfo) -> np.ndarray:
+    """The leaves of a non-numeric type as a NumPy array, read by xnd (which
+    knows how records, strings and categories are spelled in Python)."""
+    x = xnd(level, type=f"{len(level)} * {info.leaf}")
+    values, _, _ = _xndbuf.layout(x, info.format)
+    return np.array(values)
 
 
 def leaf_ranges(offsets, rows: np.ndarray) -> np.ndarray:

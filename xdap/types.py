@@ -10,48 +10,36 @@ can describe without pointers):
   (one int32 offsets array per var dimension); the outermost dimension's
   items ("rows") are what is distributed.
 
-``T`` is a numeric scalar (bool, int8..int64, uint8..uint64, float16..64,
-complex64/128), optionally ``?T`` (missing values, an LSB-first validity
-bitmap, 1 = valid, as in Arrow).
+``T`` is a fixed-size element (``xdap.dtypes``): a number (bool,
+int8..uint64, float16..64, complex64/128), a record or tuple of them (with
+fixed dims inside), ``fixed_string``, ``fixed_bytes`` or ``categorical``;
+optionally ``?T`` (missing values, an LSB-first validity bitmap, 1 = valid,
+as in Arrow).
 
 >>> info = type_info("var * var * ?float64")
 >>> info.kind, info.ragged, info.var_ndim, info.dtype, info.optional
 (<Kind.RAGGED: 'ragged'>, True, 2, 'float64', True)
 >>> type_info("3 * 4 * int32").shape, buffer_format("int32")
 ((3, 4), 'i')
+>>> type_info("var * var * {x: float64, n: int32}").dtype
+'{x : float64, n : int32}'
 """
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from dataclasses import dataclass
 
 import numpy as np
 from ndtypes import ndt
 
-__all__ = ["Kind", "TypeInfo", "type_info", "numpy_dtype", "buffer_format",
-           "dtype_from_format", "dtype_from_numpy", "DTYPES"]
+__all__ = ["Kind", "TypeInfo", "type_info", "split_dims", "numpy_dtype", "buffer_format",
+           "dtype_from_format", "dtype_from_numpy", "DTYPES", "LEAVES_HELP"]
 
-# ndtypes name -> (numpy dtype, native PEP-3118 format that memoryview and
-# numpy both accept). xnd itself exports '=d'-style formats, which
-# memoryview.tolist() rejects; we export these instead.
-DTYPES = {
-    "bool": (np.dtype(np.bool_), "?"),
-    "int8": (np.dtype(np.int8), "b"),
-    "int16": (np.dtype(np.int16), "h"),
-    "int32": (np.dtype(np.int32), "i"),
-    "int64": (np.dtype(np.int64), "q"),
-    "uint8": (np.dtype(np.uint8), "B"),
-    "uint16": (np.dtype(np.uint16), "H"),
-    "uint32": (np.dtype(np.uint32), "I"),
-    "uint64": (np.dtype(np.uint64), "Q"),
-    "float16": (np.dtype(np.float16), "e"),
-    "float32": (np.dtype(np.float32), "f"),
-    "float64": (np.dtype(np.float64), "d"),
-    "complex64": (np.dtype(np.complex64), "Zf"),
-    "complex128": (np.dtype(np.complex128), "Zd"),
-}
-_BY_NUMPY = {dt: name for name, (dt, _) in DTYPES.items()}
+from .dtypes import (DTYPES, LEAVES_HELP, buffer_format, dtype_from_format,
+                     dtype_from_numpy, is_numeric, leaf_format, leaf_numpy_dtype,
+                     numpy_dtype)
 
 _FIXED_DIM = re.compile(r"^(\d+)$|^fixed\(shape=(\d+), step=(-?\d+)\)$")
 
@@ -73,7 +61,7 @@ class TypeInfo:
     kind      Kind.FIXED or Kind.RAGGED
     shape     fixed dims (fixed); () for ragged
     var_ndim  number of var dims (ragged); 0 for fixed
-    dtype     scalar name without '?', e.g. 'float64'
+    dtype     the element type without '?', e.g. 'float64', '{x : float64}'
     optional  True for ?T leaves
 
     Build with ``TypeInfo.fixed(shape, dtype)`` / ``TypeInfo.of_ragged(var_ndim,
@@ -108,11 +96,35 @@ class TypeInfo:
 
     @property
     def numpy_dtype(self) -> np.dtype:
-        return DTYPES[self.dtype][0]
+        """The NumPy dtype over one element's bytes (structured for records)."""
+        return leaf_numpy_dtype(self.dtype)
 
     @property
     def format(self) -> str:
-        return DTYPES[self.dtype][1]
+        """The element's PEP-3118 format (one NumPy reads, 'Zd' for complex)."""
+        return leaf_format(self.dtype)
+
+    @property
+    def numpy_says_it(self) -> bool:
+        """Whether the NumPy dtype alone names this element type (False for
+        categoricals, tuples and utf8 fixed strings, which need the type
+        string carried next to their bytes)."""
+        return _numpy_names(self.dtype)
+
+    @property
+    def numeric(self) -> bool:
+        """True for numeric elements, the ones kernels and reductions take."""
+        return is_numeric(self.dtype)
+
+    def require_numeric(self, operation: str, what: str = "the array") -> None:
+        """Refuse a non-numeric element for an arithmetic ``operation``
+        (TypeError naming the type and what to do instead)."""
+        if self.numeric:
+            return
+        hint = ("select a numeric field first, e.g. a['x']" if self.dtype.startswith(("{", "("))
+                else "convert the elements to numbers first")
+        raise TypeError(f"{operation}: {what} has element type {self.leaf!r}, not a number; "
+                        f"{operation} runs on numeric elements only ({hint})")
 
     @property
     def ndim(self) -> int:
@@ -155,117 +167,101 @@ class TypeInfo:
 def type_info(t) -> TypeInfo:
     """Classify an ndtypes type (an ``ndt``, a type string or an xnd container).
 
-    Raises TypeError, naming the type and the rule, for types xdap cannot
-    distribute: records, tuples, strings, optional dimensions, abstract
-    types, mixed fixed/var dims and zero-dimensional scalars.
+    Raises TypeError, naming the type, the rule and the nearest spelling that
+    works, for types xdap cannot distribute: variable-length strings,
+    optional dimensions, abstract types, fixed dims below var dims and
+    zero-dimensional scalars.
 
     >>> type_info("2 * 3 * ?complex128")
     TypeInfo(kind=<Kind.FIXED: 'fixed'>, shape=(2, 3), var_ndim=0, dtype='complex128', optional=True)
-    >>> type_info("{a: int64}")
+    >>> type_info("var * var * 3 * float64")
     Traceback (most recent call last):
     ...
-    TypeError: cannot distribute type '{a: int64}': records, tuples and other non-numeric leaves are not supported (leaf must be one of bool, int8..int64, uint8..uint64, float16..float64, complex64, complex128, optionally with '?')
+    TypeError: cannot distribute type 'var * var * 3 * float64': ndtypes has no fixed dimension below a var one; put the fixed part in the element, 'var * var * {v: 3 * float64}', or make it var, 'var * var * var * float64'
     """
     if hasattr(t, "type") and not isinstance(t, (str, ndt)):
         t = t.type
-    text = str(t) if isinstance(t, ndt) else str(t).strip()
-    if not isinstance(t, ndt):
+    if isinstance(t, ndt):
+        text = str(t)
+    else:
+        text = str(t).strip()
+        bad = _misspelled(text)
+        if bad:
+            raise TypeError(f"cannot distribute type {text!r}: {bad}")
         try:
-            ndt(text)
+            text = str(ndt(text))
         except Exception as e:  # ndtypes raises ValueError/TypeError of its own
             raise TypeError(f"not an ndtypes type: {text!r} ({e})") from None
-    parts = [p.strip() for p in text.split(" * ")]
-    leaf, dims = parts[-1], parts[:-1]
+    dims, leaf = split_dims(text)
     optional = leaf.startswith("?")
     dtype = leaf[1:] if optional else leaf
     if dtype not in DTYPES:
-        raise TypeError(
-            f"cannot distribute type {text!r}: records, tuples and other non-numeric "
-            "leaves are not supported (leaf must be one of bool, int8..int64, "
-            "uint8..uint64, float16..float64, complex64, complex128, optionally "
-            "with '?')")
+        try:
+            leaf_numpy_dtype(dtype)
+        except TypeError as e:
+            raise TypeError(f"cannot distribute type {text!r}: {e}") from None
     if not dims:
-        raise TypeError(f"cannot distribute type {text!r}: a scalar has no dimension to distribute")
+        raise TypeError(f"cannot distribute type {text!r}: a single element has no dimension "
+                        f"to distribute; give the array's type, e.g. 'N * {leaf}' or "
+                        f"'var * var * {leaf}'")
     if any(d.startswith("?") for d in dims):
         raise TypeError(f"cannot distribute type {text!r}: optional dimensions are not "
                         "supported, only optional values (e.g. 'var * var * ?float64')")
-    if all(d == "var" or d.startswith("var(") for d in dims):
+    is_var = [d == "var" or d.startswith("var(") for d in dims]
+    if all(is_var):
         if len(dims) < 2:
             raise TypeError(f"cannot distribute type {text!r}: ragged data needs an outer "
-                            "dimension of rows, e.g. 'var * var * float64'")
+                            f"dimension of rows, e.g. 'var * var * {leaf}'")
         return TypeInfo.of_ragged(len(dims), dtype, optional)
     shape = []
     for d in dims:
         m = _FIXED_DIM.match(d)
         if m is None:
             raise TypeError(f"cannot distribute type {text!r}: dimension {d!r} is neither "
-                            "fixed nor var (abstract or mixed fixed/var types are not supported)")
+                            "fixed nor var (abstract types are not supported)")
         shape.append(int(m.group(1) or m.group(2)))
     return TypeInfo.fixed(shape, dtype, optional)
 
 
-def numpy_dtype(dtype: str) -> np.dtype:
-    """NumPy dtype of an ndtypes scalar name ('?' ignored).
-
-    >>> numpy_dtype("?int16")
-    dtype('int16')
-    """
+@functools.lru_cache(maxsize=256)
+def _numpy_names(dtype: str) -> bool:
     try:
-        return DTYPES[dtype.lstrip("?")][0]
-    except KeyError:
-        raise TypeError(f"unsupported dtype {dtype!r}; supported: {', '.join(DTYPES)}") from None
+        return dtype_from_numpy(leaf_numpy_dtype(dtype)) == dtype
+    except TypeError:
+        return False
 
 
-def buffer_format(dtype: str) -> str:
-    """Native PEP-3118 format of an ndtypes scalar name.
+def _misspelled(text: str):
+    """Why a spelling ndtypes itself rejects with a parser message is wrong,
+    and what to write instead (None if it is not one of those)."""
+    dims, leaf = split_dims(text)
+    is_var = [d.lstrip("?") == "var" for d in dims]
+    if not any(is_var) or all(is_var) or any(d.startswith("?") for d in dims):
+        return None
+    if not is_var[0]:
+        return ("ndtypes has no fixed dimension above a var one (every var dimension "
+                f"needs its own offsets); spell it '{'var * ' * len(dims)}{leaf}' "
+                "(rows of lists)")
+    fixed = " * ".join(d for d, v in zip(dims, is_var) if not v)
+    return ("ndtypes has no fixed dimension below a var one; put the fixed part in the "
+            f"element, '{'var * ' * sum(is_var)}{{v: {fixed} * {leaf}}}', or make it var, "
+            f"'{'var * ' * len(dims)}{leaf}'")
 
-    >>> buffer_format("complex128")
-    'Zd'
+
+def split_dims(text: str):
+    """An ndtypes type string's outer dimensions and its element, split at
+    the ``*`` outside brackets (records and tuples hold dims of their own).
+
+    >>> split_dims("2 * var * {pos : 3 * float64}")
+    (['2', 'var'], '{pos : 3 * float64}')
     """
-    try:
-        return DTYPES[dtype.lstrip("?")][1]
-    except KeyError:
-        raise TypeError(f"unsupported dtype {dtype!r}; supported: {', '.join(DTYPES)}") from None
-
-
-def dtype_from_numpy(dt) -> str:
-    """ndtypes name of a NumPy dtype (native byte order only).
-
-    >>> dtype_from_numpy(np.float32)
-    'float32'
-    """
-    dt = np.dtype(dt)
-    if dt.byteorder not in "=|" and dt.byteorder != np.dtype(dt.type).byteorder:
-        raise TypeError(f"non-native byte order in dtype {dt!r}: convert with .astype(dt.newbyteorder('='))")
-    name = _BY_NUMPY.get(np.dtype(dt.type))
-    if name is None:
-        raise TypeError(f"unsupported NumPy dtype {dt!r}; supported: {', '.join(DTYPES)}")
-    return name
-
-
-def dtype_from_format(fmt: str, itemsize: int | None = None) -> str:
-    """ndtypes name of a PEP-3118 format string ('=d', '<i', 'Zd', 'l', ...).
-
-    >>> dtype_from_format("=d"), dtype_from_format("l", 8)
-    ('float64', 'int64')
-    """
-    order, code = (fmt[0], fmt[1:]) if fmt[:1] in "@=<>!" else ("@", fmt)
-    if order in "<>!" and (order == "<") != (np.little_endian):
-        raise TypeError(f"buffer format {fmt!r} is not in native byte order")
-    table = _NATIVE if order == "@" else _STANDARD
-    if code not in table:
-        raise TypeError(f"unsupported buffer format {fmt!r}; supported: "
-                        + ", ".join(sorted(_NATIVE)))
-    name = table[code]
-    if itemsize is not None and DTYPES[name][0].itemsize != itemsize:
-        raise TypeError(f"buffer format {fmt!r} means {name}, but the buffer's itemsize is {itemsize}")
-    return name
-
-
-# struct's native ('@') and standard ('=<>!') sizes differ for 'l'/'L'.
-_STANDARD = {"?": "bool", "b": "int8", "h": "int16", "i": "int32", "l": "int32",
-             "q": "int64", "B": "uint8", "H": "uint16", "I": "uint32", "L": "uint32",
-             "Q": "uint64", "e": "float16", "f": "float32", "d": "float64",
-             "Zf": "complex64", "Zd": "complex128"}
-_NATIVE = dict(_STANDARD, l=dtype_from_numpy(np.dtype("l")), L=dtype_from_numpy(np.dtype("L")),
-               n=dtype_from_numpy(np.intp), N=dtype_from_numpy(np.uintp))
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "{([":
+            depth += 1
+        elif ch in "})]":
+            depth -= 1
+        elif ch == "*" and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    return parts, text[start:].strip()

@@ -35,7 +35,7 @@ from .. import cache
 from .. import comm as _comm
 from ..arraylike import is_distributed, unwrap
 from ..parts import Parts, as_container, container, parts, parts_of
-from ..types import type_info
+from ..types import is_numeric, type_info
 from .operands import common_dtype, is_scalar, scalar_dtype, to_container
 
 __all__ = ["apply", "fast"]
@@ -188,6 +188,7 @@ def check_operands(args, out):
     first = None
     for i, a in enumerate(args):
         if is_distributed(a):
+            a.parts.info.require_numeric("kernel", f"operand {i}")
             if first is None:
                 first = a
                 continue
@@ -228,6 +229,9 @@ def local_apply(func, args, out=None):
         return f(*xs, out=out)
     except _apply.NeedsCopy:
         xs = [_contiguous(x) for x in xs]
+    except ValueError:
+        _refuse_non_numeric(xs)   # gumath's own word is "not a primitive type"
+        raise
     except _apply.NotElementwise:
         return _gumath_call(func, xs, out)
     except _apply.NoKernel as e:
@@ -240,6 +244,14 @@ def local_apply(func, args, out=None):
         return _gumath_call(func, xs, out)
     except _apply.NoKernel as e:
         return _promoted(f, func, xs, out, e)
+
+
+def _refuse_non_numeric(xs):
+    for i, x in enumerate(xs):
+        if not is_numeric(_dtype(x)):
+            raise TypeError(f"kernel: operand {i} has element type {_leaf(x)!r}, not a number; "
+                            "kernels run on numeric elements only (select a numeric field "
+                            "first, e.g. a['x'])") from None
 
 
 def _as_containers(args):

@@ -22,7 +22,7 @@ from __future__ import annotations
 from xnd import xnd as _xnd
 
 from ..parts import container
-from .apply import _derived, agreed_call, apply, fast, local_apply
+from .apply import _derived, _refuse_non_numeric, agreed_call, apply, fast, local_apply
 
 UNARY = ("fabs", "absolute", "negative", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
          "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
@@ -64,13 +64,18 @@ def _make_unary(name):
                 return f(x) if out is None else f(x, out=out)
             except state["retry"]:
                 pass
+            except ValueError:
+                _refuse_non_numeric([x])
+                raise
         elif out is None and hasattr(type(x), "__xdap_wrap__"):
             # apply()'s one-DistArray case, minus its argument sorting
             p = x.parts
             comm = x.distribution.comm
-            if comm.size > 1:                # one rank: nothing to agree on
+            if comm.size > 1:
                 with agreed_call(comm, name, (x,)):
                     pass
+            else:                            # one rank: nothing to agree on
+                p.info.require_numeric(f"kernel {name}", "operand 0")
             c = p.xnd or container(p)
             try:
                 result = f(c)

@@ -232,6 +232,8 @@ def _validate(info, op, axis):
     """The reduced axes, or this rank's error (agreed by ``reduce_parts``)."""
     if not isinstance(op, str) or op not in OPS:
         raise ValueError(f"reduce: unknown operation {op!r}; use one of {', '.join(OPS)}")
+    if op != "count":
+        info.require_numeric(f"reduce {op}")
     if info.ragged:
         axes = _norm_axis(axis, info.var_ndim)
         if axes != tuple(range(info.var_ndim)) and not (info.var_ndim == 2 and axes == (1,)):

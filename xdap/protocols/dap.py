@@ -10,7 +10,14 @@ plus an ``"xnd"`` entry from which xdap (or an Arrow consumer) rebuilds the
 exact typed container without copying values:
 
 - ``?T`` with fixed dims: ``buffer``/``dim_data`` as usual (missing slots
-  hold unspecified values); ``xnd = {"type", "validity"}``.
+  hold unspecified values); ``xnd = {"type", "validity"}``. Elements whose
+  buffer format does not say their ndtypes type -- a categorical (int64
+  codes), a tuple (a struct with fields f0, f1, ...), a utf8
+  ``fixed_string`` (bytes, ``'5s'``) -- carry ``xnd = {"type", "validity":
+  None}`` too.
+
+Records are NumPy's aligned struct formats (``'T{(3)d:pos:l:id:}'``), fixed
+bytes ``'8s'``, complex ``'Zd'``: NumPy reads each buffer without copying.
 - ragged ``var * ... * T``: the flat leaves of all rows form a 1-d global
   index space. ``buffer`` is this rank's leaves; ``dim_data`` has one dict
   over that space -- a block (``'b'``) when rows are block distributed over
@@ -45,7 +52,7 @@ from ..distribution import Distribution
 from ..directory import remember, unstructured_map
 from ..maps import MAP_KINDS, _common_flag, index_digest, is_int
 from ..parts import Parts, parts_of
-from ..types import TypeInfo, dtype_from_format, type_info
+from ..types import TypeInfo, dtype_from_format, numpy_dtype, type_info
 from .dap_dims import check_dim_dicts
 
 __all__ = ["export", "import_dap", "VERSION"]
@@ -73,7 +80,7 @@ def export(d: Distribution, p: Parts, version: str = VERSION, leaf_index=None) -
                              and tuple(dd.get("padding", (0, 0))) == (0, 0) else dd
                              for dd in dim_data)
         out = {"__version__": version, "buffer": p.values, "dim_data": dim_data}
-        if p.info.optional:
+        if p.info.optional or not p.info.numpy_says_it:
             out[EXTENSION] = {"type": p.info.with_shape(p.values.shape).type_string(),
                               "validity": p.validity}
         return out
@@ -124,7 +131,7 @@ class _Local:
         if self.buffer.ndim != len(self.dim_data):
             raise ValueError(f"buffer has {self.buffer.ndim} dimension(s) but dim_data has "
                              f"{len(self.dim_data)} dict(s) (they must match)")
-        self.dtype = dtype_from_format(self.buffer.format, self.buffer.itemsize)
+        self.dtype = dtype_from_format(self.buffer.format, self.buffer.itemsize, self.buffer)
         for k, dd in enumerate(self.dim_data):
             if "indices" in dd:
                 dd["indices"] = _index_array(dd["indices"], k, self.buffer.shape[k])
@@ -138,7 +145,7 @@ class _Local:
         if not isinstance(ext, dict) or "type" not in ext:
             raise TypeError(f"the '{EXTENSION}' entry must be a dict with a 'type', got {ext!r:.100}")
         self.info = type_info(ext["type"])
-        if self.info.dtype != self.dtype:
+        if self.info.numpy_dtype != numpy_dtype(self.dtype):
             raise TypeError(f"'{EXTENSION}' type {ext['type']!r} has dtype {self.info.dtype} but the "
                             f"buffer holds {self.dtype}")
         self.validity = ext.get("validity")
