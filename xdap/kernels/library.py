@@ -103,6 +103,9 @@ def _make_binary(name):
                 return f(x, y) if out is None else f(x, y, out=out)
             except state["retry"]:
                 pass
+            except ValueError:
+                _refuse_non_numeric([x, y])
+                raise
         return apply(state["gufunc"], x, y, out=out)
 
     kernel.__name__ = kernel.__qualname__ = name
