@@ -68,7 +68,7 @@ CASES = {
     "missing start": (fixed_export, lambda d: d["dim_data"][0].pop("start"), r"start"),
     "bad padding": (fixed_export, set_key(0, "padding", (1,)), r"padding"),
     "unsupported dtype": (fixed_export,
-                          lambda d: d.update(buffer=np.zeros(np.asarray(d["buffer"]).shape, "U1")),
+                          lambda d: d.update(buffer=np.zeros(np.asarray(d["buffer"]).shape, "V3")),
                           r"format"),
     # version
     "major version": (fixed_export, lambda d: d.update(__version__="1.0.0"), r"major version 1"),
@@ -194,5 +194,5 @@ def test_from_global_errors_are_collective():
         xdap.from_global(np.zeros(8 + (comm.rank == comm.size - 1)), comm=comm)
     with pytest.raises(ValueError, match="data is None"):
         xdap.from_global(None if comm.rank == 0 else np.zeros(4), root=0, comm=comm)
-    with pytest.raises(TypeError, match="cannot distribute type"):
-        xdap.from_global([{"a": 1}], comm=comm)
+    with pytest.raises(TypeError, match="cannot distribute type.*variable-length string"):
+        xdap.from_global(["ab"], comm=comm)

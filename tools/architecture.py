@@ -24,7 +24,7 @@ PACKAGE = ROOT / "xdap"
 
 # Bottom to top.  A module belongs to the first layer with a matching prefix.
 LAYERS = [
-    ("core: what things are", ["xdap.types", "xdap.maps", "xdap.cache", "xdap.arraylike",
+    ("core: what things are", ["xdap.dtypes", "xdap.types", "xdap.maps", "xdap.cache", "xdap.arraylike",
                                 "xdap.abort", "xdap.watch"]),
     ("core: where they live", ["xdap.comm", "xdap.exchange", "xdap.parts", "xdap._xndbuf",
                                "xdap.distribution", "xdap.directory", "xdap.heap"]),

@@ -514,10 +514,13 @@ from_buffers(PyObject *self, PyObject *args)
         }
     }
     PyObject *x = NULL;
-    if (keep->values.len < nleaves * itemsize) {
+    /* Fixed dims may carry steps (a field of a record array): the type's
+       datasize is then the span of memory it covers. */
+    const int64_t need = offsets == Py_None ? t->datasize : nleaves * itemsize;
+    if (keep->values.len < need) {
         PyErr_Format(PyExc_ValueError,
             "from_buffers: values buffer has %zd bytes, type needs %lld",
-            keep->values.len, (long long)(nleaves * itemsize));
+            keep->values.len, (long long)need);
         goto fail;
     }
     if (optional) {

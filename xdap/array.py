@@ -155,6 +155,62 @@ class DistArray:
     def ndim(self) -> int:
         return self.parts.info.ndim
 
+    def local_numpy(self) -> np.ndarray:
+        """This rank's elements as a NumPy array over the same memory (no
+        copy; writing it writes the array): the local shape, with NumPy's
+        dtype for the element (a structured dtype for records, ``S``/``U``
+        for fixed strings, int64 codes for categoricals, ``complex128`` for
+        complex). Optional data is a ``numpy.ma.MaskedArray`` whose data is
+        the view (the mask is a copy). Padded blocks include their ghost
+        cells. Ragged data has no NumPy form: TypeError on every rank.
+
+        >>> import numpy as np, xdap
+        >>> from mpi4py import MPI
+        >>> a = xdap.from_global(np.arange(4) * 1j, comm=MPI.COMM_SELF)
+        >>> a.local_numpy()
+        array([0.+0.j, 0.+1.j, 0.+2.j, 0.+3.j])
+        """
+        p = self.parts
+        if p.info.ragged:
+            raise TypeError(f"local_numpy: a ragged array ({p.info.type_string()}) has no NumPy "
+                            "form; use a.to_arrow() or a.to_awkward() (zero-copy), or a.local")
+        if p.info.optional:
+            return np.ma.MaskedArray(p.values, mask=~p.valid_mask())
+        return p.values
+
+    def field(self, name: str) -> "DistArray":
+        """One field of a record (or tuple: ``'f0'``, ...) element, as a
+        DistArray with the same distribution (its own fixed dims, as in
+        ``pos: 3 * float64``, become undistributed trailing dims). No
+        communication. Zero-copy for fixed, non-optional arrays: kernels
+        with ``out=a['x']`` write the records. Fields of ragged or optional
+        arrays are read-only copies (see ``xdap.parts.field_parts``).
+        ``a['x']`` is the same.
+
+        >>> import numpy as np, xdap
+        >>> from mpi4py import MPI
+        >>> r = np.zeros(4, np.dtype([("x", "f8"), ("n", "i8")]))
+        >>> a = xdap.from_global(r, comm=MPI.COMM_SELF)
+        >>> _ = xdap.kernels.add(a["x"], 1.5, out=a["x"])
+        >>> a.to_global().value[0]
+        {'x': 1.5, 'n': 0}
+        """
+        from .parts import field_parts
+        if not isinstance(name, str):
+            raise TypeError(f"a field name is a str, got {type(name).__name__} {name!r}")
+        p = field_parts(self.parts, name)
+        d = self.distribution
+        if not p.info.ragged:
+            d = d.with_trailing(p.values.shape[d.ndim:])
+        return DistArray._trusted(d, p, self._leaf_index)
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return self.field(key)
+        raise TypeError(f"DistArray[{key!r}]: only field names index a DistArray "
+                        "(a['x'] for a record field); for this rank's elements use "
+                        "a.local_numpy() or a.local")
+
     # -- exchange (xdap.protocols, xdap.io) -----------------------------------
     def __distarray__(self, version: str = "0.10.0") -> dict:
         """DAP export (0.10.0; "0.9.0" on request): the buffer is a zero-copy

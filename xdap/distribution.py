@@ -98,6 +98,29 @@ class Distribution:
     def __setattr__(self, name, value):
         raise AttributeError("a Distribution is immutable")
 
+    def with_trailing(self, shape) -> "Distribution":
+        """This distribution with undistributed dims of the given sizes
+        appended (the fixed dims inside a record field, ``pos: 3 * float64``):
+        the same ranks at the same grid positions.
+
+        >>> d = Distribution.detached([BlockMap(6, 2)]).with_trailing((3,))
+        >>> d.global_shape, d.grid, d.local_shape_of(1)
+        ((6, 3), (2, 1), (3, 3))
+        """
+        shape = tuple(shape)
+        if not shape:
+            return self
+        maps = self.maps + tuple(BlockMap(int(n), 1) for n in shape)
+        coords = None
+        if self._placement is not None:
+            coords = np.hstack([self._placement, np.zeros((len(self._placement), len(shape)),
+                                                          np.int64)])
+        if self.comm is None:
+            return Distribution.detached(maps, coords)
+        new = object.__new__(Distribution)
+        new._setup(maps, self.comm, coords)
+        return new
+
     # -- grid ---------------------------------------------------------------
     @property
     def ndim(self) -> int:

@@ -11,7 +11,8 @@ bool, int8..uint64, float16..   the scalar dtype (``complex128`` -> ``c16``)
                                 as ndtypes lays records out)
 ``(int8, float32)``             a structured dtype with fields f0, f1, ...
 ``fixed_bytes(size=8)``         ``S8``
-``fixed_string(5)`` (utf8)      ``S5`` (the utf8 bytes; ``'ascii'`` alike)
+``fixed_string(5)``             ``S5``: xnd's default ('utf8') stores one byte
+                                per character (code points < 256, Latin-1)
 ``fixed_string(5, 'utf32')``    ``U5``
 ``categorical('a', 'b', NA)``   ``int64``: the index of the item (NA is an item)
 ==============================  ==========================================
@@ -41,7 +42,7 @@ import re
 import numpy as np
 from ndtypes import ndt
 
-__all__ = ["DTYPES", "leaf_numpy_dtype", "leaf_format", "is_numeric", "categories",
+__all__ = ["DTYPES", "leaf_numpy_dtype", "leaf_format", "is_numeric", "categories", "fields",
            "is_categorical", "numpy_dtype", "buffer_format", "dtype_from_numpy",
            "dtype_from_format", "LEAVES_HELP"]
 
@@ -113,6 +114,24 @@ def leaf_format(dtype: str) -> str:
     if name in DTYPES:
         return DTYPES[name][1]
     return memoryview(np.empty(0, leaf_numpy_dtype(name))).format
+
+
+@functools.lru_cache(maxsize=256)
+def fields(dtype: str) -> dict:
+    """{field name: its ndtypes type} of a record or tuple leaf (tuple fields
+    are named f0, f1, ... as in NumPy), in order.
+
+    >>> fields("{pos : 3 * float64, id : int64}")
+    {'pos': '3 * float64', 'id': 'int64'}
+    >>> fields("(int8, fixed_string(3))")
+    {'f0': 'int8', 'f1': 'fixed_string(3)'}
+    """
+    name = dtype.lstrip("?")
+    if not name.startswith(("{", "(")):
+        raise TypeError(f"element type {dtype!r} has no fields (it is not a record or tuple)")
+    parser = _Parser(name)
+    parser.dtype(top=True)
+    return {n: str(ndt(t)) for n, t in zip(parser.names, parser.spelled)}
 
 
 def categories(dtype: str) -> list:
@@ -244,29 +263,37 @@ class _Parser:
                 depth -= value == ")"
                 cur.append(value)
 
-    def fields(self, close):
-        items = []
-        while True:
-            items.append(self.dtype())
-            if self.take()[1] == close:
-                return items
+    def typed(self):
+        """One field's dtype and its ndtypes spelling."""
+        start = self.i
+        dt = self.dtype()
+        return dt, " ".join(v for _, v in self.toks[start:self.i])
 
     def record(self):
         self.take("{")
-        names, formats = [], []
+        names, formats, spelled = [], [], []
         while True:
             names.append(self.take()[1].strip("'\""))
             self.take(":")
-            formats.append(self.dtype())
+            dt, text = self.typed()
+            formats.append(dt)
+            spelled.append(text)
             if self.take()[1] == "}":
                 break
+        self.names, self.spelled = names, spelled
         return np.dtype({"names": names, "formats": formats}, align=True)
 
     def tuple(self):
         self.take("(")
-        formats = self.fields(")")
-        return np.dtype({"names": [f"f{i}" for i in range(len(formats))], "formats": formats},
-                        align=True)
+        formats, spelled = [], []
+        while True:
+            dt, text = self.typed()
+            formats.append(dt)
+            spelled.append(text)
+            if self.take()[1] == ")":
+                break
+        self.names, self.spelled = [f"f{i}" for i in range(len(formats))], spelled
+        return np.dtype({"names": self.names, "formats": formats}, align=True)
 
 
 def numpy_dtype(dtype: str) -> np.dtype:
@@ -353,7 +380,10 @@ def dtype_from_format(fmt: str, itemsize: int | None = None, buffer=None) -> str
         if itemsize is not None and dt.itemsize != itemsize:
             raise TypeError(f"buffer format {fmt!r} describes {dt.itemsize}-byte items, but "
                             f"the buffer's itemsize is {itemsize}")
-        return dtype_from_numpy(dt)
+        try:
+            return dtype_from_numpy(dt)
+        except TypeError as e:
+            raise TypeError(f"unsupported buffer format {fmt!r}: {e}") from None
     if order in "<>!" and (order == "<") != (np.little_endian):
         raise TypeError(f"buffer format {fmt!r} is not in native byte order")
     name = table[code]

@@ -29,9 +29,10 @@ import numpy as np
 from xnd import xnd
 
 from . import _xndbuf
-from .types import TypeInfo, dtype_from_numpy, type_info
+from .dtypes import fields as record_fields, leaf_numpy_dtype
+from .types import TypeInfo, dtype_from_numpy, split_dims, type_info
 
-__all__ = ["Parts", "parts", "parts_of", "container", "check_representable", "as_container", "take_rows", "concat_parts", "leaf_ranges",
+__all__ = ["Parts", "parts", "parts_of", "container", "check_representable", "as_container", "take_rows", "concat_parts", "leaf_ranges", "field_parts",
            "expand_ranges", "pack_validity", "unpack_validity"]
 
 
@@ -343,6 +344,59 @@ def take_rows(p: Parts, rows: np.ndarray) -> Parts:
     values = p.values[sel]
     validity = None if p.validity is None else pack_validity(p.valid_mask()[sel])
     return Parts(p.info, values, validity, tuple(offsets))
+
+
+def field_parts(p: Parts, name: str) -> Parts:
+    """The parts of one field of a record (or tuple) element: the field's
+    type, with its own fixed dims (``pos: 3 * float64``) appended to the
+    element's dims.
+
+    Zero-copy for fixed, non-optional parts whose record size is a multiple
+    of the field's item size (the container is a strided view: writing it,
+    with a kernel's ``out=`` too, writes the records). Otherwise -- ragged or
+    optional parts, or strides ndtypes cannot express -- the field is copied
+    into a read-only array, so that writing it fails loudly instead of
+    writing a copy.
+
+    >>> import numpy as np
+    >>> r = np.zeros(3, np.dtype([("x", "f8"), ("n", "i8")]))
+    >>> f = field_parts(parts(as_container(r)), "n")
+    >>> str(container(f).type), np.shares_memory(f.values, r)
+    ('3 * int64', True)
+    """
+    fields = record_fields(p.info.dtype)
+    if name not in fields:
+        raise KeyError(f"element type {p.info.dtype!r} has no field {name!r}; its fields: "
+                       f"{', '.join(fields)}")
+    dims, leaf = split_dims(fields[name])
+    sub = tuple(int(d) for d in dims)
+    values = p.values[name]
+    item = leaf_numpy_dtype(leaf).itemsize
+    steps = [s // item for s in values.strides]
+    viewable = (not p.info.ragged and not p.info.optional and values.size > 0
+                and all(s % item == 0 and s >= 0 for s in values.strides))
+    if viewable:
+        shape = values.shape
+        text = " * ".join([f"fixed(shape={n}, step={k})" for n, k in zip(shape, steps)] + [leaf])
+        raw = p.values.reshape(-1).view(np.uint8) if p.values.flags.c_contiguous else None
+        if raw is not None:
+            start = p.values.dtype.fields[name][1]
+            return parts_of(_xndbuf.from_buffers(text, None, raw[start:], None),
+                            TypeInfo.fixed(shape, leaf))
+    values = np.ascontiguousarray(values)
+    values.flags.writeable = False
+    if p.info.ragged:
+        if sub:
+            raise TypeError(f"field {name!r} of ragged elements is '{fields[name]}': a ragged "
+                            "array's elements cannot have dimensions of their own; select it "
+                            "from a fixed array, or make it a record")
+        info = TypeInfo.of_ragged(p.info.var_ndim, leaf, p.info.optional)
+        return Parts(info, values, p.validity, p.offsets)
+    validity = p.validity
+    if p.info.optional and sub:  # one bit per element becomes one per field item
+        mask = np.repeat(p.valid_mask().reshape(-1), int(np.prod(sub)))
+        validity = pack_validity(mask)
+    return Parts(TypeInfo.fixed(values.shape, leaf, p.info.optional), values, validity)
 
 
 def take_block(p: Parts, index) -> Parts:

@@ -187,7 +187,9 @@ def _target(body, saved, comm, dist, grid, per_dim) -> Distribution:
 def _default(shape, jsons, comm) -> Distribution:
     """Keep each dim's kind on another rank count (see ``load``): the saved
     maps resized over a balanced grid of the distributed dims ('u': block)."""
-    distributed = [k for k, j in enumerate(jsons) if j["grid_size"] > 1] or [0]
+    # a cyclic dim saved from one rank was still asked to be distributed
+    distributed = [k for k, j in enumerate(jsons)
+                   if j["grid_size"] > 1 or j["dist_type"] == "c"] or [0]
     grid = [1] * len(jsons)
     for k, g in zip(distributed, balanced_grid(comm.size, len(distributed))):
         grid[k] = g

@@ -230,8 +230,7 @@ def local_apply(func, args, out=None):
     except _apply.NeedsCopy:
         xs = [_contiguous(x) for x in xs]
     except ValueError:
-        _refuse_non_numeric(xs)   # gumath's own word is "not a primitive type"
-        raise
+        return _after_value_error(func, xs, out)
     except _apply.NotElementwise:
         return _gumath_call(func, xs, out)
     except _apply.NoKernel as e:
@@ -244,6 +243,26 @@ def local_apply(func, args, out=None):
         return _gumath_call(func, xs, out)
     except _apply.NoKernel as e:
         return _promoted(f, func, xs, out, e)
+    except ValueError:
+        return _after_value_error(func, xs, out)
+
+
+def _after_value_error(func, xs, out):
+    """Called while handling the fast path's ValueError: a clear refusal of
+    non-numeric operands, the copy route for an N-d strided ``out=``, or
+    the error itself."""
+    _refuse_non_numeric(xs)   # gumath's own word is "not a primitive type"
+    if out is not None and type(out) is xnd and not parts(out).values.flags.c_contiguous:
+        return _into_strided(func, xs, out)
+    raise
+
+
+def _into_strided(func, xs, out):
+    """``out=`` a strided N-d view (a record field with dims of its own):
+    computed into a new container, then copied into the view."""
+    result = local_apply(func, xs)
+    np.copyto(parts(out).values, parts(result).values)
+    return out
 
 
 def _refuse_non_numeric(xs):

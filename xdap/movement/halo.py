@@ -206,8 +206,9 @@ class _Messages:
     def requests(self, comm, persistent):
         recv = comm.Recv_init if persistent else comm.Irecv
         send = comm.Send_init if persistent else comm.Isend
-        return ([recv(b, source=peer, tag=tag) for peer, tag, b, _ in self.inc]
-                + [send(b, dest=peer, tag=tag) for peer, tag, b, _ in self.out])
+        # as bytes: records and fixed strings have no MPI datatype of their own
+        return ([recv([b, MPI.BYTE], source=peer, tag=tag) for peer, tag, b, _ in self.inc]
+                + [send([b, MPI.BYTE], dest=peer, tag=tag) for peer, tag, b, _ in self.out])
 
     def pack(self, buf):
         for _, _, b, region in self.out:
@@ -262,9 +263,9 @@ class _Executor:
         forward messages backwards, received into separate buffers."""
         plan = self.plan
         tmp = [np.empty([s.stop - s.start for s in r], buf.dtype) for _, _, r in plan.sends]
-        reqs = [self.comm.Irecv(t, source=peer, tag=tag)
+        reqs = [self.comm.Irecv([t, MPI.BYTE], source=peer, tag=tag)
                 for (peer, tag, _), t in zip(plan.sends, tmp)]
-        reqs += [self.comm.Isend(np.ascontiguousarray(buf[r]), dest=peer, tag=tag)
+        reqs += [self.comm.Isend([np.ascontiguousarray(buf[r]), MPI.BYTE], dest=peer, tag=tag)
                  for peer, tag, r in plan.recvs]
         own = [(src, buf[ghost].copy()) for ghost, src in plan.copies]
         MPI.Request.Waitall(reqs)

@@ -13,6 +13,14 @@ xdap type                  Arrow array
 ``?T`` leaves              the leaf array's validity bitmap (LSB-first, 1 = valid)
 ``complex64/128``          extension type ``xdap.complex64/128`` over
                            ``FixedSizeList<float32/64, 2>`` (Arrow has no complex)
+``fixed_bytes(size=n)``    ``FixedSizeBinary(n)``
+``categorical(...)``       ``Dictionary<int64, ...>``: the int64 codes are the
+                           indices, the items the dictionary (NA a null item)
+``{x: T, n: 3 * U}``       ``Struct<x: T, n: FixedSizeList<U, 3>>`` -- copies:
+                           xnd interleaves the fields, Arrow stores each apart
+``(T, U)``                 ``Struct<0: T, 1: U>`` (Awkward's names for a tuple)
+``fixed_string(n)``        ``String`` -- copies (Arrow strings are variable
+                           length); back with ``type="fixed_string(n)"``
 =========================  ==================================================
 
 Zero-copy in both directions for values, offsets and validity, with these
@@ -43,7 +51,8 @@ from ..distribution import Distribution
 from ..maps import BlockMap
 from ..parts import (Parts, check_ragged_rows, container, pack_validity, parts, take_block,
                      unpack_validity)
-from ..types import DTYPES, TypeInfo, type_info
+from ..dtypes import LEAVES_HELP, categories, fields as record_fields, is_categorical
+from ..types import DTYPES, TypeInfo, leaf_numpy_dtype, split_dims, type_info
 
 __all__ = ["to_arrow", "owned_arrow", "from_arrow", "parts_from_arrow", "stack_arrow",
            "stack_rows", "ComplexType"]
@@ -154,9 +163,49 @@ def _leaf_to_arrow(values: np.ndarray, validity, dtype: str) -> pa.Array:
         return pa.ExtensionArray.from_storage(t, storage)
     if dtype == "bool":      # Arrow packs booleans into bits (LSB-first, as validity
         data = pa.py_buffer(pack_validity(values))   # bitmaps): the one copy we cannot avoid
-    else:
+    elif dtype in _TO_ARROW:
         data = pa.py_buffer(np.ascontiguousarray(values))
+    else:
+        return _element_to_arrow(values, vbuf, dtype)
     return pa.Array.from_buffers(_TO_ARROW[dtype], n, [vbuf, data])
+
+
+def _element_to_arrow(values: np.ndarray, vbuf, dtype: str) -> pa.Array:
+    """Records, fixed bytes and strings, categoricals (see the module table)."""
+    n = len(values)
+    if dtype.startswith("fixed_bytes"):
+        return pa.Array.from_buffers(pa.binary(values.dtype.itemsize), n,
+                                     [vbuf, pa.py_buffer(np.ascontiguousarray(values))])
+    if dtype.startswith("fixed_string"):
+        items = values.tolist()
+        if values.dtype.kind == "S":          # xnd's one-byte strings: code points < 256
+            items = [b.decode("latin-1") for b in items]
+        mask = None if vbuf is None else ~unpack_validity(vbuf, n)
+        return pa.array(items, pa.string(), mask=mask)
+    if is_categorical(dtype):
+        items = categories(dtype)
+        try:
+            dictionary = pa.array(items)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise TypeError(f"categorical {dtype!r} has no Arrow dictionary: its items are of "
+                            f"different kinds ({e})") from None
+        codes = pa.Array.from_buffers(pa.int64(), n,
+                                      [vbuf, pa.py_buffer(np.ascontiguousarray(values))])
+        return pa.DictionaryArray.from_arrays(codes, dictionary)
+    children, names = [], []
+    for name, text in record_fields(dtype).items():
+        dims, leaf = split_dims(text)
+        child = np.ascontiguousarray(values[name]).reshape(-1)
+        arr = _leaf_to_arrow(child, None, leaf)
+        for size in reversed(dims):
+            item = pa.field("item", arr.type, nullable=False)
+            arr = pa.FixedSizeListArray.from_arrays(arr, type=pa.list_(item, int(size)))
+        children.append(arr)
+        names.append(name)
+    if dtype.startswith("("):       # a tuple: fields "0", "1", ... as Awkward names them
+        names = [str(i) for i in range(len(names))]
+    t = pa.struct([pa.field(k, c.type, nullable=False) for k, c in zip(names, children)])
+    return pa.Array.from_buffers(t, n, [vbuf], children=children)
 
 
 # -- Arrow -> xdap --------------------------------------------------------------
@@ -165,10 +214,12 @@ def from_arrow(arr, type=None):
     """An xnd container over a pyarrow array's buffers (zero-copy where the
     layouts match; see the module docstring).
 
-    ``type`` (optional ndtypes string) states what to expect: it is checked,
-    and resolves the open choices -- ``?T`` for an array without a validity
-    bitmap (an all-valid bitmap is made), ``T`` for one with a bitmap but no
-    nulls (the bitmap is dropped).
+    ``type`` (optional ndtypes string: the whole type, or only the element,
+    e.g. ``'?float64'`` or ``'fixed_string(8)'``) states what to expect: it
+    is checked, and resolves the open choices: the item size of Arrow
+    strings (which are copied into fixed-size items), ``?T`` for an array
+    without a validity bitmap (an all-valid bitmap is made), ``T`` for one
+    with a bitmap but no nulls (the bitmap is dropped).
 
     >>> import pyarrow as pa
     >>> from_arrow(pa.array([[1, None], [2]], pa.list_(pa.int16()))).type
@@ -204,7 +255,8 @@ def parts_from_arrow(arr, type=None) -> Parts:
         if fixed and var:
             raise TypeError(f"Arrow array mixes fixed-size and variable-size lists ({arr.type}); "
                             "xdap supports 'N * M * T' or 'var * var * T'")
-    dtype, values, validity = _leaf_from_arrow(arr)
+    dtype, values, validity = _leaf_from_arrow(
+        arr, None if type is None else split_dims(str(type).strip())[1])
     if var:
         info = TypeInfo.of_ragged(len(var) + 1, dtype, validity is not None)
         offsets = (np.array([0, n], np.int32),) + tuple(var)
@@ -231,8 +283,9 @@ def _offsets(arr) -> np.ndarray:
     return off
 
 
-def _leaf_from_arrow(arr):
-    """(dtype name, flat numpy values, validity bitmap or None) of a leaf array."""
+def _leaf_from_arrow(arr, want=None):
+    """(dtype name, flat numpy values, validity bitmap or None) of a leaf
+    array; ``want`` is the element type the caller asked for, if any."""
     n, t = len(arr), arr.type
     if isinstance(t, ComplexType):
         storage = arr.storage
@@ -240,15 +293,101 @@ def _leaf_from_arrow(arr):
         child = storage.values.slice(2 * storage.offset, 2 * len(storage))
         pairs, _ = _buffer_values(child, np.dtype(t.storage_type.value_type.to_pandas_dtype()))
         return t.dtype, pairs.view(DTYPES[t.dtype][0]), _validity(storage)
-    if t not in _FROM_ARROW:
-        raise TypeError(f"Arrow type {t} is not supported: leaves must be numeric or bool "
-                        f"({', '.join(str(x) for x in _TO_ARROW.values())}, or xdap.complex64/128)")
-    dtype = _FROM_ARROW[t]
-    if dtype == "bool":
-        values = unpack_validity(arr.buffers()[1], arr.offset + n)[arr.offset:]
+    if t in _FROM_ARROW:
+        dtype = _FROM_ARROW[t]
+        if dtype == "bool":
+            values = unpack_validity(arr.buffers()[1], arr.offset + n)[arr.offset:]
+        else:
+            values, _ = _buffer_values(arr, DTYPES[dtype][0])
+        return dtype, values, _validity(arr)
+    if pa.types.is_fixed_size_binary(t):
+        values, _ = _buffer_values(arr, np.dtype(f"S{t.byte_width}"))
+        return f"fixed_bytes(size={t.byte_width})", values, _validity(arr)
+    if pa.types.is_dictionary(t):
+        return _categorical_from_arrow(arr)
+    if pa.types.is_struct(t):
+        return _record_from_arrow(arr)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
+            or pa.types.is_large_binary(t):
+        return _strings_from_arrow(arr, want)
+    raise TypeError(f"Arrow type {t} is not supported: {LEAVES_HELP}; Arrow: numbers, bool, "
+                    "xdap.complex64/128, struct, fixed_size_binary, dictionary, and "
+                    "string/binary with type='fixed_string(n)'/'fixed_bytes(size=n)'")
+
+
+def _strings_from_arrow(arr, want):
+    """Variable-length strings into fixed-size items of the requested type
+    (a copy; an item longer than the type allows is an error, never cut)."""
+    t = arr.type
+    text = pa.types.is_string(t) or pa.types.is_large_string(t)
+    if want is None or not want.lstrip("?").startswith(("fixed_string", "fixed_bytes")):
+        kind = "fixed_string(n)" if text else "fixed_bytes(size=n)"
+        raise TypeError(f"Arrow {t} arrays hold variable-length items, which xdap does not "
+                        f"distribute yet; pass the element type, e.g. type='{kind}' with n at "
+                        "least the longest item")
+    dtype = want.lstrip("?")
+    dt = leaf_numpy_dtype(dtype)
+    items = arr.to_pylist()
+    valid = np.array([v is not None for v in items], bool)
+    if text and dt.kind == "S":
+        try:           # xnd's fixed_string(n) holds one byte per character
+            items = [None if v is None else v.encode("latin-1") for v in items]
+        except UnicodeEncodeError as e:
+            raise ValueError(f"{dtype!r} holds characters below U+0100 only (one byte each), "
+                             f"the Arrow array has {e.object[e.start]!r}; use "
+                             f"fixed_string(n, 'utf32')") from None
+    longest = max((len(v) for v in items if v is not None), default=0)
+    limit = dt.itemsize // 4 if dt.kind == "U" else dt.itemsize
+    if longest > limit:
+        raise ValueError(f"an item of the Arrow {t} array has {longest} "
+                         f"{'characters' if dt.kind == 'U' else 'bytes'}, more than the "
+                         f"{limit} of {dtype!r} (items are never cut; use a larger size)")
+    values = np.array([b"" if v is None and dt.kind == "S" else "" if v is None else v
+                       for v in items], dt)
+    return dtype, values, None if valid.all() and arr.null_count == 0 else pack_validity(valid)
+
+
+def _categorical_from_arrow(arr):
+    items = [None if v is None else v for v in arr.dictionary.to_pylist()]
+    spelled = ", ".join("NA" if v is None else repr(v) for v in items)
+    dtype = f"categorical({spelled})"
+    try:
+        dtype = type_info(f"1 * {dtype}").dtype
+    except TypeError as e:
+        raise TypeError(f"the Arrow dictionary {arr.type} cannot be a categorical: {e}") from None
+    indices = arr.indices
+    codes = np.asarray(indices.fill_null(0) if indices.null_count else indices)
+    return dtype, codes.astype(np.int64, copy=False), _validity(indices)
+
+
+def _record_from_arrow(arr):
+    """A struct array's fields interleaved into records (a copy)."""
+    names, spelled, columns = [], [], []
+    for i, f in enumerate(arr.type):
+        child = arr.field(i)
+        dims = []
+        while pa.types.is_fixed_size_list(child.type):
+            if child.null_count:
+                raise TypeError(f"struct field {f.name!r}: null lists are not supported")
+            dims.append(child.type.list_size)
+            child = child.flatten()
+        dtype, values, validity = _leaf_from_arrow(child)
+        if validity is not None and not unpack_validity(validity, len(values)).all():
+            raise TypeError(f"struct field {f.name!r} has nulls: optional fields inside a "
+                            "record are not supported (xnd keeps a bitmap per field); make the "
+                            "whole record optional (nulls in the struct itself) or fill them")
+        names.append(f.name)
+        spelled.append(" * ".join([str(d) for d in dims] + [dtype]))
+        columns.append(values.reshape((len(arr),) + tuple(dims)))
+    if names == [str(i) for i in range(len(names))]:       # a tuple (see _element_to_arrow)
+        text = "(" + ", ".join(spelled) + ")"
     else:
-        values, _ = _buffer_values(arr, DTYPES[dtype][0])
-    return dtype, values, _validity(arr)
+        text = "{" + ", ".join(f"{k} : {v}" for k, v in zip(names, spelled)) + "}"
+    dtype = type_info(f"1 * {text}").dtype
+    out = np.empty(len(arr), leaf_numpy_dtype(dtype))
+    for k, col in zip(out.dtype.names, columns):
+        out[k] = col
+    return dtype, out, _validity(arr)
 
 
 def _buffer_values(arr, dt: np.dtype):
@@ -268,8 +407,31 @@ def _validity(arr):
     return pack_validity(mask)
 
 
+def _element_only(type):
+    """The element type when ``type`` names only an element ('?float64',
+    'fixed_string(8)'), else None (a whole type, or invalid: type_info says)."""
+    dims, leaf = split_dims(str(type).strip())
+    if dims:
+        return None
+    leaf_numpy_dtype(leaf)          # TypeError naming the rule for a bad element
+    return leaf
+
+
+def _requested(type, have: TypeInfo) -> TypeInfo:
+    """What ``type`` asks for, its dims taken from the array when it names
+    only the element."""
+    leaf = _element_only(type)
+    if leaf is None:
+        return type_info(type)
+    want = have.with_leaf(leaf)
+    if (not have.ragged and want.dtype.startswith("complex")
+            and have.dtype in ("float32", "float64") and have.shape[-1:] == (2,)):
+        want = want.with_shape(have.shape[:-1])         # (real, imag) pairs
+    return want
+
+
 def _apply_type(p: Parts, type) -> Parts:
-    want, have = type_info(type), p.info
+    want, have = _requested(type, p.info), p.info
     if (not want.ragged and not have.ragged and want.dtype.startswith("complex")
             and have.dtype == ("float32" if want.dtype == "complex64" else "float64")
             and have.shape == want.shape + (2,) and p.validity is None):

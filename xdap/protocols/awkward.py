@@ -18,8 +18,15 @@ Going back, other awkward layouts are accepted and converted with a copy of
 the part that differs: int64/uint32 offsets (narrowed to int32),
 ``ListArray`` (starts/stops), ``ByteMaskedArray``, ``IndexedOptionArray``,
 ``UnmaskedArray`` (a bitmap is made), ``IndexedArray``; an offsets array not
-starting at 0 is shifted (O(rows)). Records, strings and option types above
-a list level (null lists) raise TypeError.
+starting at 0 is shifted (O(rows)). Option types above a list level (null
+lists) raise TypeError.
+
+Records, fixed strings and bytes, and categoricals go through their Arrow
+form (``xdap.protocols.arrow``; Awkward reads and writes Arrow itself):
+records become ``RecordArray`` columns (a copy -- xnd interleaves fields),
+categoricals Awkward categoricals (Awkward has no NA category: a
+``categorical(..., NA)`` is exported as ``?categorical(...)``), strings
+Awkward strings (coming back they need ``type='fixed_string(n)'``).
 
 >>> import numpy as np
 >>> from xdap.parts import as_container, parts
@@ -35,11 +42,13 @@ from __future__ import annotations
 
 import awkward as ak
 import numpy as np
+from ndtypes import ndt
 
 from .. import comm as _comm
 from ..arraylike import is_distributed, unwrap
 from ..parts import Parts, container, pack_validity, parts, take_block, take_rows
-from ..types import TypeInfo, dtype_from_numpy
+from ..dtypes import categories, fields as record_fields, is_categorical, is_numeric
+from ..types import TypeInfo, dtype_from_numpy, numpy_dtype, split_dims
 
 __all__ = ["to_awkward", "owned_awkward", "from_awkward", "parts_from_awkward",
            "stack_awkward"]
@@ -72,11 +81,15 @@ def owned_awkward(d, p: Parts) -> ak.Array:
 
 
 def _to_awkward(p: Parts) -> ak.Array:
+    p = _na_as_missing(p)
     flat = p.values.reshape(-1)
-    node = ak.contents.NumpyArray(flat)
+    node = _element_node(flat, p.info.dtype)
     if p.validity is not None:
-        node = ak.contents.BitMaskedArray(ak.index.IndexU8(np.asarray(p.validity, np.uint8)), node,
-                                          valid_when=True, length=len(flat), lsb_order=True)
+        # simplified: a categorical is an indexed node, which a mask must absorb
+        make = ak.contents.BitMaskedArray if p.info.numeric else \
+            ak.contents.BitMaskedArray.simplified
+        node = make(ak.index.IndexU8(np.asarray(p.validity, np.uint8)), node,
+                    valid_when=True, length=len(flat), lsb_order=True)
     if not p.info.ragged:
         shape = p.values.shape
         for k in range(len(shape) - 1, 0, -1):
@@ -85,6 +98,46 @@ def _to_awkward(p: Parts) -> ak.Array:
         for off in reversed(p.offsets[1:]):
             node = ak.contents.ListOffsetArray(ak.index.Index32(np.asarray(off, np.int32)), node)
     return ak.Array(node)
+
+
+def _element_node(flat: np.ndarray, dtype: str):
+    """The awkward node of a 1-d array of elements: numbers zero-copy;
+    records as a RecordArray of their fields (copies: xnd interleaves them);
+    strings, bytes and categoricals as Awkward reads their Arrow form."""
+    if is_numeric(dtype):
+        return ak.contents.NumpyArray(flat)
+    if dtype.startswith(("{", "(")):
+        contents, names = [], []
+        for name, text in record_fields(dtype).items():
+            dims, leaf = split_dims(text)
+            column = np.ascontiguousarray(flat[name])
+            node = _element_node(column.reshape(-1), leaf)
+            for k in range(len(dims) - 1, -1, -1):
+                node = ak.contents.RegularArray(node, int(dims[k]),
+                                                zeros_length=len(flat) * int(np.prod(dims[:k] or [1])))
+            contents.append(node)
+            names.append(name)
+        return ak.contents.RecordArray(contents, None if dtype.startswith("(") else names,
+                                       length=len(flat))
+    from .arrow import _leaf_to_arrow
+    return ak.from_arrow(_leaf_to_arrow(flat, None, dtype), highlevel=False)
+
+
+def _na_as_missing(p: Parts) -> Parts:
+    """A categorical with an NA item as ``?categorical`` without it: Awkward
+    has missing values, not an NA category (copies the codes)."""
+    if not is_categorical(p.info.dtype) or None not in categories(p.info.dtype):
+        return p
+    items = categories(p.info.dtype)
+    na = items.index(None)
+    codes = np.asarray(p.values)
+    valid = codes != na
+    if p.validity is not None:
+        valid &= p.valid_mask()
+    kept = ", ".join(repr(v) for v in items if v is not None)
+    info = p.info.with_leaf(f"?categorical({kept})")
+    codes = np.where(valid, np.where(codes > na, codes - 1, codes), 0)
+    return Parts(info, codes, pack_validity(valid), p.offsets)
 
 
 def from_awkward(arr, type=None):
@@ -102,6 +155,16 @@ def from_awkward(arr, type=None):
 def parts_from_awkward(arr, type=None) -> Parts:
     """Like ``from_awkward``, but the flat ``Parts``."""
     layout = ak.to_layout(arr, allow_record=False)
+    if _has_elements(layout.form):
+        # records, strings, categoricals: through Arrow (copies, as Awkward does)
+        from .arrow import parts_from_arrow
+        p = parts_from_arrow(ak.to_arrow(layout, extensionarray=False,
+                                         categorical_as_dictionary=True), type)
+        if _optional_elements(layout.form) and not p.info.optional and type is None:
+            # an option type without nulls on this rank has no Arrow bitmap
+            p = Parts(p.info.with_leaf("?" + p.info.dtype), p.values,
+                      np.full((p.values.size + 7) // 8, 0xFF, np.uint8), p.offsets)
+        return p
     n = layout.length
     fixed, var = [], []
     node = layout
@@ -132,13 +195,13 @@ def parts_from_awkward(arr, type=None) -> Parts:
         if fixed and var:
             raise TypeError(f"awkward type {layout.form.type} mixes regular and variable "
                             "dims; xdap supports 'N * M * T' or 'var * var * T'")
-    values, validity = _leaf(node, layout)
+    values, validity, spelled = _leaf(node, layout)
     if values.ndim > 1:                        # a NumpyArray with an inner shape
         if var:
             raise TypeError(f"awkward type {layout.form.type} mixes variable and regular dims")
         fixed += list(values.shape[1:])
         values = values.reshape(-1)
-    dtype = dtype_from_numpy(values.dtype)
+    dtype = spelled or dtype_from_numpy(values.dtype)
     optional = validity is not None
     if var:
         info = TypeInfo.of_ragged(len(var) + 1, dtype, optional)
@@ -152,6 +215,32 @@ def parts_from_awkward(arr, type=None) -> Parts:
     return p
 
 
+def _has_elements(form) -> bool:
+    """Whether an awkward form holds records, strings or categoricals."""
+    if isinstance(form, ak.forms.RecordForm):
+        return any(_has_elements(c) for c in form.contents)
+    if form.parameter("__array__") in ("string", "bytestring", "categorical"):
+        return True
+    content = getattr(form, "content", None)
+    return content is not None and _has_elements(content)
+
+
+def _optional_elements(form) -> bool:
+    """Whether the elements (below every list level) are of an option type."""
+    option = (ak.forms.IndexedOptionForm, ak.forms.ByteMaskedForm, ak.forms.BitMaskedForm,
+              ak.forms.UnmaskedForm)
+    while True:
+        if isinstance(form, option):
+            return True
+        if form.parameter("__array__") in ("string", "bytestring"):
+            return False
+        if isinstance(form, (ak.forms.ListOffsetForm, ak.forms.ListForm, ak.forms.RegularForm,
+                             ak.forms.IndexedForm)):
+            form = form.content
+        else:
+            return False
+
+
 def _cut(node, lo: int, hi: int):
     """node[lo:hi], but the node itself when that is all of it: slicing an
     option node makes awkward rebuild it (a copy of the mask)."""
@@ -159,34 +248,62 @@ def _cut(node, lo: int, hi: int):
 
 
 def _leaf(node, layout):
-    """(numpy values, validity bitmap or None) of the leaf node."""
+    """(numpy values, validity bitmap or None, the element's ndtypes
+    spelling when NumPy's dtype does not say it -- a tuple -- else None)."""
     if isinstance(node, ak.contents.BitMaskedArray) and node.valid_when and node.lsb_order:
-        values, _ = _leaf(node.content[: node.length], layout)
+        values, _, spelled = _leaf(node.content[: node.length], layout)
         bits = np.asarray(node.mask.data)[: (node.length + 7) // 8]
-        return values, bits
+        return values, bits, spelled
     if isinstance(node, (ak.contents.BitMaskedArray, ak.contents.ByteMaskedArray,
                          ak.contents.IndexedOptionArray, ak.contents.UnmaskedArray)):
         valid = ~np.asarray(node.mask_as_bool(valid_when=False)) \
             if not isinstance(node, ak.contents.UnmaskedArray) else np.ones(node.length, bool)
         inner = node.project() if not isinstance(node, ak.contents.UnmaskedArray) else node.content
-        values, _ = _leaf(inner, layout)
+        values, _, spelled = _leaf(inner, layout)
         if not isinstance(node, ak.contents.UnmaskedArray):   # re-expand: nulls get a 0 slot
             full = np.zeros((node.length,) + values.shape[1:], values.dtype)
             full[valid] = values
             values = full
-        return values, pack_validity(valid)
+        return values, pack_validity(valid), spelled
     if isinstance(node, ak.contents.EmptyArray):
-        return np.zeros(0, np.float64), None
+        return np.zeros(0, np.float64), None, None
+    if isinstance(node, ak.contents.RecordArray):
+        values, spelled = _records(node)
+        return values, None, spelled
     if isinstance(node, ak.contents.NumpyArray):
         if node.parameter("__array__") in ("char", "byte"):
             raise TypeError("awkward strings are not supported (numeric leaves only)")
-        return np.asarray(node.data), None
+        return np.asarray(node.data), None, None
     if isinstance(node, (ak.contents.ListOffsetArray, ak.contents.ListArray,
                          ak.contents.RegularArray)):
         raise TypeError(f"awkward type {layout.form.type}: option types above a list level "
                         "(null lists) are not supported; xnd has optional values only")
     raise TypeError(f"awkward layout {type(node).__name__} ({layout.form.type}) is not "
                     "supported: numeric leaves, regular/var lists and option leaves only")
+
+
+def _records(node):
+    """A RecordArray's fields interleaved into NumPy records (a copy), and
+    the records' ndtypes type."""
+    names = node.fields if not node.is_tuple else [f"f{i}" for i in range(len(node.contents))]
+    columns, spelled = [], []
+    for name, content in zip(names, node.contents):
+        p = parts_from_awkward(ak.Array(content[: node.length]))
+        if p.info.ragged:
+            raise TypeError(f"record field {name!r} is ragged ({p.info.type_string()}): record "
+                            "fields have fixed sizes (make the list the outer dimension)")
+        if p.info.optional:
+            raise TypeError(f"record field {name!r} is optional: optional fields inside a "
+                            "record are not supported (xnd keeps a bitmap per field); make the "
+                            "whole record optional or fill the field")
+        columns.append(p.values)
+        spelled.append(" * ".join([str(s) for s in p.values.shape[1:]] + [p.info.dtype]))
+    text = ("(" + ", ".join(spelled) + ")" if node.is_tuple else
+            "{" + ", ".join(f"{k} : {v}" for k, v in zip(names, spelled)) + "}")
+    out = np.empty(node.length, numpy_dtype(text))
+    for k, col in zip(out.dtype.names, columns):
+        out[k] = col
+    return out, str(ndt(text))
 
 
 def stack_awkward(arr, comm=None, type=None) -> tuple:

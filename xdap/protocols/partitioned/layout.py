@@ -14,7 +14,7 @@ import numpy as np
 from ...distribution import Distribution
 from ...maps import BlockMap, CyclicMap, UnstructuredMap, index_digest, unstructured_fingerprint
 from ...parts import Parts, concat_parts, pack_validity
-from ...types import DTYPES, TypeInfo, type_info
+from ...types import TypeInfo, numpy_dtype, type_info
 
 __all__ = ["plan_layout", "assemble"]
 
@@ -143,7 +143,7 @@ def assemble(layout, members, rank: int, bounds, tiling, tiles: dict, element: s
         return concat_parts([tiles[i] for i in want])
     leaf = element.split(" ", 1)[1]
     optional = leaf.startswith("?")
-    dt = DTYPES[leaf.lstrip("?")][0]
+    dt = numpy_dtype(leaf)
     out = np.empty(local_shape, dt)
     mask = np.ones(local_shape, bool) if optional else None
     offs = [np.concatenate([[0], np.cumsum(s)]) for s in sizes]

@@ -7,7 +7,7 @@ import numpy as np
 
 from ...maps import is_int
 from ...parts import Parts, pack_validity, parts
-from ...types import DTYPES, TypeInfo, dtype_from_numpy
+from ...types import DTYPES, TypeInfo, dtype_from_numpy, type_info
 from .export import PartitionGetter
 from .geometry import Geometry, int_tuple
 
@@ -105,7 +105,29 @@ def _resolve(get, handles: list, what: list) -> list:
     return out
 
 
-def as_parts(obj, pos) -> Parts:
+def _declared_element(text):
+    """The element type of the producer's extension key ``type`` (xdap
+    writes it), or None: it names what the tiles' bytes hold when NumPy or
+    Arrow cannot (a categorical's int64 codes, a fixed_string's bytes)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return type_info(text).leaf
+    except TypeError:
+        return None
+
+
+def _as_declared(p: Parts, element) -> Parts:
+    """``p`` typed as the declared element when its bytes are that element's."""
+    if element is None or p.info.leaf == element:
+        return p
+    want = p.info.with_leaf(element)
+    if want.optional == p.info.optional and want.numpy_dtype == p.info.numpy_dtype:
+        return Parts(want, p.values, p.validity, p.offsets)
+    return p
+
+
+def as_parts(obj, pos, element=None) -> Parts:
     """One tile's data as flat Parts (zero-copy views where possible).
 
     Accepts NumPy arrays (masked arrays become ``?T``), xnd containers,
@@ -120,14 +142,16 @@ def as_parts(obj, pos) -> Parts:
         return parts(obj)
     if mod == "pyarrow":
         from ..arrow import parts_from_arrow
-        return parts_from_arrow(obj)
+        return parts_from_arrow(obj, element)
     if mod == "awkward":
         from ..awkward import parts_from_awkward
         return parts_from_awkward(obj)
     if isinstance(obj, np.ma.MaskedArray):
         values = np.ma.getdata(obj)
         info = _fixed_info(values, pos, optional=True)
-        return Parts(info, values, pack_validity(~np.ma.getmaskarray(obj)))
+        # a record is missing when all its fields are (numpy masks per field)
+        mask = obj.recordmask if values.dtype.names else np.ma.getmaskarray(obj)
+        return Parts(info, values, pack_validity(~mask))
     if not isinstance(obj, np.ndarray):
         if hasattr(obj, "__array_interface__") or _has_buffer(obj):
             obj = np.asarray(obj)
@@ -180,10 +204,11 @@ def fetch_tiles(d: dict, g: Geometry, mine: list) -> dict:
         raise TypeError(f"'get' must be callable, got {type(get).__name__}")
     entries = [d["partitions"][g.keys[i]] for i in mine]
     objs = _resolve(get, [e.get("data") for e in entries], [g.positions[i] for i in mine])
+    element = _declared_element(d.get("type"))
     out, first = {}, None
     for i, e, obj in zip(mine, entries, objs):
         pos = g.positions[i]
-        p = as_parts(obj, pos)
+        p = _as_declared(as_parts(obj, pos, element), element)
         size = g.size(i)
         if not p.info.ragged:
             if tuple(p.values.shape) != size:

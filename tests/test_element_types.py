@@ -1,0 +1,302 @@
+"""Element types beyond numbers, through every door, on real ranks.
+
+Each case is a global array built independently of xdap (a NumPy structured
+or string array, or Python values that xnd types), distributed, moved and
+exported through each entry point, and compared with that construction.
+"""
+import os
+import tempfile
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from mpi4py import MPI
+from xnd import xnd
+
+import xdap
+from xdap.parts import parts
+
+RANKS = (1, 2, 4)
+N = 11
+
+PARTICLE = np.dtype([("pos", "f8", (3,)), ("id", "i8"), ("charge", "f4")], align=True)
+NESTED = np.dtype([("a", [("b", "i1"), ("c", "i2", (2,))]), ("d", "c16")], align=True)
+
+
+def particles(n=N):
+    g = np.zeros(n, PARTICLE)
+    g["pos"] = np.arange(3 * n, dtype=float).reshape(n, 3) / 4
+    g["id"] = np.arange(n) * 7 - 3
+    g["charge"] = np.linspace(-1, 1, n)
+    return g
+
+
+def nested(n=N):
+    g = np.zeros(n, NESTED)
+    g["a"]["b"] = np.arange(n) - 5
+    g["a"]["c"] = np.arange(2 * n).reshape(n, 2)
+    g["d"] = np.arange(n) * (1 - 2j)
+    return g
+
+
+# name -> (global data for from_global, options, the independent expected value)
+def cases():
+    p, q = particles(), nested()
+    tup = np.zeros(N, np.dtype([("f0", "i1"), ("f1", "f4")], align=True))
+    tup["f0"], tup["f1"] = np.arange(N), np.arange(N) / 3
+    words = [("abc", "x", "", "zz", "é")[i % 5] for i in range(N)]
+    cats = [("red", "green", None)[i % 3] for i in range(N)]
+    opt = [None if i % 4 == 1 else {"x": i / 2, "n": i} for i in range(N)]
+    ragged = [[{"x": float(i), "n": i}] * (i % 3) + ([None] if i % 2 else []) for i in range(N)]
+    ragged_bytes = [[bytes([65 + i % 26, 66])] * (i % 3 + 1) for i in range(N)]
+    return {
+        "record": (p, {}, p.tolist()),
+        "nested record": (q, {}, q.tolist()),
+        "tuple": (xnd(tup.tolist(), type=f"{N} * (int8, float32)"), {}, tup.tolist()),
+        "fixed_bytes": (np.array([w.encode("latin-1") for w in words], "S4"), {},
+                        [w.encode("latin-1").ljust(4, b"\0") for w in words]),
+        "fixed_string": (xnd(words, type=f"{N} * fixed_string(3)"), {}, words),
+        "fixed_string utf32": (np.array(words, "U3"), {}, words),
+        "categorical": (xnd(cats, type=f"{N} * categorical('red', 'green', NA)"), {}, cats),
+        "optional categorical": (xnd(cats, type=f"{N} * ?categorical('red', 'green')"), {}, cats),
+        "optional record": (xnd(opt, type=f"{N} * ?{{x: float64, n: int64}}"), {}, opt),
+        "ragged records": (ragged, {"type": "var * var * ?{x: float64, n: int32}"}, ragged),
+        "ragged fixed_bytes": (ragged_bytes, {"type": "var * var * fixed_bytes(size=2)"},
+                               ragged_bytes),
+    }
+
+
+CASES = cases()
+NAMES = sorted(CASES)
+
+
+def as_xnd_value(v, dt):
+    """A NumPy record's tolist() value as xnd spells it: dicts for records,
+    lists for sub-arrays."""
+    if dt.names is not None:
+        return {k: as_xnd_value(x, dt.fields[k][0]) for k, x in zip(dt.names, v)}
+    if dt.subdtype is not None:
+        return [as_xnd_value(x, dt.subdtype[0]) for x in v]
+    return v
+
+
+def expect(name):
+    data, opts, want = CASES[name]
+    if isinstance(data, np.ndarray) and data.dtype.names:
+        return [as_xnd_value(r, data.dtype) for r in want]
+    return want
+
+
+def distribute(name, comm, **extra):
+    data, opts, _ = CASES[name]
+    return xdap.from_global(data, comm=comm, **{**opts, **extra})
+
+
+@pytest.mark.mpi(ranks=RANKS)
+@pytest.mark.parametrize("name", NAMES)
+def test_every_door_keeps_values_and_type(name):
+    comm = MPI.COMM_WORLD
+    want = expect(name)
+    ragged = name.startswith("ragged")
+    a = distribute(name, comm, dist=("c",)) if not ragged else distribute(name, comm)
+    gtype = str(a.type)
+    assert a.to_global().value == want
+
+    # redistribute (and back), migrate
+    b = a.redistribute(("b",))
+    assert b.to_global().value == want and str(b.type) == gtype
+    dest = (np.arange(len(parts(a.local).values) if not ragged else a.parts.nrows)
+            + comm.rank) % comm.size
+    m, plan = a.migrate(dest)
+    assert m.to_global().value == want and str(m.type) == gtype
+
+    # DAP: the buffer's format is a struct/bytes format NumPy reads zero-copy
+    d = a.__distarray__()
+    if not ragged:
+        view = np.asarray(d["buffer"])
+        assert np.shares_memory(view, a.parts.values)
+        assert view.dtype == a.parts.values.dtype
+    c = xdap.from_distarray(d, comm=comm)
+    assert c.to_global().value == want and str(c.type) == gtype
+
+    # __partitioned__
+    e = xdap.from_partitioned(a.__partitioned__, comm=comm)
+    assert e.to_global().value == want and str(e.type) == gtype
+
+    # Arrow and Awkward: each rank's owned rows, stacked back in rank order
+    arrow = b.to_arrow()
+    f = xdap.from_arrow(arrow, comm=comm,
+                        type=a.info.leaf if "string" in name else None)
+    assert f.to_global().value == want and str(f.type) == gtype
+    g = xdap.from_awkward(b.to_awkward(), comm=comm,
+                          type=a.info.leaf if "string" in name else None)
+    # Awkward has missing values, not an NA category
+    assert g.to_global().value == want and str(g.type) == gtype.replace(
+        "categorical('red', 'green', NA)", "?categorical('red', 'green')")
+
+    # save / load, onto another distribution too
+    path = comm.bcast(tempfile.mkdtemp() if comm.rank == 0 else None)
+    a.save(os.path.join(path, "s"))
+    h = xdap.load(os.path.join(path, "s"), comm=comm)
+    assert h.to_global().value == want and str(h.type) == gtype
+    assert h.distribution.maps[0].to_json()["dist_type"] == ("c" if not ragged else "b")
+    k = xdap.load(os.path.join(path, "s"), comm=comm, dist=("b",))
+    assert k.to_global().value == want
+
+
+@pytest.mark.mpi(ranks=RANKS)
+@pytest.mark.parametrize("name", [n for n in NAMES if not n.startswith("ragged")])
+def test_local_numpy_is_a_view_of_the_numpy_type(name):
+    comm = MPI.COMM_WORLD
+    a = distribute(name, comm, dist=("c",))
+    view = a.local_numpy()
+    data = CASES[name][0]
+    if isinstance(data, np.ndarray):
+        # rank r holds global elements r, r + P, ... (cyclic)
+        np.testing.assert_array_equal(np.asarray(view), data[comm.rank::comm.size])
+    base = view.data if isinstance(view, np.ma.MaskedArray) else view
+    assert np.shares_memory(base, a.parts.values)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_ragged_local_numpy_is_refused_on_every_rank():
+    a = distribute("ragged records", MPI.COMM_WORLD)
+    with pytest.raises(TypeError, match="ragged array.*to_arrow"):
+        a.local_numpy()
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_fields_are_views_that_kernels_and_reductions_use():
+    comm = MPI.COMM_WORLD
+    g = particles()
+    a = xdap.from_global(g, comm=comm, dist=("c",))
+    pos = a["pos"]
+    assert str(pos.type) == f"{N} * 3 * float64" and pos.grid == (comm.size, 1)
+    assert np.shares_memory(pos.parts.values, a.parts.values)
+    assert float(a["charge"].sum().value) == pytest.approx(float(g["charge"].sum()), abs=1e-5)
+    assert int(a.field("id").max().value) == int(g["id"].max())
+    # kernels write through a field into the records (1-d and N-d strided)
+    xdap.kernels.sin(a["pos"], out=a["pos"])
+    xdap.kernels.multiply(a["id"], 2, out=a["id"])
+    got = parts(a.to_global()).values
+    np.testing.assert_allclose(got["pos"], np.sin(g["pos"]))
+    np.testing.assert_array_equal(got["id"], g["id"] * 2)
+    np.testing.assert_array_equal(got["charge"], g["charge"])       # untouched
+    # a field moves like any array
+    np.testing.assert_allclose(np.asarray(a["pos"].redistribute(("b", "n")).to_global().value),
+                               np.sin(g["pos"]))
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_fields_of_ragged_and_optional_arrays_are_read_only_copies():
+    comm = MPI.COMM_WORLD
+    r = distribute("ragged records", comm)
+    x = r["x"]
+    want = [[None if v is None else v["x"] for v in row] for row in CASES["ragged records"][2]]
+    assert x.to_global().value == want and str(x.type) == "var * var * ?float64"
+    with pytest.raises(ValueError, match="read-only"):
+        xdap.kernels.sin(x, out=x)
+    o = distribute("optional record", comm)
+    want = [None if v is None else v["n"] for v in CASES["optional record"][2]]
+    assert o["n"].to_global().value == want
+    assert o["n"].sum().value == sum(v for v in want if v is not None)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_halos_of_records():
+    """Ghost records hold what the same exchange puts in plain numeric
+    arrays of each field (whose halos test_halo checks against NumPy)."""
+    comm = MPI.COMM_WORLD
+    g = particles(4 * comm.size + 2)
+    opts = dict(comm=comm, padding=((1, 1),), periodic=(True,))
+    a = xdap.from_global(g, **opts)
+    ids = xdap.from_global(g["id"].copy(), **opts)
+    pos = xdap.from_global(g["pos"].copy(), **{**opts, "padding": ((1, 1), (0, 0)),
+                                               "periodic": (True, False)})
+    # scramble the ghosts first, so that the exchange has to write them
+    a.local_numpy()["id"][[0, -1]] = -99
+    a.exchange_halos(), ids.exchange_halos(), pos.exchange_halos()
+    np.testing.assert_array_equal(a.local_numpy()["id"], ids.local_numpy())
+    np.testing.assert_array_equal(a.local_numpy()["pos"], pos.local_numpy())
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_scatter_forward_of_records():
+    comm = MPI.COMM_WORLD
+    g = particles()
+    a = xdap.from_global(g, comm=comm)
+    needed = np.array([(comm.rank * 3 + k) % N for k in range(5)])
+    s = xdap.Scatter(a, needed)
+    got = s.forward(a)
+    np.testing.assert_array_equal(got["id"], g["id"][needed])
+    np.testing.assert_array_equal(got["pos"], g["pos"][needed])
+
+
+@pytest.mark.mpi(ranks=RANKS)
+@pytest.mark.parametrize("call, message", [
+    (lambda a: a.sum(), "reduce sum: the array has element type .*not a number"),
+    (lambda a: xdap.kernels.sin(a), "kernel.*not a number.*a\\['x'\\]"),
+    (lambda a: a + 1, "kernel.*not a number"),
+    (lambda a: a["nope"], "has no field 'nope'; its fields: pos, id, charge"),
+    (lambda a: a[0], "only field names index a DistArray"),
+])
+def test_clear_refusals_on_every_rank(call, message):
+    a = xdap.from_global(particles(), comm=MPI.COMM_WORLD)
+    with pytest.raises((TypeError, KeyError), match=message):
+        call(a)
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_record_fields_in_another_order_on_one_rank_is_one_error():
+    comm = MPI.COMM_WORLD
+    g = particles()
+    if comm.rank == comm.size - 1:
+        swapped = np.dtype([("id", "i8"), ("pos", "f8", (3,)), ("charge", "f4")], align=True)
+        h = np.zeros(N, swapped)
+        for k in swapped.names:
+            h[k] = g[k]
+        g = h
+    with pytest.raises(ValueError, match="different global arrays|type"):
+        xdap.from_global(g, comm=comm)
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_categories_that_differ_between_ranks_are_one_error():
+    comm = MPI.COMM_WORLD
+    cats = "'a', 'b'" if comm.rank else "'b', 'a'"
+    local = xnd(["a", "b"], type=f"2 * categorical({cats})")
+    with pytest.raises(TypeError, match="element type"):
+        xdap.from_local(local, comm=comm)
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_a_value_that_does_not_match_its_type_on_one_rank_is_one_error():
+    comm = MPI.COMM_WORLD
+    local = ([{"x": 1.0, "n": 2}] if comm.rank != 1 else [{"x": "oops", "n": 2}])
+    with pytest.raises((TypeError, ValueError), match=r"rank 1"):
+        xdap.from_local(local, comm=comm, type="1 * {x: float64, n: int64}")
+
+
+def test_arrow_forms_of_elements():
+    """The Arrow arrays are the ones pyarrow itself builds from the values."""
+    from xdap.protocols.arrow import to_arrow, from_arrow
+    from xdap.parts import as_container
+    g = particles(3)
+    arr = to_arrow(as_container(g))
+    assert arr.type == pa.struct([pa.field("pos", pa.list_(pa.field("item", pa.float64(), False), 3), False),
+                                  pa.field("id", pa.int64(), False),
+                                  pa.field("charge", pa.float32(), False)])
+    assert arr.field("id").to_pylist() == g["id"].tolist()
+    cat = to_arrow(as_container(["b", None, "a"], type="3 * ?categorical('a', 'b')"))
+    assert cat.equals(pa.array(["b", None, "a"]).dictionary_encode().cast(
+        pa.dictionary(pa.int64(), pa.string()))) or cat.to_pylist() == ["b", None, "a"]
+    fb = to_arrow(as_container(np.array([b"ab", b"c"], "S2")))
+    assert fb.type == pa.binary(2) and fb.to_pylist() == [b"ab", b"c\0"]
+    # Arrow strings come back only as fixed-size items, never cut
+    with pytest.raises(TypeError, match="type='fixed_string\\(n\\)'"):
+        from_arrow(pa.array(["abc"]))
+    with pytest.raises(ValueError, match="never cut"):
+        from_arrow(pa.array(["abcd"]), type="fixed_string(3)")
+    assert from_arrow(pa.array(["ab", None]), type="?fixed_string(2)").value == ["ab", None]
+    # an element-only type for a plain array
+    assert str(from_arrow(pa.array([1.5, None]), type="?float64").type) == "2 * ?float64"
