@@ -300,3 +300,51 @@ def test_arrow_forms_of_elements():
     assert from_arrow(pa.array(["ab", None]), type="?fixed_string(2)").value == ["ab", None]
     # an element-only type for a plain array
     assert str(from_arrow(pa.array([1.5, None]), type="?float64").type) == "2 * ?float64"
+
+
+# -- 0-d arrays: one element, held by every rank --------------------------------------
+
+@pytest.mark.mpi(ranks=RANKS)
+@pytest.mark.parametrize("value, type", [
+    (np.float64(2.5), "float64"),
+    (np.array(7, np.int16), "int16"),
+    (np.complex128(1 - 2j), "complex128"),
+    (np.zeros((), PARTICLE), "{pos : 3 * float64, id : int64, charge : float32}"),
+    (xnd(None, type="?float64"), "?float64"),
+])
+def test_zero_dimensional_arrays(value, type):
+    comm = MPI.COMM_WORLD
+    want = xnd(value.value if isinstance(value, xnd) else
+               as_xnd_value(value.item(), value.dtype), type=type)
+    a = xdap.from_global(value, comm=comm)
+    assert str(a.type) == type and a.global_shape == () and a.grid == ()
+    assert a.to_global().value == want.value
+    assert a.to_global(root=0) is None if comm.rank else a.to_global(root=0).value == want.value
+    d = a.__distarray__()
+    assert d["dim_data"] == () and np.asarray(d["buffer"]).shape == ()
+    b = xdap.from_distarray(d, comm=comm)
+    assert b.to_global().value == want.value and str(b.type) == type
+    if type in ("float64", "complex128"):
+        assert xdap.kernels.sin(a).to_global().value == pytest.approx(np.sin(value))
+        assert a.sum().value == want.value          # the element, once -- not P times
+        assert a.count().value == 1
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_zero_dimensional_dap_import_needs_one_element_everywhere():
+    comm = MPI.COMM_WORLD
+    d = {"__version__": "0.10.0", "buffer": np.array(float(comm.rank == 1)), "dim_data": ()}
+    with pytest.raises(ValueError, match="0-d array .*must be the same on every rank: rank 0 "
+                                         "passed 0.0, rank 1 1.0"):
+        xdap.from_distarray(d, comm=comm)
+
+
+@pytest.mark.mpi(ranks=(1, 2))
+@pytest.mark.parametrize("call", [
+    lambda a: a.redistribute(), lambda a: a.migrate([0]), lambda a: a.exchange_halos(),
+    lambda a: a.to_arrow(), lambda a: a.__partitioned__, lambda a: a.save("/nonexistent/x"),
+])
+def test_zero_dimensional_refusals(call):
+    a = xdap.from_global(np.float64(1.0), comm=MPI.COMM_WORLD)
+    with pytest.raises(ValueError, match="0-d array \\(one element, held by every rank\\)"):
+        call(a)

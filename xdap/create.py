@@ -66,6 +66,8 @@ def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, 
         return d, scatter_from_root(p, info, d, root)
     if info.ragged:
         return d, take_rows(p, d.global_indices(0))
+    if d.ndim == 0:             # a 0-d array: every rank holds the element
+        return d, Parts(info, p.values.copy(), None if p.validity is None else p.validity.copy())
     index = np.ix_(*[d.global_indices(k) for k in range(d.ndim)])
     values = np.ascontiguousarray(p.values[index])
     mask = p.valid_mask()

@@ -69,7 +69,8 @@ class Distribution:
             raise TypeError(f"a Distribution needs one xdap.maps.Map per dimension, got {maps!r}")
         grid = tuple(m.grid_size for m in maps)
         n = math.prod(grid)
-        if comm is not None and n != comm.size:
+        # no maps: a 0-d array, its one element replicated on every rank
+        if comm is not None and n != comm.size and maps:
             raise ValueError(f"process grid {grid} has {n} positions "
                              f"but the communicator has {comm.size} ranks "
                              "(product of the grid sizes must equal the number of processes)")
@@ -97,6 +98,14 @@ class Distribution:
 
     def __setattr__(self, name, value):
         raise AttributeError("a Distribution is immutable")
+
+    def require_dims(self, operation: str) -> None:
+        """Refuse an operation that needs a dimension on a 0-d array (one
+        element that every rank holds): ValueError, alike on every rank."""
+        if not self.maps:
+            raise ValueError(f"{operation}: a 0-d array (one element, held by every rank) has "
+                             "no dimension to move along; use its value (a.local, "
+                             "a.local_numpy(), a.to_global())")
 
     def with_trailing(self, shape) -> "Distribution":
         """This distribution with undistributed dims of the given sizes
@@ -206,7 +215,7 @@ class Distribution:
         """True when each rank's owned indices along dim 0 are one range in
         rank order, no other dim is distributed, and there is no padding --
         the case where a flattened ragged array stays block distributed."""
-        return (self.maps[0].contiguous and all(g == 1 for g in self.grid[1:])
+        return bool(self.maps) and (self.maps[0].contiguous and all(g == 1 for g in self.grid[1:])
                 and self._placement is None)
 
     def team_ranks(self, axes) -> list:
@@ -306,6 +315,12 @@ def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_si
     comm = _comm.resolve(comm)
     global_shape = _ints("the global shape", global_shape, 0)
     ndim = len(global_shape)
+    if ndim == 0:
+        if dist not in (None, (), "") or grid not in (None, ()) or any(
+                v not in (None, ()) for v in (block_size, padding, periodic, indices, sizes)):
+            raise ValueError("a 0-d array (one element, held by every rank) has no dimension "
+                             f"to distribute: give no dist, grid or per-dim options (dist={dist!r})")
+        return Distribution((), comm)
     if dist is None:
         dist = ("b",) + ("n",) * (ndim - 1)
     if isinstance(dist, str):

@@ -105,7 +105,7 @@ def parts(x) -> Parts:
     Python value) -- say ``parts(xnd(x.value, type=...))`` to make that
     explicit.
     """
-    return parts_of(x, type_info(x))
+    return parts_of(x, type_info(x, scalar=True))
 
 
 def parts_of(x, info: TypeInfo) -> Parts:
@@ -132,7 +132,9 @@ def container(p: Parts):
 
 
 def _make_container(p: Parts):
-    values = np.ascontiguousarray(p.values, dtype=p.info.numpy_dtype)
+    values = np.asarray(p.values, dtype=p.info.numpy_dtype)
+    if not values.flags.c_contiguous:     # (ascontiguousarray would make a 0-d array 1-d)
+        values = values.copy(order="C")
     validity = None
     if p.info.optional:
         nbytes = (values.size + 7) // 8
@@ -208,14 +210,14 @@ def as_container(data, type=None, dtype=None):
         name = dtype_from_numpy(data.dtype)
         values = np.ascontiguousarray(data.filled(np.zeros((), data.dtype)))
         mask = np.ma.getmaskarray(data)
-        info = type_info(" * ".join([str(s) for s in values.shape] + ["?" + name]))
+        info = type_info(" * ".join([str(s) for s in values.shape] + ["?" + name]), scalar=True)
         return container(Parts(info, values, pack_validity(~mask)))
     if isinstance(data, np.ndarray):
         name = dtype_from_numpy(data.dtype)
-        info = type_info(" * ".join([str(s) for s in data.shape] + [name]))
+        info = type_info(" * ".join([str(s) for s in data.shape] + [name]), scalar=True)
         return container(Parts(info, data))
     if type is not None:
-        info = type_info(type)
+        info = type_info(type, scalar=True)
         if info.ragged:
             return container(parts_from_lists(data, info))
         return xnd(data, type=info.type_string())

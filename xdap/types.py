@@ -164,13 +164,14 @@ class TypeInfo:
         return self.type_string() if self.ragged else self.with_shape(global_shape).type_string()
 
 
-def type_info(t) -> TypeInfo:
+def type_info(t, scalar: bool = False) -> TypeInfo:
     """Classify an ndtypes type (an ``ndt``, a type string or an xnd container).
 
     Raises TypeError, naming the type, the rule and the nearest spelling that
     works, for types xdap cannot distribute: variable-length strings,
-    optional dimensions, abstract types, fixed dims below var dims and
-    zero-dimensional scalars.
+    optional dimensions, abstract types, fixed dims below var dims and --
+    unless ``scalar`` (a 0-d array's element, replicated on every rank) --
+    a single element.
 
     >>> type_info("2 * 3 * ?complex128")
     TypeInfo(kind=<Kind.FIXED: 'fixed'>, shape=(2, 3), var_ndim=0, dtype='complex128', optional=True)
@@ -200,6 +201,8 @@ def type_info(t) -> TypeInfo:
             leaf_numpy_dtype(dtype)
         except TypeError as e:
             raise TypeError(f"cannot distribute type {text!r}: {e}") from None
+    if not dims and scalar:
+        return TypeInfo.fixed((), dtype, optional)
     if not dims:
         raise TypeError(f"cannot distribute type {text!r}: a single element has no dimension "
                         f"to distribute; give the array's type, e.g. 'N * {leaf}' or "

@@ -59,6 +59,10 @@ def save(d, p, path) -> None:
     >>> load(path, comm=MPI.COMM_SELF)[1].values.tolist()
     [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
     """
+    if not d.maps:
+        raise ValueError("save: a 0-d array (one element, held by every rank) is not saved as "
+                         "a distributed array; save its value (a.to_global()), or make it a "
+                         "1-element array")
     comm = d.comm
     prepared = None
     path = agreed_path(comm, path, "save")

@@ -76,7 +76,7 @@ def _make_unary(name):
                     pass
             else:                            # one rank: nothing to agree on
                 p.info.require_numeric(f"kernel {name}", "operand 0")
-            c = p.xnd or container(p)
+            c = p.xnd if p.xnd is not None else container(p)
             try:
                 result = f(c)
             except state["retry"]:          # another route, on this rank alone

@@ -135,6 +135,9 @@ def to_global(d, p: Parts, root: int | None = None) -> Parts | None:
     indices; nothing is pickled.
     """
     comm = d.comm
+    if d.ndim == 0:            # a 0-d array: every rank already holds the element
+        return None if root is not None and comm.rank != root else Parts(
+            p.info, p.values.copy(), None if p.validity is None else p.validity.copy())
     if not p.info.ragged and _slabs_in_rank_order(d):
         return _gather_slabs(d, p, root)
     pos = d.canonical_positions()

@@ -335,6 +335,7 @@ def exchange(d, p, binding=None):
     buffer returned (None the first time); returns the binding to pass next
     time.  Optional data: the validity bits travel too (through a temporary
     byte mask, a copy)."""
+    d.require_dims("exchange_halos")
     _agreed(d, p, "exchange_halos")
     if d.maps[0].dist_type == "u":
         at, scatter = _ghosts(d, p, "exchange_halos")
@@ -386,6 +387,7 @@ def accumulate(d, p, mode: str = "add", clear: bool = False) -> None:
     Optional data: an NA ghost contributes nothing ("add") or makes its
     owner NA ("replace"); a valid ghost makes an NA owner valid.
     """
+    d.require_dims("accumulate_halos")
     _agreed(d, p, "accumulate_halos", mode=mode, clear=bool(clear))
     if d.maps[0].dist_type == "u":           # ghost entries of an unstructured dim
         at, scatter = _ghosts(d, p, "accumulate_halos")

@@ -66,6 +66,7 @@ def migrate(d, p: Parts, dest) -> tuple:
     this rank holds as copies are not sent (their ``dest`` is checked, not
     used).  Collective; copies.  Every rank raises the same error for a bad
     ``dest``: wrong length or dtype, or a rank out of range."""
+    d.require_dims("migrate")
     comm = d.comm
     with _comm.agreement(comm, "migrate") as ag:
         if any(g != 1 for g in d.grid[1:]):

@@ -455,6 +455,7 @@ def move(d: Distribution, p: Parts, dist=None, grid=None, comm=None, *, method: 
     target reuses them.  Invalid targets raise the same ValueError/TypeError
     on every rank.
     """
+    d.require_dims("redistribute")
     A = d.comm
     inside = not (comm is not None and comm == MPI.COMM_NULL)
     target = None

@@ -263,7 +263,9 @@ def _fixed(d, p, op, axes):
     mask = None if mask is None else _select(mask, sel)
     part, count = _local(op, v, mask, axes)
     # the ranks that differ only on the reduced axes' grid coordinates
-    if len(axes) == ndim or all(d.grid[k] == 1 for k in range(ndim) if k not in axes):
+    if ndim == 0:                 # a 0-d array: every rank holds the one element
+        team = MPI.COMM_SELF
+    elif len(axes) == ndim or all(d.grid[k] == 1 for k in range(ndim) if k not in axes):
         team = d.comm
     elif all(d.grid[k] == 1 for k in axes):
         team = MPI.COMM_SELF

@@ -96,6 +96,7 @@ class Scatter:
         if not isinstance(d, Distribution):
             raise TypeError(f"Scatter needs a DistArray or a Distribution, got "
                             f"{type(a_or_distribution).__name__}")
+        d.require_dims("Scatter")
         comm = d.comm
         with _comm.agreement(comm, "Scatter"):
             if any(g != 1 for g in d.grid[1:]):

@@ -130,6 +130,7 @@ def to_arrow(x) -> pa.Array:
 def owned_arrow(d, p: Parts) -> pa.Array:
     """The rows of ``(d, p)`` this rank OWNS as a pyarrow array (zero-copy
     but for inner padding; see ``to_arrow``)."""
+    d.require_dims("to_arrow")
     own = [d.maps[k].owned_local_slice(d.coords[k]) for k in range(d.ndim)]
     if not p.info.ragged and any(s != slice(0, n) for s, n in zip(own[1:], p.values.shape[1:])):
         # inner padding: the owned block is strided

@@ -72,6 +72,7 @@ def to_awkward(x) -> ak.Array:
 def owned_awkward(d, p: Parts) -> ak.Array:
     """The part of ``(d, p)`` this rank owns as an awkward Array (zero-copy
     unless there is communication padding to leave out)."""
+    d.require_dims("to_awkward")
     own = tuple(d.maps[k].owned_local_slice(d.coords[k]) for k in range(d.ndim))
     if all(s == slice(0, n) for s, n in zip(own, p.shape)):
         return _to_awkward(p)

@@ -144,7 +144,7 @@ class _Local:
         ext = self.ext
         if not isinstance(ext, dict) or "type" not in ext:
             raise TypeError(f"the '{EXTENSION}' entry must be a dict with a 'type', got {ext!r:.100}")
-        self.info = type_info(ext["type"])
+        self.info = type_info(ext["type"], scalar=self.buffer.ndim == 0)
         if self.info.numpy_dtype != numpy_dtype(self.dtype):
             raise TypeError(f"'{EXTENSION}' type {ext['type']!r} has dtype {self.info.dtype} but the "
                             f"buffer holds {self.dtype}")
@@ -189,6 +189,14 @@ class _Local:
                 # the element type, not the local shape, must agree across ranks
                 "type": None if self.ext is None else
                 (self.info.type_string() if self.info.ragged else self.info.leaf)}
+
+    def element(self):
+        """A 0-d export's element (None: missing), to compare across ranks."""
+        validity = b"" if self.ext is None or self.validity is None else \
+            bytes(memoryview(self.validity))[:1]
+        if validity and not validity[0] & 1:
+            return None
+        return np.asarray(self.buffer).tolist()
 
     def parts(self) -> Parts:
         """The local Parts over the buffer (zero-copy when C-contiguous)."""
@@ -271,6 +279,9 @@ def import_dap(obj, comm=None) -> tuple:
     with _comm.agreement(comm, share=True) as ag:
         d = obj.__distarray__() if hasattr(obj, "__distarray__") else obj
         local = _Local(d)
+        if not local.dim_data:
+            # a 0-d array is one element that every rank holds: the same one
+            ag.same("the element of a 0-d array (empty dim_data)", local.element())
         ag.share(local.summary())
     with _comm.agreement(comm):
         maps, coords, leaves = _distribution(ag.shared, comm)
@@ -348,11 +359,11 @@ def _grid(summaries, nprocs, version):
         if len(sizes) != 1:
             raise ValueError(f"dimension {k}: ranks disagree on proc_grid_size ({sorted(sizes)})")
         grid.append(sizes.pop())
-    if math.prod(grid) != nprocs:
+    if math.prod(grid) != nprocs and ndim:     # (0-d: the element on every rank)
         raise ValueError(f"the product of the proc_grid_sizes {tuple(grid)} is {math.prod(grid)}, "
                          f"but the communicator has {nprocs} processes (they must be equal)")
     seen = {}
-    for r, c in enumerate(map(tuple, coords)):
+    for r, c in enumerate(map(tuple, coords) if ndim else ()):
         if c in seen:
             raise ValueError(f"grid coordinate {c} is held by ranks {seen[c]} and {r} "
                              "(each coordinate must be held by exactly one rank)")

@@ -63,6 +63,7 @@ class PartitionGetter:
 def export(d, p: Parts) -> dict:
     """The ``__partitioned__`` dict of ``(d, p)`` (see the package docstring).
     Zero-copy; collective only on the first export over a communicator."""
+    d.require_dims("__partitioned__")
     dims = []
     for k, m in enumerate(d.maps):
         try:
