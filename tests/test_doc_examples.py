@@ -1,5 +1,6 @@
-"""The examples of the README, the guide's "Data born distributed" and
-docs/movement.md run as written, on real ranks, and compute what they say."""
+"""The examples of the README, the guide's "Types", "Data born distributed"
+and "Errors", and docs/movement.md run as written, on real ranks, and
+compute what they say."""
 import pathlib
 import re
 import shutil
@@ -70,6 +71,21 @@ def test_movement_doc_runs(comm):
     assert scope["mesh"].local.value == [float(v) for v in want]
     # the migration example's c: another field (a * 10) moved by the plan
     assert scope["c"].to_global().value == [10.0 * v for v in scope["a"].to_global().value]
+
+
+@pytest.mark.mpi(ranks=(1, 2, 4))
+def test_guide_types_example(comm, capsys):
+    import numpy as np
+    text = GUIDE.read_text()
+    section = text[text.index("## Types: what a partition can be"):text.index("## Distributions")]
+    scope = {}
+    exec(compile("\n".join(re.findall(r"```python\n(.*?)```", section, re.S)), str(GUIDE),
+                 "exec"), scope)
+    assert scope["total"] == 4.0
+    got = scope["p"].to_global()
+    assert [v["pos"] for v in got.value] == (np.arange(24.0).reshape(8, 3) * 2).tolist()
+    assert scope["p"].local_numpy()["id"].tolist() == list(range(comm.rank, 8, comm.size))
+    assert scope["colors"].to_global().value == ["red", None, "green", "red"]
 
 
 @pytest.mark.mpi(ranks=(2, 3))

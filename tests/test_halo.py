@@ -9,9 +9,10 @@ correctly), so every ghost must really be received.
 
 import numpy as np
 import pytest
+from mpi4py import MPI
 
 import xdap
-from xdap.parts import parts
+from xdap.parts import leaf_ranges, pack_validity, parts
 from xdap.maps import BlockMap
 from xdap.movement.halo import halo_plan
 
@@ -280,3 +281,59 @@ def test_accumulate_optional(comm, mode):
     got_m = p.valid_mask()
     np.testing.assert_array_equal(got_m, want_m)
     np.testing.assert_array_equal(p.values[got_m], want_v[got_m])
+
+
+# -- ragged arrays: padded rows are ghost rows ------------------------------------------
+
+def _ragged_rows(n, periodic):
+    rows = [[float(i) + j / 10 for j in range(i % 3 + 1)] for i in range(n)]
+    if periodic:        # the edge padding rows are the wrapped copies, as a periodic grid has
+        rows[0], rows[-1] = rows[-2], rows[1]
+    return rows
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3, 4))
+@pytest.mark.parametrize("periodic", [False, True])
+@pytest.mark.parametrize("optional", [False, True])
+def test_ragged_halos_refill_ghost_rows(periodic, optional):
+    """Ghost rows get their owners' values: checked against the global rows,
+    after every value on the rank (ghosts too) was overwritten."""
+    comm = MPI.COMM_WORLD
+    rows = _ragged_rows(3 * comm.size + 2, periodic)
+    if optional:
+        rows = [[None if (i + j) % 4 == 0 else v for j, v in enumerate(r)]
+                for i, r in enumerate(rows)]
+        rows[0], rows[-1] = (rows[-2], rows[1]) if periodic else (rows[0], rows[-1])
+    t = "var * var * ?float64" if optional else "var * var * float64"
+    a = xdap.from_global(rows, type=t, padding=((1, 1),), periodic=(periodic,))
+    want = a.local.value
+    m = a.distribution.maps[0]
+    own = m.owned_local_slice(comm.rank)
+    starts, stops = leaf_ranges(a.parts.offsets, np.arange(a.parts.nrows))
+    ghost = np.ones(len(a.parts.values), bool)
+    for k in range(own.start, own.stop):
+        ghost[starts[k]:stops[k]] = False
+    a.parts.values[ghost] = -1.0
+    if optional:
+        mask = a.parts.valid_mask().copy()
+        mask[ghost] = True
+        a.parts.validity[:] = pack_validity(mask)
+    a.exchange_halos()
+    got = a.local.value
+    refilled = set(range(own.start, own.stop))
+    for region in halo_plan(a.distribution).ghost_regions:
+        refilled |= set(range(region[0].start, region[0].stop))
+    for k, (g, w) in enumerate(zip(got, want)):
+        # ghost and owned rows hold the global rows; boundary padding (the
+        # edges of a non-periodic array) is no ghost and keeps the -1s
+        assert g == (w if k in refilled else [-1.0] * len(w)), (k, g, w)
+    assert periodic or comm.size == 1 or len(refilled) > own.stop - own.start
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_ragged_halos_refuse_ghost_rows_of_another_length():
+    comm = MPI.COMM_WORLD
+    rows = _ragged_rows(3 * comm.size + 3, periodic=False)   # row 0: 1 value, row -2: 2
+    a = xdap.from_global(rows, type="var * var * float64", padding=((1, 1),), periodic=(True,))
+    with pytest.raises(ValueError, match="ghost row .* holds .* values but the row it copies"):
+        a.exchange_halos()

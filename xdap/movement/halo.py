@@ -43,8 +43,9 @@ import numpy as np
 
 from .. import cache
 from ..arraylike import unwrap
+from .. import comm as _comm
 from ..comm import MPI, agreement, attached
-from ..parts import pack_validity
+from ..parts import leaf_ranges, pack_validity
 
 __all__ = ["HaloPlan", "halo_plan", "exchange", "accumulate", "exchange_halos",
            "accumulate_halos"]
@@ -289,6 +290,46 @@ def _plan(d) -> HaloPlan:
                                    lambda: halo_plan(d))
 
 
+def _plan_for(d, p, what) -> HaloPlan:
+    """The plan in the index space of ``p.values``: the rows' plan itself
+    for fixed data; for ragged data (padded rows) each region of rows
+    becomes the range of their leaves, after checking (collectively) that
+    every ghost row has as many leaves as the row it copies."""
+    plan = _plan(d)
+    if not p.info.ragged:
+        return plan
+    _check_ghost_rows(d, p, plan, what)
+    bounds = _leaf_bounds(p, plan)
+    leaves = lambda region: (slice(bounds[region[0].start], bounds[region[0].stop]),)  # noqa: E731
+    return HaloPlan(tuple((q, t, leaves(r)) for q, t, r in plan.recvs),
+                    tuple((q, t, leaves(r)) for q, t, r in plan.sends),
+                    tuple((leaves(g), leaves(s)) for g, s in plan.copies), p.values.shape)
+
+
+def _leaf_bounds(p, plan) -> dict:
+    """{row index: its first leaf} for the row bounds the plan's regions use."""
+    rows = sorted({b for _, _, r in plan.recvs + plan.sends for b in (r[0].start, r[0].stop)}
+                  | {b for g, s in plan.copies for r in (g, s) for b in (r[0].start, r[0].stop)})
+    starts, _ = leaf_ranges(p.offsets, np.minimum(rows, p.nrows - 1))
+    total = len(p.values)
+    return {r: (total if r >= p.nrows else int(s)) for r, s in zip(rows, starts)}
+
+
+def _check_ghost_rows(d, p, plan, what):
+    """Every rank: do my ghost rows hold as many leaves as their owners'?"""
+    counts = p.leaf_counts().astype(np.int64)
+    got = counts.copy()
+    _Executor(plan, d.comm).forward(got)
+    error = None
+    bad = np.flatnonzero(got != counts)
+    if bad.size:
+        k = int(bad[0])
+        error = ValueError(f"{what}: ghost row {k} on rank {d.comm.rank} holds {counts[k]} "
+                           f"values but the row it copies holds {got[k]}: a ragged array's "
+                           "ghost rows must keep their owners' row lengths")
+    _comm.agree(d.comm, error)
+
+
 def _agreed(d, p, what, **options):
     """The agreement of a halo call (collective): the array's layout and
     type, its writeability and ``options`` -- one rank passing another
@@ -298,12 +339,10 @@ def _agreed(d, p, what, **options):
         ag.same("the array's element type", p.info.leaf)
         for name, value in options.items():
             ag.same(name, value)
-        if p.info.ragged:
-            raise TypeError(f"{what}: halos exist for fixed-dimension arrays only, got "
-                            f"'{p.info.type_string()}' (ragged rows have no padding cells)")
         if not p.values.flags.writeable:
             raise ValueError(f"{what}: the array's local buffer is read-only")
-        if d.maps[0].dist_type == "u" and (any(g != 1 for g in d.grid[1:]) or p.info.optional):
+        if d.maps[0].dist_type == "u" and (any(g != 1 for g in d.grid[1:]) or p.info.optional
+                                           or p.info.ragged):
             raise TypeError(f"{what}: the ghost entries of an unstructured dimension are "
                             "updated for fixed, non-optional data distributed along dimension "
                             f"0 only, got '{p.info.global_type(d.global_shape)}' on the grid "
@@ -341,7 +380,7 @@ def exchange(d, p, binding=None):
         at, scatter = _ghosts(d, p, "exchange_halos")
         p.values[at] = scatter.forward(p)
         return None
-    plan = _plan(d)
+    plan = _plan_for(d, p, "exchange_halos")
     if binding is None or binding.plan is not plan:
         binding = _Executor(plan, d.comm)
     binding.bind(p.values)
@@ -395,7 +434,7 @@ def accumulate(d, p, mode: str = "add", clear: bool = False) -> None:
         if clear:
             p.values[at] = 0
         return
-    ex = _Executor(_plan(d), d.comm)
+    ex = _Executor(_plan_for(d, p, "accumulate_halos"), d.comm)
     if p.validity is None:
         ex.reverse(p.values, _add if mode == "add" else _replace)
     else:
