@@ -102,6 +102,14 @@ def test_every_door_keeps_values_and_type(name):
     gtype = str(a.type)
     assert a.to_global().value == want
 
+    # from_local: each rank hands over its block of the same construction
+    data, opts, _ = CASES[name]
+    lo, hi = [int(x) for x in np.linspace(0, N, comm.size + 1)[comm.rank:comm.rank + 2]]
+    piece = (data[lo:hi] if isinstance(data, (np.ndarray, list)) else
+             xnd(data.value[lo:hi], type=f"{hi - lo} * {a.info.leaf}"))
+    f = xdap.from_local(piece, comm=comm, **opts)         # (N > ranks: no empty piece)
+    assert f.to_global().value == want and str(f.type) == gtype
+
     # redistribute (and back), migrate
     b = a.redistribute(("b",))
     assert b.to_global().value == want and str(b.type) == gtype
@@ -348,3 +356,23 @@ def test_zero_dimensional_refusals(call):
     a = xdap.from_global(np.float64(1.0), comm=MPI.COMM_WORLD)
     with pytest.raises(ValueError, match="0-d array \\(one element, held by every rank\\)"):
         call(a)
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3))
+def test_scatter_reverse_of_records():
+    """replace writes whole records at their owners; add refuses records."""
+    comm = MPI.COMM_WORLD
+    g = particles()
+    a = xdap.from_global(g, comm=comm)
+    needed = np.array([comm.rank * 2 % N, (comm.rank * 2 + 1) % N])
+    s = xdap.Scatter(a, needed)
+    values = s.forward(a)
+    values["id"] = -values["id"] - 100
+    s.reverse(values, into=a, mode="replace")
+    want = g.copy()
+    for r in range(comm.size):            # every rank's writes, in rank order (replace)
+        for k in (r * 2 % N, (r * 2 + 1) % N):
+            want["id"][k] = -g["id"][k] - 100
+    np.testing.assert_array_equal(parts(a.to_global()).values["id"], want["id"])
+    with pytest.raises(TypeError, match="mode 'add' combines numbers"):
+        s.reverse(values, into=a, mode="add")

@@ -193,6 +193,11 @@ class Scatter:
             ag.same("refresh", bool(refresh))
             if mode not in MODES:
                 raise ValueError(f"Scatter.reverse: mode must be one of {MODES}, got {mode!r}")
+            if mode != "replace" and buf.dtype.names is not None or (
+                    mode != "replace" and buf.dtype.kind in "SU"):
+                raise TypeError(f"Scatter.reverse: mode {mode!r} combines numbers; the array's "
+                                f"elements are {buf.dtype} (use mode='replace', or a numeric "
+                                "field, a['x'])")
             values = np.asarray(values)
             want = (self.n_needed,) + buf.shape[1:]
             if values.shape != want:
