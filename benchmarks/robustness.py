@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 import _harness  # noqa: E402
-from _harness import COMM, P, RANK, say, verdict  # noqa: E402
+from _harness import COMM, P, say, verdict  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 
