@@ -63,7 +63,13 @@ def cases():
         "ragged records": (ragged, {"type": "var * var * ?{x: float64, n: int32}"}, ragged),
         "ragged fixed_bytes": (ragged_bytes, {"type": "var * var * fixed_bytes(size=2)"},
                                ragged_bytes),
+        "string": (words, {"type": "string"}, words),
+        "bytes": ([w.encode("utf-8") * 2 for w in words], {"type": "bytes"},
+                  [w.encode("utf-8") * 2 for w in words]),
     }
+
+
+ROWS = ("ragged records", "ragged fixed_bytes", "string", "bytes")   # distributed by rows
 
 
 CASES = cases()
@@ -97,8 +103,9 @@ def distribute(name, comm, **extra):
 def test_every_door_keeps_values_and_type(name):
     comm = MPI.COMM_WORLD
     want = expect(name)
-    ragged = name.startswith("ragged")
-    a = distribute(name, comm, dist=("c",)) if not ragged else distribute(name, comm)
+    ragged = name in ROWS
+    a = distribute(name, comm, dist=("c",)) if not name.startswith("ragged") else \
+        distribute(name, comm)
     gtype = str(a.type)
     assert a.to_global().value == want
 
@@ -134,10 +141,10 @@ def test_every_door_keeps_values_and_type(name):
     # Arrow and Awkward: each rank's owned rows, stacked back in rank order
     arrow = b.to_arrow()
     f = xdap.from_arrow(arrow, comm=comm,
-                        type=a.info.leaf if "string" in name else None)
+                        type=a.info.leaf if "fixed_string" in name else None)
     assert f.to_global().value == want and str(f.type) == gtype
     g = xdap.from_awkward(b.to_awkward(), comm=comm,
-                          type=a.info.leaf if "string" in name else None)
+                          type=a.info.leaf if "fixed_string" in name else None)
     # Awkward has missing values, not an NA category
     assert g.to_global().value == want and str(g.type) == gtype.replace(
         "categorical('red', 'green', NA)", "?categorical('red', 'green')")
@@ -147,13 +154,14 @@ def test_every_door_keeps_values_and_type(name):
     a.save(os.path.join(path, "s"))
     h = xdap.load(os.path.join(path, "s"), comm=comm)
     assert h.to_global().value == want and str(h.type) == gtype
-    assert h.distribution.maps[0].to_json()["dist_type"] == ("c" if not ragged else "b")
+    assert h.distribution.maps[0].to_json()["dist_type"] == (
+        "b" if name.startswith("ragged") else "c")
     k = xdap.load(os.path.join(path, "s"), comm=comm, dist=("b",))
     assert k.to_global().value == want
 
 
 @pytest.mark.mpi(ranks=RANKS)
-@pytest.mark.parametrize("name", [n for n in NAMES if not n.startswith("ragged")])
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in ROWS])
 def test_local_numpy_is_a_view_of_the_numpy_type(name):
     comm = MPI.COMM_WORLD
     a = distribute(name, comm, dist=("c",))
@@ -287,7 +295,7 @@ def test_a_value_that_does_not_match_its_type_on_one_rank_is_one_error():
 
 def test_arrow_forms_of_elements():
     """The Arrow arrays are the ones pyarrow itself builds from the values."""
-    from xdap.protocols.arrow import to_arrow, from_arrow
+    from xdap.protocols.arrow import to_arrow, from_arrow, parts_from_arrow
     from xdap.parts import as_container
     g = particles(3)
     arr = to_arrow(as_container(g))
@@ -300,9 +308,16 @@ def test_arrow_forms_of_elements():
         pa.dictionary(pa.int64(), pa.string()))) or cat.to_pylist() == ["b", None, "a"]
     fb = to_arrow(as_container(np.array([b"ab", b"c"], "S2")))
     assert fb.type == pa.binary(2) and fb.to_pylist() == [b"ab", b"c\0"]
-    # Arrow strings come back only as fixed-size items, never cut
-    with pytest.raises(TypeError, match="type='fixed_string\\(n\\)'"):
-        from_arrow(pa.array(["abc"]))
+    # Arrow strings: N * string over the same offsets and bytes ...
+    s = pa.array(["abc", "", "dé"])
+    x = from_arrow(s)
+    assert str(x.type) == "3 * string" and x.value == ["abc", "", "dé"]
+    q = parts_from_arrow(s)                  # (the xnd container holds copies: pointers)
+    assert np.shares_memory(q.values, np.frombuffer(s.buffers()[2], np.uint8))
+    assert to_arrow(q).equals(s) and to_arrow(q).buffers()[2].address == s.buffers()[2].address
+    # ... below a list level only as fixed-size items, never cut
+    with pytest.raises(TypeError, match="below a list level.*type='fixed_string\\(n\\)'"):
+        from_arrow(pa.array([["abc"]]))
     with pytest.raises(ValueError, match="never cut"):
         from_arrow(pa.array(["abcd"]), type="fixed_string(3)")
     assert from_arrow(pa.array(["ab", None]), type="?fixed_string(2)").value == ["ab", None]

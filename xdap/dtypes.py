@@ -239,10 +239,10 @@ class _Parser:
         if value == "categorical":
             return np.dtype(np.int64)
         if value in ("string", "bytes"):
-            self.refuse(f"variable-length {value} elements are not supported yet (xnd stores a "
-                        f"pointer per item); use fixed_{value}"
-                        f"({'n' if value == 'string' else 'size=n'}) for items up to n bytes, "
-                        "or ragged bytes 'var * var * uint8'")
+            self.refuse(f"variable-length {value} items make 1-d arrays only ('N * {value}'), "
+                        "not elements of records, fixed dims or lists (xnd stores a pointer per "
+                        f"item); there use fixed_{value}"
+                        f"({'n' if value == 'string' else 'size=n'}) for items up to n bytes")
         self.refuse(LEAVES_HELP)
 
     def args(self):

@@ -110,6 +110,10 @@ def parts(x) -> Parts:
 
 def parts_of(x, info: TypeInfo) -> Parts:
     """``parts(x)`` when ``x``'s type is already classified as ``info``."""
+    if info.text:
+        p = text_parts(x.value, info)
+        p.xnd = x
+        return p
     try:
         values, validity, offsets = _xndbuf.layout(x, info.format)
     except ValueError:
@@ -117,6 +121,45 @@ def parts_of(x, info: TypeInfo) -> Parts:
         values, validity, offsets = _xndbuf.layout(x, info.format)
     return Parts(info, np.asarray(values), None if validity is None else np.asarray(validity),
                  tuple(map(np.asarray, offsets)) if offsets else (), xnd=x)
+
+
+def text_parts(items, info: TypeInfo) -> Parts:
+    """Parts of variable-length strings (utf-8) or bytes: one row of bytes
+    an item, Arrow's layout (a copy: xnd holds a pointer per item).
+
+    >>> from xdap.types import type_info
+    >>> p = text_parts(["ab", "", "é"], type_info("3 * string"))
+    >>> p.values.tobytes(), p.offsets[1].tolist()
+    (b'ab\\xc3\\xa9', [0, 2, 2, 4])
+    """
+    if info.dtype == "string":
+        try:
+            items = [s.encode("utf-8") for s in items]
+        except AttributeError:
+            raise TypeError(f"a {info.global_type((len(items),))} array holds str items, got "
+                            f"{next(type(s).__name__ for s in items if not isinstance(s, str))}") \
+                from None
+    elif not all(isinstance(b, (bytes, bytearray)) for b in items):
+        raise TypeError(f"a {info.global_type((len(items),))} array holds bytes items")
+    lengths = np.fromiter(map(len, items), np.int64, len(items))
+    ends = np.cumsum(lengths)
+    if len(ends) and ends[-1] > np.iinfo(np.int32).max:
+        raise ValueError(f"{int(ends[-1])} bytes of {info.dtype} items on this rank: more than "
+                         "int32 offsets address")
+    offsets = (np.array([0, len(items)], np.int32),
+               np.concatenate([[0], ends]).astype(np.int32))
+    values = np.frombuffer(b"".join(items), np.uint8).copy()
+    return Parts(info, values, None, offsets)
+
+
+def _text_container(p: Parts):
+    """The xnd ``n * string`` (or bytes) container of text parts (a copy)."""
+    data = p.values.tobytes()
+    off = p.offsets[1].tolist()
+    items = [data[a:b] for a, b in zip(off[:-1], off[1:])]
+    if p.info.dtype == "string":
+        items = [b.decode("utf-8") for b in items]
+    return xnd(items, type=f"{len(items)} * {p.info.dtype}")
 
 
 def container(p: Parts):
@@ -127,7 +170,7 @@ def container(p: Parts):
     array is copied first.
     """
     if p.xnd is None:
-        p.xnd = _make_container(p)
+        p.xnd = _text_container(p) if p.info.text else _make_container(p)
     return p.xnd
 
 
@@ -182,7 +225,7 @@ def check_ragged_rows(info: TypeInfo, nrows: int, rank=None) -> None:
     fails with "var_dim: noffsets < 2").  Callers that distribute rows check
     this for every rank up front, so all ranks raise together.
     """
-    if info.ragged and nrows == 0:
+    if info.ragged and nrows == 0 and not info.text:
         where = "" if rank is None else f" (rank {rank})"
         raise ValueError(
             f"every rank needs at least one row of ragged data {info.type_string()}: a "
@@ -216,8 +259,12 @@ def as_container(data, type=None, dtype=None):
         name = dtype_from_numpy(data.dtype)
         info = type_info(" * ".join([str(s) for s in data.shape] + [name]), scalar=True)
         return container(Parts(info, data))
+    if type is not None and str(type).strip() in ("string", "bytes"):
+        type = f"{len(data)} * {str(type).strip()}"      # the element named alone
     if type is not None:
         info = type_info(type, scalar=True)
+        if info.text:
+            return container(text_parts(data, info))
         if info.ragged:
             return container(parts_from_lists(data, info))
         return xnd(data, type=info.type_string())

@@ -96,13 +96,20 @@ class TypeInfo:
 
     @property
     def numpy_dtype(self) -> np.dtype:
-        """The NumPy dtype over one element's bytes (structured for records)."""
-        return leaf_numpy_dtype(self.dtype)
+        """The NumPy dtype over one element's bytes (structured for records;
+        uint8 for the bytes of variable-length strings)."""
+        return _BYTE if self.text else leaf_numpy_dtype(self.dtype)
 
     @property
     def format(self) -> str:
         """The element's PEP-3118 format (one NumPy reads, 'Zd' for complex)."""
-        return leaf_format(self.dtype)
+        return "B" if self.text else leaf_format(self.dtype)
+
+    @property
+    def text(self) -> bool:
+        """True for variable-length ``string``/``bytes`` items: rows of bytes
+        (utf-8 for strings), distributed like ragged rows."""
+        return self.dtype in VARIABLE
 
     @property
     def numpy_says_it(self) -> bool:
@@ -146,7 +153,10 @@ class TypeInfo:
         return (self.kind, self.shape, self.var_ndim)
 
     def describe_layout(self) -> str:
-        """The layout with a placeholder leaf, e.g. ``'3 * 4 * T'``, ``'var * var * T'``."""
+        """The layout with a placeholder leaf, e.g. ``'3 * 4 * T'``, ``'var * var * T'``
+        (``'var * T'`` for strings: one item a row)."""
+        if self.text:
+            return "var * T"
         dims = "var * " * self.var_ndim if self.ragged else "".join(f"{s} * " for s in self.shape)
         return dims + "T"
 
@@ -161,7 +171,14 @@ class TypeInfo:
         >>> type_info("2 * 3 * int8").global_type((10, 3))
         '10 * 3 * int8'
         """
+        if self.text:
+            return f"{global_shape[0]} * {self.leaf}"
         return self.type_string() if self.ragged else self.with_shape(global_shape).type_string()
+
+    @classmethod
+    def of_text(cls, dtype: str, optional: bool = False) -> "TypeInfo":
+        """Variable-length ``string`` or ``bytes`` items (see ``text``)."""
+        return cls(Kind.RAGGED, (), 2, dtype, bool(optional))
 
 
 def type_info(t, scalar: bool = False) -> TypeInfo:
@@ -196,6 +213,8 @@ def type_info(t, scalar: bool = False) -> TypeInfo:
     dims, leaf = split_dims(text)
     optional = leaf.startswith("?")
     dtype = leaf[1:] if optional else leaf
+    if dtype in VARIABLE:
+        return _text_info(text, dims, dtype, optional)
     if dtype not in DTYPES:
         try:
             leaf_numpy_dtype(dtype)
@@ -224,6 +243,22 @@ def type_info(t, scalar: bool = False) -> TypeInfo:
                             "fixed nor var (abstract types are not supported)")
         shape.append(int(m.group(1) or m.group(2)))
     return TypeInfo.fixed(shape, dtype, optional)
+
+
+VARIABLE = ("string", "bytes")
+_BYTE = np.dtype(np.uint8)
+
+
+def _text_info(text, dims, dtype, optional) -> TypeInfo:
+    """``N * string`` / ``var * string`` (and bytes): one item per row."""
+    if len(dims) != 1 or dims[0].startswith("?"):
+        raise TypeError(f"cannot distribute type {text!r}: variable-length {dtype} arrays have "
+                        f"one dimension, 'N * {dtype}' (more: a record of fixed_string(n), or "
+                        f"ragged rows 'var * var * fixed_string(n)')")
+    if optional:
+        raise TypeError(f"cannot distribute type {text!r}: optional {dtype} items are not "
+                        f"supported; use an empty {dtype} or 'N * ?fixed_string(n)'")
+    return TypeInfo.of_text(dtype)
 
 
 @functools.lru_cache(maxsize=256)

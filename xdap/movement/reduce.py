@@ -232,6 +232,9 @@ def _validate(info, op, axis):
     """The reduced axes, or this rank's error (agreed by ``reduce_parts``)."""
     if not isinstance(op, str) or op not in OPS:
         raise ValueError(f"reduce: unknown operation {op!r}; use one of {', '.join(OPS)}")
+    if info.text:
+        raise TypeError(f"reduce {op}: {info.dtype} items have no arithmetic (the number of "
+                        "items is a.global_shape[0])")
     if op != "count":
         info.require_numeric(f"reduce {op}")
     if info.ragged:

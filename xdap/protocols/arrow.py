@@ -140,6 +140,11 @@ def owned_arrow(d, p: Parts) -> pa.Array:
 
 
 def _parts_to_arrow(p: Parts) -> pa.Array:
+    if p.info.text:           # Arrow's own layout: int32 offsets + bytes, shared
+        t = pa.string() if p.info.dtype == "string" else pa.binary()
+        off = np.ascontiguousarray(p.offsets[1], dtype=np.int32)
+        return pa.Array.from_buffers(t, len(off) - 1, [None, pa.py_buffer(off),
+                                                       pa.py_buffer(np.ascontiguousarray(p.values))])
     flat = p.values.reshape(-1)
     arr = _leaf_to_arrow(flat, p.validity, p.info.dtype)
     if not p.info.ragged:
@@ -256,8 +261,12 @@ def parts_from_arrow(arr, type=None) -> Parts:
         if fixed and var:
             raise TypeError(f"Arrow array mixes fixed-size and variable-size lists ({arr.type}); "
                             "xdap supports 'N * M * T' or 'var * var * T'")
-    dtype, values, validity = _leaf_from_arrow(
-        arr, None if type is None else split_dims(str(type).strip())[1])
+    want = None if type is None else split_dims(str(type).strip())[1]
+    if not fixed and not var and _is_text(arr.type) and not (
+            want or "").lstrip("?").startswith(("fixed_string", "fixed_bytes")):
+        p = _text_from_arrow(arr)
+        return _apply_type(p, type) if type is not None else p
+    dtype, values, validity = _leaf_from_arrow(arr, want)
     if var:
         info = TypeInfo.of_ragged(len(var) + 1, dtype, validity is not None)
         offsets = (np.array([0, n], np.int32),) + tuple(var)
@@ -316,6 +325,39 @@ def _leaf_from_arrow(arr, want=None):
                     "string/binary with type='fixed_string(n)'/'fixed_bytes(size=n)'")
 
 
+def _is_text(t) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t))
+
+
+def _text_from_arrow(arr) -> Parts:
+    """An Arrow string/binary array as ``N * string``/``bytes`` parts:
+    offsets and bytes shared (int64 offsets narrowed, a sliced array's
+    shifted: copies of the offsets only)."""
+    t = arr.type
+    dtype = "string" if pa.types.is_string(t) or pa.types.is_large_string(t) else "bytes"
+    if arr.null_count:
+        raise TypeError(f"the Arrow {t} array has nulls: optional {dtype} items are not "
+                        "supported; fill them (e.g. with an empty item) or use "
+                        "type='?fixed_string(n)'")
+    wide = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+    off = np.frombuffer(arr.buffers()[1], np.int64 if wide else np.int32,
+                        count=arr.offset + len(arr) + 1)[arr.offset:]
+    lo, hi = int(off[0]), int(off[-1])
+    if lo:
+        off = off - lo
+    if off.dtype != np.int32:
+        if hi - lo > np.iinfo(np.int32).max:
+            raise ValueError(f"Arrow {t} array has {hi - lo} bytes, more than int32 offsets "
+                             "(xnd's) can address")
+        off = off.astype(np.int32)
+    buf = arr.buffers()[2]
+    values = np.frombuffer(buf, np.uint8, count=hi)[lo:] if buf is not None else \
+        np.zeros(0, np.uint8)
+    return Parts(TypeInfo.of_text(dtype), values, None,
+                 (np.array([0, len(arr)], np.int32), off))
+
+
 def _strings_from_arrow(arr, want):
     """Variable-length strings into fixed-size items of the requested type
     (a copy; an item longer than the type allows is an error, never cut)."""
@@ -323,9 +365,9 @@ def _strings_from_arrow(arr, want):
     text = pa.types.is_string(t) or pa.types.is_large_string(t)
     if want is None or not want.lstrip("?").startswith(("fixed_string", "fixed_bytes")):
         kind = "fixed_string(n)" if text else "fixed_bytes(size=n)"
-        raise TypeError(f"Arrow {t} arrays hold variable-length items, which xdap does not "
-                        f"distribute yet; pass the element type, e.g. type='{kind}' with n at "
-                        "least the longest item")
+        raise TypeError(f"Arrow {t} items below a list level: variable-length items are "
+                        "distributed as a 1-d array only ('N * string'); inside lists pass the "
+                        f"element type, e.g. type='{kind}' with n at least the longest item")
     dtype = want.lstrip("?")
     dt = leaf_numpy_dtype(dtype)
     items = arr.to_pylist()
@@ -414,6 +456,8 @@ def _element_only(type):
     dims, leaf = split_dims(str(type).strip())
     if dims:
         return None
+    if leaf.lstrip("?") in ("string", "bytes"):
+        return leaf
     leaf_numpy_dtype(leaf)          # TypeError naming the rule for a bad element
     return leaf
 

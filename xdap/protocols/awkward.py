@@ -82,6 +82,9 @@ def owned_awkward(d, p: Parts) -> ak.Array:
 
 
 def _to_awkward(p: Parts) -> ak.Array:
+    if p.info.text:           # Awkward reads Arrow strings as its own
+        from .arrow import _parts_to_arrow
+        return ak.from_arrow(_parts_to_arrow(p), highlevel=True)
     p = _na_as_missing(p)
     flat = p.values.reshape(-1)
     node = _element_node(flat, p.info.dtype)

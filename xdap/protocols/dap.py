@@ -210,6 +210,8 @@ class _Local:
             # xnd writes its bitmap (kernels with out=, halos): a read-only
             # one (bytes) is copied rather than written behind its owner's back
             validity = np.frombuffer(validity, np.uint8).copy()
+        if self.info.text:         # bytes + offsets; the xnd container is made on demand
+            return Parts(self.info, np.asarray(buf), None, self.offsets)
         if self.info.ragged:
             x = _xndbuf.from_buffers(self.info.leaf, self.offsets, buf, validity)
         else:
