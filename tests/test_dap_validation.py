@@ -195,4 +195,4 @@ def test_from_global_errors_are_collective():
     with pytest.raises(ValueError, match="data is None"):
         xdap.from_global(None if comm.rank == 0 else np.zeros(4), root=0, comm=comm)
     with pytest.raises(TypeError, match="cannot distribute type.*variable-length string"):
-        xdap.from_global(["ab"], comm=comm)
+        xdap.from_global([["ab"]], comm=comm)

@@ -86,6 +86,7 @@ def test_guide_types_example(comm, capsys):
     assert [v["pos"] for v in got.value] == (np.arange(24.0).reshape(8, 3) * 2).tolist()
     assert scope["p"].local_numpy()["id"].tolist() == list(range(comm.rank, 8, comm.size))
     assert scope["colors"].to_global().value == ["red", None, "green", "red"]
+    assert scope["names"].local.value == ["Oslo", "Zürich", "", "Lyon"][comm.rank::comm.size]
 
 
 @pytest.mark.mpi(ranks=(2, 3))

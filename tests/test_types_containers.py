@@ -28,8 +28,9 @@ def test_classify(text, kind, shape, var_ndim, dtype, optional):
 @pytest.mark.parametrize("text, reason", [
     ("{a: int64, b: float64}", "no dimension to distribute.*'N \\* \\{a : int64"),
     ("3 * {a: ?int64}", "optional fields inside a record"),
-    ("3 * string", "variable-length string.*fixed_string"),
-    ("3 * bytes", "variable-length bytes.*fixed_bytes"),
+    ("3 * {s: string}", "variable-length string items make 1-d arrays only.*fixed_string"),
+    ("3 * 2 * bytes", "variable-length bytes arrays have one dimension"),
+    ("3 * ?string", "optional string items are not supported"),
     ("3 * fixed_string(2, 'utf16')", "utf16.*no NumPy equivalent"),
     ("3 * ref(int64)", "an element is a number"),
     ("6 * var * int64", "no fixed dimension above a var one.*'var \\* var \\* int64'"),

@@ -16,6 +16,11 @@ fixed dims inside), ``fixed_string``, ``fixed_bytes`` or ``categorical``;
 optionally ``?T`` (missing values, an LSB-first validity bitmap, 1 = valid,
 as in Arrow).
 
+Two more shapes ride on these: ``N * string`` / ``N * bytes`` (xnd holds a
+pointer per item) are kept as ragged rows of bytes -- one item a row, utf-8
+for strings, ``TypeInfo.text`` -- so every row-moving engine moves them;
+and a 0-d array (``type_info(t, scalar=True)``): one element on every rank.
+
 >>> info = type_info("var * var * ?float64")
 >>> info.kind, info.ragged, info.var_ndim, info.dtype, info.optional
 (<Kind.RAGGED: 'ragged'>, True, 2, 'float64', True)
