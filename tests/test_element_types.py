@@ -49,6 +49,11 @@ def cases():
     opt = [None if i % 4 == 1 else {"x": i / 2, "n": i} for i in range(N)]
     ragged = [[{"x": float(i), "n": i}] * (i % 3) + ([None] if i % 2 else []) for i in range(N)]
     ragged_bytes = [[bytes([65 + i % 26, 66])] * (i % 3 + 1) for i in range(N)]
+    optf = [None if i % 5 == 4 else
+            {"x": None if i % 3 == 0 else i / 4, "tag": bytes([97 + i, 98]),
+             "pair": (None if i % 2 else i, -i)} for i in range(N)]
+    ragf = [[{"x": None if (i + j) % 3 == 0 else float(i), "n": j} for j in range(i % 3 + 1)]
+            for i in range(N)]
     return {
         "record": (p, {}, p.tolist()),
         "nested record": (q, {}, q.tolist()),
@@ -63,13 +68,17 @@ def cases():
         "ragged records": (ragged, {"type": "var * var * ?{x: float64, n: int32}"}, ragged),
         "ragged fixed_bytes": (ragged_bytes, {"type": "var * var * fixed_bytes(size=2)"},
                                ragged_bytes),
+        "optional fields": (xnd(optf, type=f"{N} * ?{{x: ?float64, tag: fixed_bytes(size=2), "
+                                            f"pair: (?int8, int16)}}"), {}, optf),
+        "ragged optional fields": (ragf, {"type": "var * var * {x: ?float64, n: int32}"}, ragf),
         "string": (words, {"type": "string"}, words),
         "bytes": ([w.encode("utf-8") * 2 for w in words], {"type": "bytes"},
                   [w.encode("utf-8") * 2 for w in words]),
     }
 
 
-ROWS = ("ragged records", "ragged fixed_bytes", "string", "bytes")   # distributed by rows
+ROWS = ("ragged records", "ragged fixed_bytes", "ragged optional fields", "string",
+        "bytes")                                                     # distributed by rows
 
 
 CASES = cases()
@@ -391,3 +400,27 @@ def test_scatter_reverse_of_records():
     np.testing.assert_array_equal(parts(a.to_global()).values["id"], want["id"])
     with pytest.raises(TypeError, match="mode 'add' combines numbers"):
         s.reverse(values, into=a, mode="add")
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_optional_fields():
+    """A field is missing where its own validity or its record's says so."""
+    comm = MPI.COMM_WORLD
+    a = distribute("optional fields", comm, dist=("c",))
+    records = CASES["optional fields"][2]
+    want_x = [None if r is None or r["x"] is None else r["x"] for r in records]
+    assert a["x"].to_global().value == want_x
+    assert str(a["x"].type) == f"{N} * ?float64"
+    assert a["x"].sum().value == pytest.approx(sum(v for v in want_x if v is not None))
+    assert a["x"].count().value == sum(v is not None for v in want_x)
+    pair = a["pair"]
+    assert pair.to_global().value == [None if r is None else r["pair"] for r in records]
+    assert pair["f0"].to_global().value == [None if r is None else r["pair"][0] for r in records]
+    # the NumPy view: the hidden validity byte of an optional field is "?name"
+    view = a.local_numpy()
+    assert view.dtype.names[-1] == "?x"
+    mine = records[comm.rank::comm.size]
+    present = [k for k, r in enumerate(mine) if r is not None]
+    assert [bool(view.data["?x"][k]) for k in present] == [mine[k]["x"] is not None
+                                                           for k in present]
+    assert view.recordmask.tolist() == [r is None for r in mine]

@@ -27,7 +27,7 @@ def test_classify(text, kind, shape, var_ndim, dtype, optional):
 
 @pytest.mark.parametrize("text, reason", [
     ("{a: int64, b: float64}", "no dimension to distribute.*'N \\* \\{a : int64"),
-    ("3 * {a: ?int64}", "optional fields inside a record"),
+    ("3 * {v: 3 * ?float64}", "not inside a fixed dimension"),
     ("3 * {s: string}", "variable-length string items make 1-d arrays only.*fixed_string"),
     ("3 * 2 * bytes", "variable-length bytes arrays have one dimension"),
     ("3 * ?string", "optional string items are not supported"),

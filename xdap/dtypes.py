@@ -44,6 +44,7 @@ import numpy as np
 from ndtypes import ndt
 
 __all__ = ["DTYPES", "leaf_numpy_dtype", "leaf_format", "is_numeric", "categories", "fields",
+           "optional_fields", "records_from_python", "records_to_python", "HIDDEN",
            "is_categorical", "numpy_dtype", "buffer_format", "dtype_from_numpy",
            "dtype_from_format", "LEAVES_HELP"]
 
@@ -78,6 +79,82 @@ _TOKEN = re.compile(r"\s*(?:(?P<str>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")"
                     r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<punct>[{}(),:*?=]))")
 
 
+# Optional record fields: xnd keeps a bitmap per field, which has no flat
+# layout; xdap keeps each optional field's validity as a hidden byte field
+# named "?name" after the others (1 = valid), so the records stay one
+# fixed-size NumPy item that moves as bytes. The xnd container of such
+# records is then made from their Python values (a copy), and back.
+HIDDEN = "?"
+
+
+def optional_fields(dt: np.dtype) -> bool:
+    """Whether a NumPy record dtype carries hidden validity fields (at any depth)."""
+    if dt.names is None:
+        return dt.subdtype is not None and optional_fields(dt.subdtype[0])
+    return any(n.startswith(HIDDEN) or optional_fields(dt.fields[n][0]) for n in dt.names)
+
+
+def records_from_python(items, dt: np.dtype) -> np.ndarray:
+    """Python values (dicts or tuples, None for a missing field) as NumPy
+    records of ``dt`` (hidden validity fields filled)."""
+    return np.array([_as_tuple(v, dt) for v in items], dt)
+
+
+def records_to_python(values: np.ndarray, dtype: str) -> list:
+    """NumPy records of the ndtypes element ``dtype`` as xnd's Python
+    values: dicts for records, tuples for tuples, None where a hidden
+    validity field says missing."""
+    dt = leaf_numpy_dtype(dtype)
+    return [_as_value(v, dt, dtype.lstrip("?")) for v in values.tolist()]
+
+
+def _visible(dt):
+    return [n for n in dt.names if not n.startswith(HIDDEN)]
+
+
+def _as_tuple(v, dt):
+    if dt.names is None:
+        if dt.subdtype is not None:
+            return [_as_tuple(x, dt.subdtype[0]) for x in v]
+        return v
+    names = _visible(dt)
+    got = list(v.values()) if isinstance(v, dict) else list(v)
+    if isinstance(v, dict) and list(v) != names:
+        got = [v[n] for n in names]
+    out, valid = [], {}
+    for n, x in zip(names, got):
+        sub = dt.fields[n][0]
+        valid[n] = x is not None
+        out.append(_zero(sub) if x is None else _as_tuple(x, sub))
+    for n in dt.names[len(names):]:
+        out.append(int(valid[n[len(HIDDEN):]]))
+    return tuple(out)
+
+
+def _zero(dt):
+    return np.zeros((), dt).tolist()
+
+
+def _as_value(v, dt, spelled):
+    """One record's tolist() value as xnd's Python value; ``spelled`` is its
+    ndtypes type (which says tuple or record, NumPy cannot)."""
+    if dt.names is None:
+        return v
+    names = _visible(dt)
+    hidden = {n[len(HIDDEN):]: v[dt.names.index(n)] for n in dt.names[len(names):]}
+    kinds = fields(spelled)
+    vals = [None if not hidden.get(n, 1) else _nested(x, dt.fields[n][0], kinds[n].lstrip("?"))
+            for n, x in zip(names, v)]
+    return tuple(vals) if spelled.startswith("(") else dict(zip(names, vals))
+
+
+def _nested(x, dt, spelled):
+    if dt.subdtype is not None:
+        inner = spelled.split(" * ", 1)[1] if " * " in spelled else spelled
+        return [_nested(y, dt.subdtype[0], inner) for y in x]
+    return _as_value(x, dt, spelled)
+
+
 def is_numeric(dtype: str) -> bool:
     """True for the numeric scalars kernels and reductions run on.
 
@@ -102,7 +179,7 @@ def leaf_numpy_dtype(dtype: str) -> np.dtype:
     dt = parser.dtype(top=True)
     parser.end()
     want = _datasize(name)
-    if dt.itemsize != want:  # a layout rule we do not mirror: never guess
+    if dt.itemsize != want and not optional_fields(dt):  # a layout rule we do not mirror
         raise TypeError(f"element type {name!r}: ndtypes lays it out in {want} bytes, "
                         f"NumPy's aligned equivalent in {dt.itemsize}")
     return dt
@@ -200,9 +277,9 @@ class _Parser:
     def dtype(self, top=False):
         kind, value = self.peek()
         if value == "?":
-            self.refuse("optional fields inside a record or tuple are not supported (xnd keeps "
-                        "a bitmap per field); make the whole element optional, e.g. "
-                        "'?{x: float64, n: int64}', or use a sentinel value")
+            self.refuse("optional items are allowed as whole elements ('?{...}') and as "
+                        "record or tuple fields ('{x: ?float64}'), not inside a fixed "
+                        "dimension; make the field optional, or use a sentinel value")
         if kind == "num":
             shape = []
             while self.peek()[0] == "num":
@@ -265,36 +342,40 @@ class _Parser:
                 cur.append(value)
 
     def typed(self):
-        """One field's dtype and its ndtypes spelling."""
+        """One field's dtype, its ndtypes spelling and whether it is optional."""
         start = self.i
+        optional = self.peek()[1] == "?"
+        if optional:
+            self.take()
         dt = self.dtype()
-        return dt, " ".join(v for _, v in self.toks[start:self.i])
+        return dt, " ".join(v for _, v in self.toks[start:self.i]), optional
+
+    def fields_of(self, close, named):
+        names, formats, spelled, hidden = [], [], [], []
+        while True:
+            if named:
+                names.append(self.take()[1].strip("'\""))
+                self.take(":")
+            else:
+                names.append(f"f{len(formats)}")
+            dt, text, optional = self.typed()
+            formats.append(dt)
+            spelled.append(text)
+            if optional:       # its validity: a hidden byte field (see optional_fields)
+                hidden.append(HIDDEN + names[-1])
+            if self.take()[1] == close:
+                break
+        self.names, self.spelled = names, spelled
+        return np.dtype({"names": names + hidden,
+                         "formats": formats + [np.dtype(np.uint8)] * len(hidden)}, align=True)
 
     def record(self):
         self.take("{")
-        names, formats, spelled = [], [], []
-        while True:
-            names.append(self.take()[1].strip("'\""))
-            self.take(":")
-            dt, text = self.typed()
-            formats.append(dt)
-            spelled.append(text)
-            if self.take()[1] == "}":
-                break
-        self.names, self.spelled = names, spelled
-        return np.dtype({"names": names, "formats": formats}, align=True)
+        return self.fields_of("}", True)
 
     def tuple(self):
         self.take("(")
-        formats, spelled = [], []
-        while True:
-            dt, text = self.typed()
-            formats.append(dt)
-            spelled.append(text)
-            if self.take()[1] == ")":
-                break
-        self.names, self.spelled = [f"f{i}" for i in range(len(formats))], spelled
-        return np.dtype({"names": self.names, "formats": formats}, align=True)
+        return self.fields_of(")", False)
 
 
 def numpy_dtype(dtype: str) -> np.dtype:
@@ -341,14 +422,17 @@ def dtype_from_numpy(dt) -> str:
 
 def _record_from_numpy(dt: np.dtype) -> str:
     fields = []
+    hidden = {n[len(HIDDEN):] for n in dt.names if n.startswith(HIDDEN)}
     for name in dt.names:
+        if name.startswith(HIDDEN):
+            continue
         sub = dt.fields[name][0]
         if not name.isidentifier():
             raise TypeError(f"structured dtype field {name!r}: ndtypes record fields must be "
                             "identifiers")
         base, shape = (sub.subdtype if sub.subdtype is not None else (sub, ()))
         dims = "".join(f"{s} * " for s in shape)
-        fields.append(f"{name} : {dims}{dtype_from_numpy(base)}")
+        fields.append(f"{name} : {dims}{'?' if name in hidden else ''}{dtype_from_numpy(base)}")
     text = "{" + ", ".join(fields) + "}"
     aligned = leaf_numpy_dtype(text)
     if [dt.fields[n][1] for n in dt.names] != [aligned.fields[n][1] for n in dt.names] \

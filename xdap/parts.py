@@ -29,7 +29,8 @@ import numpy as np
 from xnd import xnd
 
 from . import _xndbuf
-from .dtypes import fields as record_fields, leaf_numpy_dtype
+from .dtypes import (HIDDEN, fields as record_fields, leaf_numpy_dtype, records_from_python,
+                     records_to_python)
 from .types import TypeInfo, dtype_from_numpy, split_dims, type_info
 
 __all__ = ["Parts", "parts", "parts_of", "container", "check_representable", "as_container", "take_rows", "concat_parts", "leaf_ranges", "field_parts",
@@ -110,8 +111,8 @@ def parts(x) -> Parts:
 
 def parts_of(x, info: TypeInfo) -> Parts:
     """``parts(x)`` when ``x``'s type is already classified as ``info``."""
-    if info.text:
-        p = text_parts(x.value, info)
+    if info.boxed:
+        p = text_parts(x.value, info) if info.text else python_parts(x.value, info)
         p.xnd = x
         return p
     try:
@@ -152,6 +153,46 @@ def text_parts(items, info: TypeInfo) -> Parts:
     return Parts(info, values, None, offsets)
 
 
+def python_parts(value, info: TypeInfo) -> Parts:
+    """Parts of records with optional fields from xnd's Python value (a
+    copy; see ``TypeInfo.boxed``)."""
+    if info.ragged:
+        return parts_from_lists(value, info)
+    leaves = value
+    for _ in range(len(info.shape) - 1):
+        leaves = [v for row in leaves for v in row]
+    if not info.shape:
+        leaves = [value]
+    mask = np.array([v is not None for v in leaves], bool)
+    dt = info.numpy_dtype
+    values = records_from_python([v if v is not None else _zero_record(dt) for v in leaves], dt)
+    return Parts(info, values.reshape(info.shape), pack_validity(mask) if info.optional else None)
+
+
+def _zero_record(dt):
+    return np.zeros((), dt).tolist()
+
+
+def _python_container(p: Parts):
+    """The xnd container of records with optional fields (a copy)."""
+    dt = p.info.numpy_dtype
+    items = records_to_python(p.values.reshape(-1), p.info.dtype)
+    mask = p.valid_mask()
+    if mask is not None:
+        items = [v if ok else None for v, ok in zip(items, mask.reshape(-1).tolist())]
+    if p.info.ragged:
+        for off in reversed(p.offsets[1:]):
+            o = off.tolist()
+            items = [items[a:b] for a, b in zip(o[:-1], o[1:])]
+        return xnd(items, dtype=p.info.leaf)
+    shape = p.values.shape
+    for n in reversed(shape[1:]):
+        items = [items[i:i + n] for i in range(0, len(items), n)]
+    if not shape:
+        items = items[0]
+    return xnd(items, type=p.info.with_shape(shape).type_string())
+
+
 def _text_container(p: Parts):
     """The xnd ``n * string`` (or bytes) container of text parts (a copy)."""
     data = p.values.tobytes()
@@ -170,7 +211,8 @@ def container(p: Parts):
     array is copied first.
     """
     if p.xnd is None:
-        p.xnd = _text_container(p) if p.info.text else _make_container(p)
+        p.xnd = (_text_container(p) if p.info.text else _python_container(p)
+                 if p.info.boxed else _make_container(p))
     return p.xnd
 
 
@@ -330,6 +372,9 @@ def parts_from_lists(data, info: TypeInfo) -> Parts:
 def _leaf_values(level: list, info: TypeInfo) -> np.ndarray:
     """The leaves of a non-numeric type as a NumPy array, read by xnd (which
     knows how records, strings and categories are spelled in Python)."""
+    if info.boxed:
+        dt = info.numpy_dtype
+        return records_from_python([v if v is not None else _zero_record(dt) for v in level], dt)
     x = xnd(level, type=f"{len(level)} * {info.leaf}")
     values, _, _ = _xndbuf.layout(x, info.format)
     return np.array(values)
@@ -417,12 +462,17 @@ def field_parts(p: Parts, name: str) -> Parts:
     if name not in fields:
         raise KeyError(f"element type {p.info.dtype!r} has no field {name!r}; its fields: "
                        f"{', '.join(fields)}")
-    dims, leaf = split_dims(fields[name])
+    dims, spelled = split_dims(fields[name])
     sub = tuple(int(d) for d in dims)
+    leaf = spelled.lstrip("?")
     values = p.values[name]
     item = leaf_numpy_dtype(leaf).itemsize
     steps = [s // item for s in values.strides]
-    viewable = (not p.info.ragged and not p.info.optional and values.size > 0
+    field_mask = None
+    if spelled.startswith("?"):         # an optional field: its hidden validity byte
+        field_mask = p.values[HIDDEN + name].astype(bool)
+    viewable = (not p.info.ragged and not p.info.optional and field_mask is None
+                and not TypeInfo.fixed((), leaf).boxed and values.size > 0
                 and all(s % item == 0 and s >= 0 for s in values.strides))
     if viewable:
         shape = values.shape
@@ -434,18 +484,22 @@ def field_parts(p: Parts, name: str) -> Parts:
                             TypeInfo.fixed(shape, leaf))
     values = np.ascontiguousarray(values)
     values.flags.writeable = False
+    optional = p.info.optional or field_mask is not None
+    validity = p.validity
+    if field_mask is not None:
+        mask = field_mask & p.valid_mask() if p.info.optional else field_mask
+        validity = pack_validity(mask)
     if p.info.ragged:
         if sub:
             raise TypeError(f"field {name!r} of ragged elements is '{fields[name]}': a ragged "
                             "array's elements cannot have dimensions of their own; select it "
                             "from a fixed array, or make it a record")
-        info = TypeInfo.of_ragged(p.info.var_ndim, leaf, p.info.optional)
-        return Parts(info, values, p.validity, p.offsets)
-    validity = p.validity
+        info = TypeInfo.of_ragged(p.info.var_ndim, leaf, optional)
+        return Parts(info, values, validity, p.offsets)
     if p.info.optional and sub:  # one bit per element becomes one per field item
         mask = np.repeat(p.valid_mask().reshape(-1), int(np.prod(sub)))
         validity = pack_validity(mask)
-    return Parts(TypeInfo.fixed(values.shape, leaf, p.info.optional), values, validity)
+    return Parts(TypeInfo.fixed(values.shape, leaf, optional), values, validity)
 
 
 def take_block(p: Parts, index) -> Parts:

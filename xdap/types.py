@@ -44,7 +44,7 @@ __all__ = ["Kind", "TypeInfo", "type_info", "split_dims", "numpy_dtype", "buffer
 
 from .dtypes import (DTYPES, LEAVES_HELP, buffer_format, dtype_from_format,
                      dtype_from_numpy, is_numeric, leaf_format, leaf_numpy_dtype,
-                     numpy_dtype)
+                     numpy_dtype, optional_fields)
 
 _FIXED_DIM = re.compile(r"^(\d+)$|^fixed\(shape=(\d+), step=(-?\d+)\)$")
 
@@ -109,6 +109,14 @@ class TypeInfo:
     def format(self) -> str:
         """The element's PEP-3118 format (one NumPy reads, 'Zd' for complex)."""
         return "B" if self.text else leaf_format(self.dtype)
+
+    @property
+    def boxed(self) -> bool:
+        """True when the xnd container cannot share the values' memory:
+        strings (xnd holds pointers) and records with optional fields (xnd
+        holds a bitmap per field). Their container is made from the Python
+        values (a copy), and read back the same way."""
+        return self.text or _has_optional_fields(self.dtype)
 
     @property
     def text(self) -> bool:
@@ -267,9 +275,18 @@ def _text_info(text, dims, dtype, optional) -> TypeInfo:
 
 
 @functools.lru_cache(maxsize=256)
+def _has_optional_fields(dtype: str) -> bool:
+    return dtype.startswith(("{", "(")) and optional_fields(leaf_numpy_dtype(dtype))
+
+
+@functools.lru_cache(maxsize=256)
 def _numpy_names(dtype: str) -> bool:
     try:
-        return dtype_from_numpy(leaf_numpy_dtype(dtype)) == dtype
+        dt = leaf_numpy_dtype(dtype)
+        # NumPy must also read its own struct format back as the same dtype
+        # (it does not for nested structs with trailing padding)
+        return dtype_from_numpy(dt) == dtype and \
+            np.asarray(memoryview(np.empty(0, dt))).dtype == dt
     except TypeError:
         return False
 

@@ -51,7 +51,7 @@ from ..distribution import Distribution
 from ..maps import BlockMap
 from ..parts import (Parts, check_ragged_rows, container, pack_validity, parts, take_block,
                      unpack_validity)
-from ..dtypes import LEAVES_HELP, categories, fields as record_fields, is_categorical
+from ..dtypes import HIDDEN, LEAVES_HELP, categories, fields as record_fields, is_categorical
 from ..types import DTYPES, TypeInfo, leaf_numpy_dtype, split_dims, type_info
 
 __all__ = ["to_arrow", "owned_arrow", "from_arrow", "parts_from_arrow", "stack_arrow",
@@ -198,11 +198,16 @@ def _element_to_arrow(values: np.ndarray, vbuf, dtype: str) -> pa.Array:
         codes = pa.Array.from_buffers(pa.int64(), n,
                                       [vbuf, pa.py_buffer(np.ascontiguousarray(values))])
         return pa.DictionaryArray.from_arrays(codes, dictionary)
-    children, names = [], []
+    children, names, optional = [], [], set()
     for name, text in record_fields(dtype).items():
         dims, leaf = split_dims(text)
         child = np.ascontiguousarray(values[name]).reshape(-1)
-        arr = _leaf_to_arrow(child, None, leaf)
+        valid = None
+        if leaf.startswith("?"):            # an optional field: its hidden validity byte
+            valid = pack_validity(values[HIDDEN + name].astype(bool))
+            leaf = leaf[1:]
+            optional.add(name if not dtype.startswith("(") else str(len(names)))
+        arr = _leaf_to_arrow(child, valid, leaf)
         for size in reversed(dims):
             item = pa.field("item", arr.type, nullable=False)
             arr = pa.FixedSizeListArray.from_arrays(arr, type=pa.list_(item, int(size)))
@@ -210,7 +215,8 @@ def _element_to_arrow(values: np.ndarray, vbuf, dtype: str) -> pa.Array:
         names.append(name)
     if dtype.startswith("("):       # a tuple: fields "0", "1", ... as Awkward names them
         names = [str(i) for i in range(len(names))]
-    t = pa.struct([pa.field(k, c.type, nullable=False) for k, c in zip(names, children)])
+    t = pa.struct([pa.field(k, c.type, nullable=k in optional)
+                   for k, c in zip(names, children)])
     return pa.Array.from_buffers(t, n, [vbuf], children=children)
 
 
@@ -415,21 +421,28 @@ def _record_from_arrow(arr):
             dims.append(child.type.list_size)
             child = child.flatten()
         dtype, values, validity = _leaf_from_arrow(child)
-        if validity is not None and not unpack_validity(validity, len(values)).all():
-            raise TypeError(f"struct field {f.name!r} has nulls: optional fields inside a "
-                            "record are not supported (xnd keeps a bitmap per field); make the "
-                            "whole record optional (nulls in the struct itself) or fill them")
+        valid = None
+        if validity is not None and dims and not unpack_validity(validity, len(values)).all():
+            raise TypeError(f"struct field {f.name!r} has nulls inside its fixed-size lists: "
+                            "optional items inside a fixed dimension of a record are not "
+                            "supported; fill them")
+        if f.nullable and not dims:          # an optional field (Arrow says so in its type)
+            valid = (unpack_validity(validity, len(values)) if validity is not None
+                     else np.ones(len(values), bool))
+            dtype = "?" + dtype
         names.append(f.name)
         spelled.append(" * ".join([str(d) for d in dims] + [dtype]))
-        columns.append(values.reshape((len(arr),) + tuple(dims)))
+        columns.append((values.reshape((len(arr),) + tuple(dims)), valid))
     if names == [str(i) for i in range(len(names))]:       # a tuple (see _element_to_arrow)
         text = "(" + ", ".join(spelled) + ")"
     else:
         text = "{" + ", ".join(f"{k} : {v}" for k, v in zip(names, spelled)) + "}"
     dtype = type_info(f"1 * {text}").dtype
-    out = np.empty(len(arr), leaf_numpy_dtype(dtype))
-    for k, col in zip(out.dtype.names, columns):
+    out = np.zeros(len(arr), leaf_numpy_dtype(dtype))
+    for k, (col, valid) in zip(out.dtype.names, columns):
         out[k] = col
+        if valid is not None:
+            out[HIDDEN + k] = valid
     return dtype, out, _validity(arr)
 
 

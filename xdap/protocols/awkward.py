@@ -47,7 +47,7 @@ from ndtypes import ndt
 from .. import comm as _comm
 from ..arraylike import is_distributed, unwrap
 from ..parts import Parts, container, pack_validity, parts, take_block, take_rows
-from ..dtypes import categories, fields as record_fields, is_categorical, is_numeric
+from ..dtypes import HIDDEN, categories, fields as record_fields, is_categorical, is_numeric
 from ..types import TypeInfo, dtype_from_numpy, numpy_dtype, split_dims
 
 __all__ = ["to_awkward", "owned_awkward", "from_awkward", "parts_from_awkward",
@@ -115,7 +115,13 @@ def _element_node(flat: np.ndarray, dtype: str):
         for name, text in record_fields(dtype).items():
             dims, leaf = split_dims(text)
             column = np.ascontiguousarray(flat[name])
-            node = _element_node(column.reshape(-1), leaf)
+            node = _element_node(column.reshape(-1), leaf.lstrip("?"))
+            if leaf.startswith("?"):        # an optional field: its hidden validity byte
+                bits = pack_validity(flat[HIDDEN + name].astype(bool))
+                make = ak.contents.BitMaskedArray if is_numeric(leaf) else \
+                    ak.contents.BitMaskedArray.simplified
+                node = make(ak.index.IndexU8(bits), node, valid_when=True, length=len(flat),
+                            lsb_order=True)
             for k in range(len(dims) - 1, -1, -1):
                 node = ak.contents.RegularArray(node, int(dims[k]),
                                                 zeros_length=len(flat) * int(np.prod(dims[:k] or [1])))
@@ -124,7 +130,9 @@ def _element_node(flat: np.ndarray, dtype: str):
         return ak.contents.RecordArray(contents, None if dtype.startswith("(") else names,
                                        length=len(flat))
     from .arrow import _leaf_to_arrow
-    return ak.from_arrow(_leaf_to_arrow(flat, None, dtype), highlevel=False)
+    node = ak.from_arrow(_leaf_to_arrow(flat, None, dtype), highlevel=False)
+    # Arrow arrays are nullable: Awkward wraps them in an option it need not
+    return node.content if isinstance(node, ak.contents.UnmaskedArray) else node
 
 
 def _na_as_missing(p: Parts) -> Parts:
@@ -222,7 +230,7 @@ def parts_from_awkward(arr, type=None) -> Parts:
 def _has_elements(form) -> bool:
     """Whether an awkward form holds records, strings or categoricals."""
     if isinstance(form, ak.forms.RecordForm):
-        return any(_has_elements(c) for c in form.contents)
+        return False                    # its fields are read one by one (_records)
     if form.parameter("__array__") in ("string", "bytestring", "categorical"):
         return True
     content = getattr(form, "content", None)
@@ -296,17 +304,19 @@ def _records(node):
         if p.info.ragged:
             raise TypeError(f"record field {name!r} is ragged ({p.info.type_string()}): record "
                             "fields have fixed sizes (make the list the outer dimension)")
-        if p.info.optional:
-            raise TypeError(f"record field {name!r} is optional: optional fields inside a "
-                            "record are not supported (xnd keeps a bitmap per field); make the "
-                            "whole record optional or fill the field")
-        columns.append(p.values)
-        spelled.append(" * ".join([str(s) for s in p.values.shape[1:]] + [p.info.dtype]))
+        if p.info.optional and p.values.ndim > 1:
+            raise TypeError(f"record field {name!r} has missing items inside its fixed "
+                            "dimension: optional items inside a fixed dimension of a record "
+                            "are not supported; fill them")
+        columns.append((p.values, p.valid_mask()))
+        spelled.append(" * ".join([str(s) for s in p.values.shape[1:]] + [p.info.leaf]))
     text = ("(" + ", ".join(spelled) + ")" if node.is_tuple else
             "{" + ", ".join(f"{k} : {v}" for k, v in zip(names, spelled)) + "}")
-    out = np.empty(node.length, numpy_dtype(text))
-    for k, col in zip(out.dtype.names, columns):
+    out = np.zeros(node.length, numpy_dtype(text))
+    for k, (col, valid) in zip(out.dtype.names, columns):
         out[k] = col
+        if valid is not None:
+            out[HIDDEN + k] = valid
     return out, str(ndt(text))
 
 

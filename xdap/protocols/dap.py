@@ -131,11 +131,17 @@ class _Local:
         if self.buffer.ndim != len(self.dim_data):
             raise ValueError(f"buffer has {self.buffer.ndim} dimension(s) but dim_data has "
                              f"{len(self.dim_data)} dict(s) (they must match)")
-        self.dtype = dtype_from_format(self.buffer.format, self.buffer.itemsize, self.buffer)
+        self.ext = d.get(EXTENSION)
+        declared = isinstance(self.ext, dict) and isinstance(self.ext.get("type"), str)
+        try:
+            self.dtype = dtype_from_format(self.buffer.format, self.buffer.itemsize, self.buffer)
+        except TypeError:
+            if not declared:
+                raise
+            self.dtype = None          # the declared type says what the bytes are
         for k, dd in enumerate(self.dim_data):
             if "indices" in dd:
                 dd["indices"] = _index_array(dd["indices"], k, self.buffer.shape[k])
-        self.ext = d.get(EXTENSION)
         self.rows = None
         if self.ext is not None:
             self._parse_extension()
@@ -145,9 +151,14 @@ class _Local:
         if not isinstance(ext, dict) or "type" not in ext:
             raise TypeError(f"the '{EXTENSION}' entry must be a dict with a 'type', got {ext!r:.100}")
         self.info = type_info(ext["type"], scalar=self.buffer.ndim == 0)
-        if self.info.numpy_dtype != numpy_dtype(self.dtype):
+        if self.info.numpy_dtype.itemsize != self.buffer.itemsize or (
+                self.dtype is not None and self.info.numpy_dtype.names is None
+                and self.info.numpy_dtype != numpy_dtype(self.dtype)):
             raise TypeError(f"'{EXTENSION}' type {ext['type']!r} has dtype {self.info.dtype} but the "
-                            f"buffer holds {self.dtype}")
+                            f"buffer holds {self.dtype or self.buffer.format}")
+        # records: the declared type, not NumPy's reading of the struct format
+        # (NumPy misplaces the fields after a nested struct with trailing padding)
+        self.dtype = self.info.dtype
         self.validity = ext.get("validity")
         if self.info.optional and self.validity is None:
             raise ValueError(f"'{EXTENSION}' type {ext['type']!r} is optional but has no validity bitmap")
@@ -210,8 +221,12 @@ class _Local:
             # xnd writes its bitmap (kernels with out=, halos): a read-only
             # one (bytes) is copied rather than written behind its owner's back
             validity = np.frombuffer(validity, np.uint8).copy()
-        if self.info.text:         # bytes + offsets; the xnd container is made on demand
-            return Parts(self.info, np.asarray(buf), None, self.offsets)
+        if self.info.numpy_dtype.names is not None:
+            buf = np.asarray(buf).view(self.info.numpy_dtype)
+        if self.info.boxed:        # strings, optional fields: the container is made on demand
+            return Parts(self.info, np.asarray(buf), None if validity is None else
+                         np.asarray(memoryview(validity)).view(np.uint8),
+                         self.offsets if self.info.ragged else ())
         if self.info.ragged:
             x = _xndbuf.from_buffers(self.info.leaf, self.offsets, buf, validity)
         else:
