@@ -21,9 +21,10 @@ Optional values (``?{...}``, ``?fixed_string(3)``) are the leaf plus an
 Arrow validity bitmap, as for numbers. Variable-length ``string``/``bytes``
 make 1-d arrays of their own (``N * string``: rows of bytes, see
 ``xdap.types``), not elements of records or lists. Not leaves, with the
-reason and the nearest spelling in the error: optional fields inside a
-record (xnd keeps a bitmap per field), ``fixed_string(n, 'utf16')`` and
-aligned ``fixed_bytes`` (no NumPy equivalent).
+reason and the nearest spelling in the error: missing items inside a
+record's fixed dimension, ``fixed_string(n, 'utf16')`` and aligned
+``fixed_bytes`` (no NumPy equivalent). Optional record fields are allowed:
+see ``optional_fields``.
 
 >>> leaf_numpy_dtype("{a : int8, b : float64}")
 dtype([('a', 'i1'), ('b', '<f8')], align=True)
