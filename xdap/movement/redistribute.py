@@ -187,6 +187,11 @@ def _flat_positions(index: tuple, shape: tuple) -> np.ndarray:
     return flat
 
 
+def _split(a: np.ndarray, bounds: np.ndarray) -> list:
+    """``a`` cut at ``bounds`` (first 0, last len): views, one per piece."""
+    return [a[int(lo):int(hi)] for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
 class _Packing:
     """The packed path of one executor, worked out once: the messages to
     and from the other ranks and their counts.  When any message is
@@ -248,6 +253,7 @@ class Redistributor:
         self._auto: dict = {}
         self._packed = None
         self._own = None
+        self._rows = None
 
     # -- method choice (identical on every rank: it reads the global plan) --
     def choose(self, method: str, itemsize: int) -> str:
@@ -353,26 +359,36 @@ class Redistributor:
     # -- ragged arrays (rows) -----------------------------------------------
     def run_rows(self, p: Parts | None, info) -> Parts | None:
         """Move whole rows of a ragged container (parts ``p``; None outside
-        the source layout); returns the target rows' Parts or None."""
+        the source layout); returns the target rows' Parts or None.
+
+        The rows for every peer are taken in one pass (peer after peer), so
+        each peer's part of every level is a contiguous slice; the arrived
+        rows are put in buffer order by one more take."""
         comm = self.comm
         nlev = info.var_ndim
-        pieces = [take_rows(p, as_positions(t.index[0])) for t in self.sends]
+        send_pos, send_rows, order = self._row_positions()
         speer = [t.peer for t in self.sends]
         rpeer = [t.peer for t in self.recvs]
+        taken = take_rows(p, send_pos) if self.sends else None
+        bounds = np.concatenate([[0], np.cumsum(send_rows)]).astype(np.int64)
         # items per receiving peer at the current level, starting with rows
         rcount = {q: t.size for q, t in zip(rpeer, self.recvs)}
         lengths_in = []
         for level in range(1, nlev):
-            send = [np.diff(pc.offsets[level].astype(np.int64)) for pc in pieces]
+            off = taken.offsets[level].astype(np.int64) if taken is not None else None
+            send = [] if off is None else _split(np.diff(off), bounds)
             got = alltoallv_arrays(comm, speer, send, rpeer, [rcount[q] for q in rpeer], np.int64)
             lengths_in.append(got)
             rcount = {q: int(g.sum()) for q, g in zip(rpeer, got)}
-        vals = alltoallv_arrays(comm, speer, [pc.values for pc in pieces], rpeer,
-                         [rcount[q] for q in rpeer], info.numpy_dtype)
+            if off is not None:
+                bounds = off[bounds]
+        vals = alltoallv_arrays(comm, speer, [] if taken is None else _split(taken.values, bounds),
+                                rpeer, [rcount[q] for q in rpeer], info.numpy_dtype)
         masks = None
         if info.optional:
-            masks = alltoallv_arrays(comm, speer, [pc.valid_mask().view(np.uint8) for pc in pieces],
-                              rpeer, [rcount[q] for q in rpeer], np.uint8)
+            masks = alltoallv_arrays(comm, speer, [] if taken is None else
+                                     _split(taken.valid_mask().view(np.uint8), bounds),
+                                     rpeer, [rcount[q] for q in rpeer], np.uint8)
         if self.dst_shape is None:
             return None
         nrows = sum(t.size for t in self.recvs)
@@ -386,10 +402,21 @@ class Redistributor:
             m = np.concatenate(masks) if masks else np.zeros(0, np.uint8)
             validity = pack_validity(m.view(bool))
         arrived = Parts(info, values, validity, tuple(offsets))
-        where = np.concatenate([as_positions(t.index[0]) for t in self.recvs]) \
-            if self.recvs else np.zeros(0, np.int64)
         # arrived rows are in (peer, target position) order; put them in buffer order
-        return take_rows(arrived, np.argsort(where, kind="stable"))
+        return take_rows(arrived, order)
+
+    def _row_positions(self):
+        """(the source rows for all peers, peer after peer; rows per peer;
+        the order that puts arrived rows in buffer order) -- kept: a
+        repeated move of rows reuses them."""
+        if self._rows is None:
+            pos = [as_positions(t.index[0]) for t in self.sends]
+            where = [as_positions(t.index[0]) for t in self.recvs]
+            self._rows = (np.concatenate(pos) if pos else np.zeros(0, np.int64),
+                          [len(x) for x in pos],
+                          np.argsort(np.concatenate(where), kind="stable") if where
+                          else np.zeros(0, np.int64))
+        return self._rows
 
     def free(self) -> None:
         """Release the derived datatypes (the plan cache calls this when it
