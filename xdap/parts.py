@@ -175,7 +175,6 @@ def _zero_record(dt):
 
 def _python_container(p: Parts):
     """The xnd container of records with optional fields (a copy)."""
-    dt = p.info.numpy_dtype
     items = records_to_python(p.values.reshape(-1), p.info.dtype)
     mask = p.valid_mask()
     if mask is not None:
