@@ -16,7 +16,9 @@ INTS = ["int8", "int16", "int32", "uint8", "uint16", "uint32"]      # exact floa
 ALL_INTS = INTS + ["int64", "uint64"]
 EXACT_FLOAT = {"bool": "float32", "int8": "float32", "int16": "float32", "uint8": "float32",
                "uint16": "float32", "int32": "float64", "uint32": "float64",
-               "float32": "float32", "float64": "float64", "complex128": "complex128"}
+               "float32": "float32", "float64": "float64", "complex128": "complex128",
+               # no exact float: NumPy's float64 (np.sin(int64_array) is float64)
+               "int64": "float64", "uint64": "float64"}
 
 def _vec(f):
     """A math-module function over arrays; poles give inf, as C's lgamma/tgamma."""
@@ -207,8 +209,6 @@ def binary_supported(name, dtype):
         return name in ("add", "subtract", "multiply", "divide", "power", "equal", "not_equal")
     if dtype == "bool":
         return name not in ("subtract", "power", "fmod")
-    if dtype in ("int64", "uint64"):
-        return name not in ("divide", "copysign", "atan2", "hypot")
     return True
 
 
@@ -290,15 +290,20 @@ def test_scalar_dtype_rules():
     assert str(K.add(np.array([1], np.uint32), np.array([1], np.int32)).type) == "1 * int64"
 
 
-def test_int64_to_float64_is_refused():
-    with pytest.raises(TypeError, match="no kernel for int64"):
-        K.sin(np.arange(3, dtype=np.int64))
-    with pytest.raises(TypeError, match="no kernel for int64"):
-        K.divide(np.arange(3, dtype=np.int64), np.arange(3, dtype=np.int64))
-    with pytest.raises(TypeError, match="no kernel for int64, float64"):
-        K.add(np.arange(3, dtype=np.int64), np.arange(3.0))
-    with pytest.raises(TypeError, match="no kernel for uint64, int64"):
-        K.add(np.arange(3, dtype=np.uint64), np.arange(3, dtype=np.int64))
+def test_int64_promotes_as_numpy_does():
+    """No exact common type: NumPy's result type (int64 -> float64 rounds),
+    values checked against NumPy's own results."""
+    i = np.array([1, 2, 2 ** 53 + 1], dtype=np.int64)
+    u = np.array([1, 2, 3], dtype=np.uint64)
+    f = np.array([0.5, 1.5, 2.5])
+    for got, want in ((K.sin(i), np.sin(i)), (K.divide(i, i), np.divide(i, i)),
+                      (K.add(i, f), np.add(i, f)), (K.add(u, i), np.add(u, i)),
+                      (K.multiply(i, 0.5), np.multiply(i, 0.5)),
+                      (K.atan2(u, u), np.arctan2(u, u))):
+        assert str(got.type) == f"3 * {want.dtype}"
+        np.testing.assert_array_equal(np.asarray(parts(got).values), want)
+    with pytest.raises(TypeError, match="no kernel for bool in negative.*astype"):
+        K.negative(np.array([True]))
 
 
 def test_integer_division_and_fmod_by_zero_are_defined():

@@ -19,6 +19,7 @@ from .array import (DistArray, arange, empty, from_arrow, from_awkward, from_dis
                     from_function, from_global, from_local, from_partitioned, full, load, zeros)
 from .comm import CartesianPartition, Partition
 from .distribution import Distribution, make_distribution
+from .printing import rank_print as print  # noqa: A001 -- xdap.print: rank by rank
 from . import abort as _abort
 from . import watch as _watch
 
@@ -53,4 +54,4 @@ def __getattr__(name):
 __all__ = ["DistArray", "Distribution", "from_global", "from_local", "empty", "zeros", "full",
            "arange", "from_function", "make_distribution",
            "from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
-           "Scatter", "Partition", "CartesianPartition", "__version__"]
+           "Scatter", "Partition", "CartesianPartition", "print", "__version__"]

@@ -155,6 +155,125 @@ class DistArray:
     def ndim(self) -> int:
         return self.parts.info.ndim
 
+    @property
+    def shape(self) -> tuple:
+        """The global shape, as NumPy says it (``global_shape``; ragged
+        arrays: ``(rows, None, ...)``)."""
+        return self.global_shape
+
+    @property
+    def size(self) -> int | None:
+        """Global number of elements (None for ragged arrays: the lists vary)."""
+        return None if self.parts.info.ragged else int(np.prod(self.global_shape))
+
+    @property
+    def dtype(self) -> np.dtype | None:
+        """NumPy's dtype of one element (a structured dtype for records; the
+        int64 codes of a categorical), None for ragged arrays and strings,
+        which have no NumPy form."""
+        return None if self.parts.info.ragged else self.parts.info.numpy_dtype
+
+    def global_indices(self, dim: int = 0) -> np.ndarray:
+        """The global indices this rank's partition holds along ``dim``, in
+        local order (ghost cells and padding included). No communication.
+
+        >>> import numpy as np, xdap
+        >>> from mpi4py import MPI
+        >>> xdap.from_global(np.zeros(5), dist=("c",), comm=MPI.COMM_SELF).global_indices()
+        array([0, 1, 2, 3, 4])
+        """
+        return np.asarray(self.distribution.global_indices(dim))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        """``np.sin(a)``, ``np.add(a, 1, out=a)``, ``a + np.float32(2)``:
+        NumPy's ufuncs run as xdap's kernels on every rank (collective, the
+        same dispatch, promotion and errors as ``xdap.kernels``)."""
+        from .kernels.library import ufunc_kernel
+        name = ufunc_kernel(ufunc)
+        if method != "__call__" or name is None or kwargs:
+            what = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+            extra = f" with {', '.join(kwargs)}=" if kwargs and name else ""
+            raise TypeError(f"{what}{extra} on a DistArray: xdap runs NumPy's elementwise ufuncs "
+                            "that its kernel library has (np.sin, np.add, np.less, ...; see "
+                            "xdap.kernels), called plainly, with out= at most; for anything "
+                            "else use a.local_numpy() on each rank, or a.to_numpy()")
+        if isinstance(out, tuple):
+            if len(out) != 1:
+                raise TypeError(f"np.{ufunc.__name__}: one out= array, got {len(out)}")
+            out = out[0]
+        from . import kernels
+        return getattr(kernels, name)(*inputs, out=out)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("a DistArray is spread over the ranks, so NumPy cannot take it whole: "
+                        "a.to_numpy() gathers it (on every rank, or root=), "
+                        "a.local_numpy() / a.local are this rank's part")
+
+    def to_numpy(self, root=None):
+        """The whole array as a NumPy array, on every rank (or on ``root``
+        only, None elsewhere); collective, copies (``to_global``). Optional
+        data is a ``numpy.ma.MaskedArray``; ragged arrays have no NumPy form
+        (TypeError on every rank: use ``to_global`` or ``to_arrow``).
+
+        >>> import numpy as np, xdap
+        >>> from mpi4py import MPI
+        >>> xdap.from_global(np.arange(3.0), dist=("c",), comm=MPI.COMM_SELF).to_numpy()
+        array([0., 1., 2.])
+        """
+        info = self.parts.info
+        if info.ragged:
+            raise TypeError(f"to_numpy: a ragged array ({info.global_type(self.global_shape)}) "
+                            "has no NumPy form; use a.to_global() (xnd) or a.to_arrow()")
+        from .movement.gather import to_global
+        p = to_global(self.distribution, self.parts, root)
+        if p is None:
+            return None
+        values = np.asarray(p.values)
+        if info.optional:
+            return np.ma.MaskedArray(values, mask=~p.valid_mask())
+        return values
+
+    def copy(self) -> "DistArray":
+        """A copy with the same distribution and type (no communication)."""
+        from .parts import parts as parts_of_xnd
+        p = self.parts
+        if p.info.boxed:
+            q = parts_of_xnd(xnd(container(p).value, type=str(container(p).type)))
+        else:
+            q = Parts(p.info, p.values.copy(), None if p.validity is None else p.validity.copy(),
+                      p.offsets)
+        return DistArray._trusted(self.distribution, q, self._leaf_index)
+
+    def astype(self, dtype) -> "DistArray":
+        """The array with another numeric element type (a copy; NumPy's
+        casting, ``unsafe`` as in ``ndarray.astype``; missing values stay
+        missing). ``dtype``: an ndtypes name ('float32') or a NumPy dtype.
+        No communication.
+
+        >>> import numpy as np, xdap
+        >>> from mpi4py import MPI
+        >>> a = xdap.from_global(np.arange(3), comm=MPI.COMM_SELF).astype("float32")
+        >>> str(a.type), a.to_numpy().tolist()
+        ('3 * float32', [0.0, 1.0, 2.0])
+        """
+        from .types import DTYPES, dtype_from_numpy
+        name = dtype if isinstance(dtype, str) and dtype.lstrip("?") in DTYPES else None
+        if name is None:
+            try:
+                name = dtype_from_numpy(dtype)
+            except TypeError as e:
+                raise TypeError(f"astype: {e}") from None
+        name = name.lstrip("?")
+        p = self.parts
+        if not (p.info.numeric and name in DTYPES):
+            raise TypeError(f"astype: converts numbers to numbers; the array holds "
+                            f"{p.info.leaf!r} and {name!r} was asked for")
+        info = p.info.with_leaf(("?" if p.info.optional else "") + name)
+        q = Parts(info, p.values.astype(info.numpy_dtype),
+                  None if p.validity is None else p.validity.copy(), p.offsets,
+                  rows=p.rows)
+        return DistArray._trusted(self.distribution, q, self._leaf_index)
+
     def local_numpy(self) -> np.ndarray:
         """This rank's elements as a NumPy array over the same memory (no
         copy; writing it writes the array): the local shape, with NumPy's
@@ -397,8 +516,40 @@ class DistArray:
     def __ge__(self, other): return self._kernel("greater_equal", self, other)
 
     def __repr__(self):
-        return (f"<DistArray type='{self.type}' global_shape={self.global_shape} "
-                f"grid={self.grid} rank={self.comm.rank} local_shape={self.distribution.local_shape}>")
+        """One line: the global type, each dim's distribution, the grid and
+        this rank's share -- never the data (``a.show()`` prints that)."""
+        d = self.distribution
+        dims = ", ".join(_describe_map(m) for m in d.maps) or "replicated"
+        share = "x".join(str(n) for n in d.local_shape) or "1"
+        what = " rows" if self.parts.info.ragged else ""
+        return (f"DistArray({self.type}, dist=({dims}), grid={d.grid}, "
+                f"rank {self.comm.rank} of {self.comm.size} holds {share}{what})")
+
+    __str__ = __repr__
+
+    def show(self, file=None, root: int = 0) -> None:
+        """Print the array rank by rank (collective): its description, then
+        each rank's partition under its rank number, in order.
+
+        >>> import numpy as np, xdap
+        >>> from mpi4py import MPI
+        >>> xdap.from_global(np.arange(3.0), comm=MPI.COMM_SELF).show()
+        DistArray(3 * float64, dist=('n'), grid=(1,))
+        [rank 0] 3: [0.0, 1.0, 2.0]
+        """
+        from .printing import show
+        show(self, file=file, root=root)
+
+
+def _describe_map(m) -> str:
+    """'b', 'c', 'c[4]' (block-cyclic), 'u', 'b+pad' -- a map in a few letters."""
+    kind = m.dist_type
+    padded = kind == "b" and any(x for pair in m.padding for x in pair)
+    if m.grid_size == 1 and kind == "b" and not padded:
+        return "'n'"
+    if kind == "c" and getattr(m, "block_size", 1) != 1:
+        return f"'c[{m.block_size}]'"
+    return "'b+pad'" if padded else f"'{kind}'"
 
 
 def _ragged_leaf_index(d: Distribution, p: Parts):

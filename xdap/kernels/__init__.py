@@ -16,10 +16,11 @@
 >>> a = as_container([[0.0, None], [], [1.0]], type="var * var * ?float64")
 >>> kernels.multiply(a, 2.0)
 xnd([[0.0, None], [], [2.0]], type='var * var * ?float64')
->>> kernels.sin(np.array([1, 2], dtype=np.int64))
-Traceback (most recent call last):
-...
-TypeError: no kernel for int64 in sin (no sin(int64)): gumath converts only exactly (int32 -> float64 yes, int64 -> float64 no); convert explicitly, e.g. to float64, if you accept rounding
+>>> kernels.sin(np.array([1, 2], dtype=np.int64))      # NumPy's promotion: float64
+xnd([0.8414709848078965, 0.9092974268256817], type='2 * float64')
+
+xdap.kernels is also what NumPy's ufuncs run on a DistArray (``np.sin(a)``,
+``a + 1``: ``DistArray.__array_ufunc__``).
 """
 from .apply import apply
 from .library import *  # noqa: F401,F403  (the kernel functions)

@@ -35,8 +35,8 @@ from .. import cache
 from .. import comm as _comm
 from ..arraylike import is_distributed, unwrap
 from ..parts import Parts, as_container, container, parts, parts_of
-from ..types import is_numeric, type_info
-from .operands import common_dtype, is_scalar, scalar_dtype, to_container
+from ..types import dtype_from_numpy, is_numeric, numpy_dtype, type_info
+from .operands import common_dtype, exact_float, is_scalar, scalar_dtype, to_container
 
 __all__ = ["apply", "fast"]
 
@@ -325,31 +325,48 @@ def _dtype(x):
 
 
 def _promoted(f, func, xs, out, err):
-    """Retry with operands converted to their common exact dtype."""
+    """Retry with the operands converted as NumPy would: first to their
+    smallest common dtype that holds every value exactly (int16 + float32
+    -> float32: what gumath's own kernels do), else to NumPy's result type,
+    and for integers a function defined on floats only (sin, true
+    division) computes in float64 -- as ``np.sin(int64_array)`` does."""
     dtypes = [_dtype(x) for x in xs]
     common = dtypes[0]
     for d in dtypes[1:]:
         common = common_dtype(common, d) if common is not None else None
-    if common is not None and any(d != common for d in dtypes):
+    for cand in _candidates(dtypes, common):
+        if cand == common and all(d == common for d in dtypes):
+            continue                     # that is the call that just failed
         try:
-            f.select(*([common] * len(xs)))
+            f.select(*([cand] * len(xs)))
         except _apply_module().NoKernel:
-            pass
-        else:
-            return f(*[_cast(x, common) if d != common else x for x, d in zip(xs, dtypes)],
-                     out=out)
+            continue
+        return f(*[_cast(x, cand) if d != cand else x for x, d in zip(xs, dtypes)], out=out)
     name = getattr(f, "name", "kernel")
-    if common is None:
-        raise TypeError(f"no kernel for {', '.join(dtypes)} in {name}: gumath converts only "
-                        "exactly (int32 -> float64 yes, int64 -> float64 no), and these dtypes "
-                        "have no common exact type; convert explicitly") from None
-    raise TypeError(f"no kernel for {common} in {name} (no {name}({', '.join(dtypes)})): "
-                    "gumath converts only exactly (int32 -> float64 yes, int64 -> float64 no); "
-                    "convert explicitly, e.g. to float64, if you accept rounding") from None
+    raise TypeError(f"no kernel for {', '.join(dtypes)} in {name}: {name} is not defined for "
+                    f"{'these dtypes' if len(set(dtypes)) > 1 else dtypes[0]} (NumPy refuses "
+                    "it too, or xdap's library has no such kernel); convert explicitly with "
+                    "a.astype(...)") from None
+
+
+def _candidates(dtypes, exact):
+    """The dtypes to try, in order (see ``_promoted``)."""
+    out = [] if exact is None else [exact]
+    if any(d in ("bool",) or not is_numeric(d) for d in dtypes):
+        return out                         # bool arithmetic stays NumPy's refusal
+    try:
+        numpy_common = dtype_from_numpy(np.result_type(*[numpy_dtype(d) for d in dtypes]))
+    except TypeError:
+        return out
+    out.append(numpy_common)
+    if numpy_dtype(numpy_common).kind in "iu":    # functions of floats: NumPy's float
+        out += [exact_float(numpy_common) or "float64", "float64"]
+    return list(dict.fromkeys(out))
 
 
 def _cast(x, dtype):
-    """x converted to dtype (a copy; exact by construction)."""
+    """x converted to dtype (a copy; NumPy's conversion, exact where
+    ``_promoted`` found an exact common dtype)."""
     if x.type.ndim == 0:
         t = str(x.type)
         return xnd(x.value, type=("?" if t.startswith("?") else "") + dtype)

@@ -32,7 +32,34 @@ BINARY = ("add", "subtract", "multiply", "divide", "power", "fmod", "maximum", "
           "copysign", "atan2", "hypot")
 COMPARE = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
 
-__all__ = list(UNARY + BINARY + COMPARE) + ["gufunc", "UNARY", "BINARY", "COMPARE"]
+__all__ = list(UNARY + BINARY + COMPARE) + ["gufunc", "ufunc_kernel", "UNARY", "BINARY",
+                                              "COMPARE"]
+
+# NumPy's names where they differ from the C library's
+_NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
+                "acosh": "arccosh", "atanh": "arctanh", "atan2": "arctan2", "nearbyint": "rint"}
+
+
+def ufunc_kernel(ufunc):
+    """The name of the library kernel that computes the NumPy ufunc, or None.
+
+    >>> import numpy as np
+    >>> ufunc_kernel(np.arcsin), ufunc_kernel(np.true_divide), ufunc_kernel(np.isnan)
+    ('asin', 'divide', None)
+    """
+    table = _ufunc_table()
+    return table.get(ufunc)
+
+
+def _ufunc_table(cache={}):
+    if not cache:
+        import numpy as np
+        for name in UNARY + BINARY + COMPARE:
+            f = getattr(np, _NUMPY_NAMES.get(name, name), None)
+            if isinstance(f, np.ufunc):
+                cache[f] = name
+    return cache
+
 
 def _module(name):
     import importlib
