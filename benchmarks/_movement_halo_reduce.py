@@ -152,8 +152,8 @@ def reduce_case():
         COMM.Allreduce(np.array([np.ma.MaskedArray(po.values, mask=mask).sum()]), out, op=MPI.SUM)
         return out[0]
 
-    s_x, s_n = a.sum().value, numpy_sum()
-    m_x, m_n = o.sum().value, numpy_ma_sum()
+    s_x, s_n = a.sum(), numpy_sum()
+    m_x, m_n = o.sum(), numpy_ma_sum()
     ok = np.isclose(s_x, s_n, rtol=1e-10) and np.isclose(m_x, m_n, rtol=1e-10)
     ok = bool(COMM.allreduce(int(ok), op=MPI.MIN))
     med, low, reps = bench([a.sum, numpy_sum, o.sum, numpy_ma_sum])

@@ -324,11 +324,13 @@ class DistArray:
         return DistArray._trusted(d, p, self._leaf_index)
 
     def __getitem__(self, key):
+        """``a["x"]``: a record field (``field``); ``a[i, j]``: the element at
+        global index (i, j) on every rank (collective: one small Bcast from
+        its holder; a NumPy scalar, None where missing)."""
         if isinstance(key, str):
             return self.field(key)
-        raise TypeError(f"DistArray[{key!r}]: only field names index a DistArray "
-                        "(a['x'] for a record field); for this rank's elements use "
-                        "a.local_numpy() or a.local")
+        from .movement.gather import read_element
+        return read_element(self.distribution, self.parts, key)
 
     # -- exchange (xdap.protocols, xdap.io) -----------------------------------
     def __distarray__(self, version: str = "0.10.0") -> dict:
@@ -432,11 +434,14 @@ class DistArray:
         from .movement.reduce import reduce_parts
         out = reduce_parts(self.distribution, self.parts, op, axis)
         # the result's distribution and type follow from agreed arguments
-        return self.__xdap_wrap__(*out, agreed=True) if isinstance(out, tuple) else out
+        if isinstance(out, tuple):
+            return self.__xdap_wrap__(*out, agreed=True)
+        return _numpy_scalar(out)
 
     def sum(self, axis=None):
-        """Sum over ``axis`` (None: all -> xnd scalar on every rank; else a
-        DistArray); NA skipped. See ``xdap.movement.reduce``."""
+        """Sum over ``axis`` (None: all -> a NumPy scalar on every rank, None
+        when it is NA; else a DistArray); NA skipped. See
+        ``xdap.movement.reduce``."""
         return self._reduce("sum", axis)
 
     def prod(self, axis=None):
@@ -539,6 +544,16 @@ class DistArray:
         """
         from .printing import show
         show(self, file=file, root=root)
+
+
+def _numpy_scalar(x):
+    """An xnd scalar as NumPy's scalar of its dtype (``float(a.sum())``,
+    ``a.sum() + 1`` work as with NumPy); None for a missing value."""
+    v = x.value
+    if v is None:
+        return None
+    from .types import numpy_dtype
+    return numpy_dtype(str(x.type).lstrip("?")).type(v)
 
 
 def _describe_map(m) -> str:

@@ -19,7 +19,7 @@ import numpy as np
 from .. import exchange
 from ..parts import Parts, pack_validity, take_rows, unpack_validity
 
-__all__ = ["to_global", "scatter_from_root"]
+__all__ = ["to_global", "scatter_from_root", "read_element"]
 
 
 def _ends(p: Parts, rows_per_rank) -> list:
@@ -243,3 +243,76 @@ def _assemble_rows(d, info, headers, got) -> Parts:
             np.zeros(0, bool))
     allp = Parts(info, got[L], validity, tuple(offsets))
     return take_rows(allp, np.argsort(rows, kind="stable"))    # global row order
+
+
+# --------------------------------------------------------------------------
+# one element, read by every rank
+# --------------------------------------------------------------------------
+
+def read_element(d, p: Parts, index) -> object:
+    """The element at the global ``index`` (one int per dimension), on every
+    rank (collective): its canonical holder sends its bytes with one
+    ``Bcast``. A NumPy scalar (a ``np.void`` record for records), or None
+    where the element is missing. Every rank raises the same error for an
+    index that is bad or differs between ranks.
+
+    >>> from mpi4py import MPI
+    >>> from xdap.create import from_global
+    >>> d, p = from_global(np.arange(12.0).reshape(3, 4), dist=("c", "b"), comm=MPI.COMM_SELF)
+    >>> read_element(d, p, (2, 1))
+    np.float64(9.0)
+    """
+    from .. import comm as _comm
+    comm = d.comm
+    where = None
+    with _comm.agreement(comm, "element read", share=True) as ag:
+        if p.info.ragged:
+            raise TypeError(f"a[i]: a ragged array ({p.info.type_string()}) has rows of "
+                            "different lengths; read rows with a.to_global() or xdap.Scatter")
+        index = _element_index(index, d.global_shape)
+        ag.same("the index", index)
+        where = _canonical_position(d, index)
+        ag.share(where is not None)
+    holder = [r for r, has in enumerate(ag.shared) if has][0]
+    buf = np.zeros(p.values.dtype.itemsize + 1, np.uint8)
+    if where is not None:
+        buf[:-1] = np.frombuffer(np.ascontiguousarray(p.values[where]).tobytes(), np.uint8)
+        mask = p.valid_mask()
+        buf[-1] = 1 if mask is None else int(mask[where])
+    comm.Bcast(buf, root=holder)
+    if not buf[-1]:
+        return None
+    return np.frombuffer(buf[:-1].tobytes(), p.values.dtype)[0]
+
+
+def _element_index(index, shape) -> tuple:
+    key = index if isinstance(index, tuple) else (index,)
+    if len(key) != len(shape):
+        raise ValueError(f"a[{index!r}]: the array has {len(shape)} dimension(s), so an "
+                         f"element needs {len(shape)} integer(s)")
+    out = []
+    for k, (i, n) in enumerate(zip(key, shape)):
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"a[{index!r}]: index {k} is {type(i).__name__} {i!r}; an element "
+                            "read takes integers (slices and arrays: a.to_numpy()[...] or "
+                            "xdap.Scatter)")
+        i = int(i)
+        if not -n <= i < n:
+            raise ValueError(f"a[{index!r}]: index {i} is out of bounds for dimension {k} "
+                             f"of size {n}")
+        out.append(i + n if i < 0 else i)
+    return tuple(out)
+
+
+def _canonical_position(d, index):
+    """This rank's local position of the element, if it holds it canonically."""
+    local = []
+    for k, (m, c, g) in enumerate(zip(d.maps, d.coords, index)):
+        held = np.asarray(d.global_indices(k))
+        canon = m.canonical_positions(c)
+        positions = np.arange(len(held))[canon]
+        hit = positions[held[positions] == g]
+        if not hit.size:
+            return None
+        local.append(int(hit[0]))
+    return tuple(local)
