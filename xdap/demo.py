@@ -146,10 +146,10 @@ def stage_ragged(rep: Report, comm, args):
     has = n_valid > 0
     good = (np.array_equal(m.valid_mask(), has)
             and np.allclose(m.values[has], sums[has] / n_valid[has], rtol=1e-12)
-            and count.value == int(valid.sum())
-            and np.isclose(total.value, serial.values[valid].sum(), rtol=1e-9))
+            and count == int(valid.sum())
+            and np.isclose(total, serial.values[valid].sum(), rtol=1e-9))
     rep.check("per-row mean, count, sum", good,
-              f"{str(means.type)!r} rows; count {count.value}, sum {total.value:.6g}", t0)
+              f"{str(means.type)!r} rows; count {count}, sum {total:.6g}", t0)
 
     rep.say("\n[4] redistribution")
     t0 = time.perf_counter()

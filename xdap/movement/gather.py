@@ -282,7 +282,9 @@ def read_element(d, p: Parts, index) -> object:
     comm.Bcast(buf, root=holder)
     if not buf[-1]:
         return None
-    return np.frombuffer(buf[:-1].tobytes(), p.values.dtype)[0]
+    # (the named NumPy type: xnd's 'q' buffers read as longlong, not int64)
+    dtype = p.info.numpy_dtype if p.info.numeric else p.values.dtype
+    return np.frombuffer(buf[:-1].tobytes(), dtype)[0]
 
 
 def _element_index(index, shape) -> tuple:

@@ -1,0 +1,157 @@
+"""NumPy habits on a DistArray, on real ranks, checked against NumPy on the
+global array: ufuncs and operators (with NumPy's promotion), readable
+objects, to_numpy, astype/copy, element reads, scalar reductions and
+rank-ordered printing."""
+import io
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import xdap
+
+RANKS = (1, 2, 3, 4)
+
+
+def ints(shape=(6, 5)):
+    return np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) - 7
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_ufuncs_and_operators_follow_numpy():
+    comm = MPI.COMM_WORLD
+    g = ints()
+    a = xdap.from_global(g, dist=("c", "b"), comm=comm)
+    for got, want in [(np.sin(a), np.sin(g)), (a + 1, g + 1), (a * 0.5, g * 0.5),
+                      (a / 2, g / 2), (np.maximum(a, 3), np.maximum(g, 3)),
+                      (np.arctan2(a, 2.0), np.arctan2(g, 2.0)), (a < 0, g < 0),
+                      (np.float32(2) * a, np.float32(2) * g), (-a, -g), (abs(a), abs(g))]:
+        assert got.dtype == want.dtype, (got, want.dtype)
+        np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-15)
+        assert got.distribution == a.distribution
+    f = a.astype("float64")
+    np.add(f, 1.5, out=f)
+    np.testing.assert_array_equal(f.to_numpy(), g + 1.5)
+
+
+@pytest.mark.mpi(ranks=(1, 2))
+@pytest.mark.parametrize("call, message", [
+    (lambda a: np.asarray(a), "to_numpy\\(\\).*a.local"),
+    (lambda a: a + np.ones(5), "operand 1 is a ndarray.*from_global"),
+    (lambda a: np.isnan(a), "np.isnan on a DistArray.*local_numpy"),
+    (lambda a: np.add.reduce(a), "np.add.reduce on a DistArray"),
+    (lambda a: np.add(a, 1, where=True), "with where="),
+    (lambda a: np.negative(a > 0), "no kernel for bool in negative.*astype"),
+    (lambda a: a.astype("{x: int8}"), "astype"),
+])
+def test_what_numpy_would_refuse_is_one_clear_error(call, message):
+    a = xdap.from_global(ints(), comm=MPI.COMM_WORLD)
+    with pytest.raises(TypeError, match=message):
+        call(a)
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_operands_with_other_distributions_say_redistribute():
+    comm = MPI.COMM_WORLD
+    a = xdap.from_global(ints(), dist=("b",), comm=comm)
+    b = xdap.from_global(ints(), dist=("c",), comm=comm)
+    with pytest.raises(ValueError, match="another distribution.*redistribute"):
+        a + b
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_readable_object():
+    comm = MPI.COMM_WORLD
+    g = ints((7, 4))
+    a = xdap.from_global(g, dist=("c", "n"), block_size=(2, None), comm=comm)
+    local = a.distribution.local_shape
+    assert repr(a) == str(a) == (
+        f"DistArray(7 * 4 * int64, dist=('c[2]', 'n'), grid=({comm.size}, 1), "
+        f"rank {comm.rank} of {comm.size} holds {local[0]}x{local[1]})")
+    assert "\n" not in repr(a)
+    assert a.shape == g.shape and a.ndim == 2 and a.size == g.size and a.dtype == g.dtype
+    r = xdap.from_global([[1.0], [2.0, 3.0]] * 4, type="var * var * float64", comm=comm)
+    assert r.shape == (8, None) and r.dtype is None and r.size is None
+    assert repr(r).endswith(f"rows)") and "var * var * float64" in repr(r)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_to_numpy_global_indices_and_element_reads():
+    comm = MPI.COMM_WORLD
+    g = ints()
+    a = xdap.from_global(g, dist=("c", "b"), comm=comm)
+    np.testing.assert_array_equal(a.to_numpy(), g)
+    root = a.to_numpy(root=0)
+    assert (root is None) == (comm.rank != 0)
+    # the indices this rank holds are the ones its local block came from
+    i0, i1 = a.global_indices(0), a.global_indices(1)
+    np.testing.assert_array_equal(a.local_numpy(), g[np.ix_(i0, i1)])
+    assert list(i0) == list(range(a.distribution.coords[0], g.shape[0], a.grid[0]))
+    for i in range(g.shape[0]):
+        for j in (0, g.shape[1] - 1, -1):
+            v = a[i, j]
+            assert v == g[i, j] and isinstance(v, np.int64)
+    m = xdap.from_global(np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0]), comm=comm)
+    assert m[0] == 1.0 and m[1] is None and m[-1] == 3.0
+    np.testing.assert_array_equal(m.to_numpy().mask, [False, True, False])
+    with pytest.raises(ValueError, match="out of bounds"):
+        a[99, 0]
+    with pytest.raises(ValueError, match="needs 2 integer"):
+        a[1]
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_element_index_that_differs_between_ranks_is_one_error():
+    comm = MPI.COMM_WORLD
+    a = xdap.from_global(ints(), comm=comm)
+    with pytest.raises(ValueError, match="the index must be the same on every rank"):
+        a[comm.rank % 2, 0]
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_reductions_are_numpy_scalars():
+    comm = MPI.COMM_WORLD
+    g = ints()
+    a = xdap.from_global(g, dist=("b", "c"), comm=comm)
+    s = a.sum()
+    assert isinstance(s, np.int64) and s == g.sum() and float(s) == float(g.sum())
+    assert isinstance(a.mean(), np.float64) and a.mean() == pytest.approx(g.mean())
+    assert a.max() + 1 == g.max() + 1
+    empty = xdap.from_global(np.ma.masked_all(5), comm=comm)
+    assert empty.max() is None and empty.count() == 0
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_astype_and_copy():
+    comm = MPI.COMM_WORLD
+    g = ints()
+    a = xdap.from_global(g, comm=comm)
+    b = a.astype(np.float32)
+    assert b.dtype == np.float32 and b.distribution == a.distribution
+    np.testing.assert_array_equal(b.to_numpy(), g.astype(np.float32))
+    c = a.copy()
+    np.multiply(c, 0, out=c)
+    np.testing.assert_array_equal(a.to_numpy(), g)          # the copy is its own memory
+    assert not c.to_numpy().any()
+    m = xdap.from_global(np.ma.array([1, 2, 3], mask=[0, 1, 0]), comm=comm).astype("float64")
+    assert m.to_numpy().tolist() == [1.0, None, 3.0]
+
+
+@pytest.mark.mpi(ranks=(1, 3))
+def test_rank_ordered_printing():
+    comm = MPI.COMM_WORLD
+    out = io.StringIO()
+    xdap.print("rank", comm.rank, "says", comm.rank * 10, file=out)
+    a = xdap.from_global(np.arange(5.0), dist=("c",), comm=comm)
+    a.show(file=out)
+    text = out.getvalue()
+    if comm.rank:
+        assert text == ""
+        return
+    lines = text.splitlines()
+    assert lines[:comm.size] == [f"[rank {r}] rank {r} says {r * 10}" for r in range(comm.size)]
+    assert lines[comm.size] == f"DistArray(5 * float64, dist=('c'), grid=({comm.size},))" \
+        if comm.size > 1 else lines[comm.size].startswith("DistArray(5 * float64")
+    for r in range(comm.size):
+        mine = [float(v) for v in range(r, 5, comm.size)]
+        assert lines[comm.size + 1 + r] == f"[rank {r}] {len(mine)}: {mine}"
