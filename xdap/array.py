@@ -188,8 +188,13 @@ class DistArray:
         """``np.sin(a)``, ``np.add(a, 1, out=a)``, ``a + np.float32(2)``:
         NumPy's ufuncs run as xdap's kernels on every rank (collective, the
         same dispatch, promotion and errors as ``xdap.kernels``)."""
-        from .kernels.library import ufunc_kernel
-        name = ufunc_kernel(ufunc)
+        kernel = (_UFUNCS or _ufuncs()).get(ufunc)
+        if kernel is not None and method == "__call__" and not kwargs:
+            if out is None:
+                return kernel(*inputs)
+            if len(out) == 1:           # NumPy passes out= as a tuple
+                return kernel(*inputs, out=out[0])
+        name = None if kernel is None else kernel.__name__
         if method != "__call__" or name is None or kwargs:
             what = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
             extra = f" with {', '.join(kwargs)}=" if kwargs and name else ""
@@ -197,12 +202,7 @@ class DistArray:
                             "that its kernel library has (np.sin, np.add, np.less, ...; see "
                             "xdap.kernels), called plainly, with out= at most; for anything "
                             "else use a.local_numpy() on each rank, or a.to_numpy()")
-        if isinstance(out, tuple):
-            if len(out) != 1:
-                raise TypeError(f"np.{ufunc.__name__}: one out= array, got {len(out)}")
-            out = out[0]
-        from . import kernels
-        return getattr(kernels, name)(*inputs, out=out)
+        raise TypeError(f"np.{ufunc.__name__}: one out= array, got {len(out)}")
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError("a DistArray is spread over the ranks, so NumPy cannot take it whole: "
@@ -544,6 +544,18 @@ class DistArray:
         """
         from .printing import show
         show(self, file=file, root=root)
+
+
+_UFUNCS: dict = {}
+
+
+def _ufuncs() -> dict:
+    """{NumPy ufunc: the xdap kernel function} (filled on first use: the
+    kernel library is not imported with xdap)."""
+    from . import kernels
+    from .kernels.library import _ufunc_table
+    _UFUNCS.update({u: getattr(kernels, name) for u, name in _ufunc_table().items()})
+    return _UFUNCS
 
 
 def _numpy_scalar(x):

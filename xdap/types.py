@@ -99,18 +99,18 @@ class TypeInfo:
         """The leaf type string, e.g. '?float64'."""
         return ("?" if self.optional else "") + self.dtype
 
-    @property
+    @functools.cached_property
     def numpy_dtype(self) -> np.dtype:
         """The NumPy dtype over one element's bytes (structured for records;
         uint8 for the bytes of variable-length strings)."""
         return _BYTE if self.text else leaf_numpy_dtype(self.dtype)
 
-    @property
+    @functools.cached_property
     def format(self) -> str:
         """The element's PEP-3118 format (one NumPy reads, 'Zd' for complex)."""
         return "B" if self.text else leaf_format(self.dtype)
 
-    @property
+    @functools.cached_property
     def boxed(self) -> bool:
         """True when the xnd container cannot share the values' memory:
         strings (xnd holds pointers) and records with optional fields (xnd
@@ -118,20 +118,20 @@ class TypeInfo:
         values (a copy), and read back the same way."""
         return self.text or _has_optional_fields(self.dtype)
 
-    @property
+    @functools.cached_property
     def text(self) -> bool:
         """True for variable-length ``string``/``bytes`` items: rows of bytes
         (utf-8 for strings), distributed like ragged rows."""
         return self.dtype in VARIABLE
 
-    @property
+    @functools.cached_property
     def numpy_says_it(self) -> bool:
         """Whether the NumPy dtype alone names this element type (False for
         categoricals, tuples and utf8 fixed strings, which need the type
         string carried next to their bytes)."""
         return _numpy_names(self.dtype)
 
-    @property
+    @functools.cached_property
     def numeric(self) -> bool:
         """True for numeric elements, the ones kernels and reductions take."""
         return is_numeric(self.dtype)

@@ -188,7 +188,8 @@ def check_operands(args, out):
     first = None
     for i, a in enumerate(args):
         if is_distributed(a):
-            a.parts.info.require_numeric("kernel", f"operand {i}")
+            if not a.parts.info.numeric:
+                a.parts.info.require_numeric("kernel", f"operand {i}")
             if first is None:
                 first = a
                 continue

@@ -101,7 +101,7 @@ def _make_unary(name):
             if comm.size > 1:
                 with agreed_call(comm, name, (x,)):
                     pass
-            else:                            # one rank: nothing to agree on
+            elif not p.info.numeric:         # one rank: nothing to agree on
                 p.info.require_numeric(f"kernel {name}", "operand 0")
             c = p.xnd if p.xnd is not None else container(p)
             try:
