@@ -125,3 +125,27 @@ def test_gpu_tutorial_add_rejects_mismatched_operands(comm):
     Z = xdap.from_global(np.ones(12, np.float64), comm=comm)
     with pytest.raises(TypeError, match="could not find kernel"):   # float64 r: no kernel
         mod.add(X.local, X.local, Z.local)
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3, 4))
+def test_built_kernels_are_first_class(comm):
+    """A built module's function takes DistArrays, NumPy arrays, xnd and
+    out= exactly like xdap.kernels.sin: no apply() needed."""
+    square = built(comm, "square").square
+    assert square.__gufunc__ is not None and "xdap kernel square" in repr(square)
+    data = np.linspace(-2.0, 2.0, 17)
+    a = xdap.from_global(data, dist=("c",), comm=comm)
+    b = square(a)
+    assert b.distribution == a.distribution
+    np.testing.assert_array_equal(b.to_numpy(), data ** 2)
+    np.testing.assert_array_equal(np.asarray(square(np.arange(4.0)).value), np.arange(4.0) ** 2)
+    assert square(xnd([3.0])).value == [9.0]
+    square(a, out=a)                                   # in place, like xdap.kernels
+    np.testing.assert_array_equal(a.to_numpy(), data ** 2)
+    i = xdap.from_global(np.arange(5), comm=comm)      # NumPy's promotion: int64 -> float64
+    np.testing.assert_array_equal(square(i).to_numpy(), np.arange(5.0) ** 2)
+    with pytest.raises(TypeError, match="operand 1 is a ndarray"):
+        xdap.kernels.apply(square, a, np.zeros(3))
+    if comm.size > 1:                                  # the operand checks of xdap.kernels
+        with pytest.raises(ValueError, match="another distribution"):
+            square(a, out=xdap.from_global(data, dist=("b",), comm=comm))

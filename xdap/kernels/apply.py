@@ -73,6 +73,8 @@ def apply(func, *args, out=None):
     non-contiguous views and for operands that partially overlap ``out=``
     (NumPy's semantics).
     """
+    if type(func).__name__ == "Kernel":      # a built module's function: its gumath one
+        func = func.__gufunc__
     dists = [a for a in args if is_distributed(a)]
     if not dists:
         if is_distributed(out):

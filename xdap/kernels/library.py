@@ -32,8 +32,8 @@ BINARY = ("add", "subtract", "multiply", "divide", "power", "fmod", "maximum", "
           "copysign", "atan2", "hypot")
 COMPARE = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
 
-__all__ = list(UNARY + BINARY + COMPARE) + ["gufunc", "ufunc_kernel", "UNARY", "BINARY",
-                                              "COMPARE"]
+__all__ = list(UNARY + BINARY + COMPARE) + ["gufunc", "ufunc_kernel", "Kernel", "raw",
+                                              "wrap_module", "UNARY", "BINARY", "COMPARE"]
 
 # NumPy's names where they differ from the C library's
 _NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
@@ -76,7 +76,59 @@ def gufunc(name: str):
     module = "_unary" if name in UNARY else "_binary" if name in BINARY else "_compare"
     if name not in UNARY + BINARY + COMPARE:
         raise ValueError(f"no library kernel named {name!r}")
-    return getattr(_module(module), name)
+    return raw(getattr(_module(module), name))
+
+
+class Kernel:
+    """A function of a kernel module built by ``xdap kernel build``, as a
+    first-class xdap kernel: it takes DistArrays (every rank's part, the
+    result with the operands' distribution; collective), xnd containers,
+    NumPy arrays and Python scalars, with ``out=``, NumPy's promotion and
+    the same errors as ``xdap.kernels.sin`` -- through
+    ``xdap.kernels.apply``. Called on xnd containers alone it is gumath's
+    own call. ``k.__gufunc__`` is the gumath multimethod itself; its other
+    attributes pass through.
+    """
+
+    __slots__ = ("__gufunc__", "__name__", "__dict__")
+
+    def __init__(self, func, name: str, module=None):
+        self.__gufunc__ = func
+        self.__name__ = name
+        self.__module__ = module
+        self.__doc__ = (f"{self.__name__}(*args, out=None): the gumath kernel "
+                        f"{self.__name__} applied per rank (xdap.kernels.apply).\n\n"
+                        + (getattr(func, "__doc__", None) or ""))
+
+    def __call__(self, *args, out=None):
+        if out is None and all(type(a) is _xnd for a in args):
+            # containers only: gumath's own dispatch, exactly (kernels over
+            # whole dims -- dot, outer -- broadcast and loop as gumath says)
+            return self.__gufunc__(*args)
+        return apply(self.__gufunc__, *args, out=out)
+
+    def __getattr__(self, name):
+        return getattr(self.__gufunc__, name)
+
+    def __repr__(self):
+        return f"<xdap kernel {self.__name__} of {self.__module__}>"
+
+
+def raw(func):
+    """The gumath multimethod behind ``func`` (a ``Kernel`` or itself)."""
+    return func.__gufunc__ if type(func) is Kernel else func
+
+
+def wrap_module(module) -> None:
+    """Make a built kernel module's gumath functions ``Kernel`` objects (its
+    init calls this; ``module.__gufuncs__`` keeps the raw ones)."""
+    raw_funcs = {}
+    for name in dir(module):
+        f = getattr(module, name)
+        if type(f).__name__ == "gufunc":
+            raw_funcs[name] = f
+            setattr(module, name, Kernel(f, name, module.__name__))
+    module.__gufuncs__ = raw_funcs
 
 
 def _make_unary(name):

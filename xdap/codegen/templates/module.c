@@ -50,6 +50,19 @@ PyInit_@MODULE@(void)
         Py_XDECREF(capsule);
         goto error;
     }
+    /* First-class xdap kernels: DistArrays, NumPy arrays and scalars too
+       (xdap.kernels.library.wrap_module); without xdap, plain gumath. */
+    PyObject *lib = PyImport_ImportModule("xdap.kernels.library");
+    if (lib == NULL) {
+        PyErr_Clear();
+        return m;
+    }
+    PyObject *done = PyObject_CallMethod(lib, "wrap_module", "O", m);
+    Py_DECREF(lib);
+    if (done == NULL) {
+        goto error;
+    }
+    Py_DECREF(done);
     return m;
 
 error:
