@@ -72,7 +72,7 @@ def test_readable_object():
     assert a.shape == g.shape and a.ndim == 2 and a.size == g.size and a.dtype == g.dtype
     r = xdap.from_global([[1.0], [2.0, 3.0]] * 4, type="var * var * float64", comm=comm)
     assert r.shape == (8, None) and r.dtype is None and r.size is None
-    assert repr(r).endswith(f"rows)") and "var * var * float64" in repr(r)
+    assert repr(r).endswith("rows)") and "var * var * float64" in repr(r)
 
 
 @pytest.mark.mpi(ranks=RANKS)
