@@ -31,6 +31,7 @@ def test_first_look_runs(comm, capsys):
     # what the example computed, checked against the global data it started from
     import numpy as np
     assert scope["b"].to_global().value == np.arange(45.0).reshape(5, 9).tolist()
+    np.testing.assert_allclose(scope["s"].to_numpy(), np.sin(np.arange(45.0).reshape(5, 9)) * 0.5)
     assert scope["v"].global_shape == (3 * comm.size,)
     assert scope["m"].to_global().value == [0.5 * i for i in range(4 * comm.size)]
     i, j = np.indices((6, 8))
