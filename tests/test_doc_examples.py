@@ -98,3 +98,76 @@ def test_guide_errors_example(comm, capsys):
     exec(compile(code, str(GUIDE), "exec"), {})
     printed = capsys.readouterr().out
     assert "to_global: root must be the same on every rank: rank 0 passed 0, rank 1 1" in printed
+
+
+def _kernel_tutorial():
+    """docs/kernels.md Example 1: {file name: text} of its C files, its cfg
+    and its calling script, as the page shows them."""
+    text = (ROOT / "docs" / "kernels.md").read_text()
+    section = text[text.index("### Example 1"):text.index("### Example 2")]
+    files = {}
+    for lang, body in re.findall(r"```(c|python|ini)\n(.*?)```", section, re.S):
+        if lang == "ini":
+            files["square-kernels.cfg (as shown)"] = body
+            continue
+        first = body.splitlines()[0]
+        name = re.search(r"(square[\w.]*\.(?:h|c|py))", first).group(1)
+        files[name] = body
+    return files
+
+
+@pytest.mark.mpi(ranks=(4,))           # the page runs it on 4 ranks
+def test_kernel_tutorial_runs_as_written(comm, capsys):
+    """From the C function to a DistArray on 4 ranks, with the page's own
+    files and commands (the CLI as `python -m xdap`, which .venv/bin/xdap is)."""
+    import os
+    import subprocess
+    import sys
+
+    import numpy as np
+    from xdap.comm import agree
+    files = _kernel_tutorial()
+    where, error = None, None
+    if comm.rank == 0:
+        where = tempfile.mkdtemp(prefix="xdap-tutorial-")
+        try:
+            for name in ("square.h", "square.c", "square_demo.py"):
+                pathlib.Path(where, name).write_text(files[name])
+            # a command of its own, not a rank of this job: without the launcher's variables
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith(("PMI_", "HYDI_", "HYDRA_", "MPI_LOCAL"))}
+            for cmd in (["kernel", "config", "square.h"], ["kernel", "build", "square-kernels.cfg"]):
+                subprocess.run([sys.executable, "-m", "xdap", *cmd], cwd=where, check=True,
+                               capture_output=True, text=True, env=env)
+            # the cfg the page shows is the one `xdap kernel config` writes
+            written = pathlib.Path(where, "square-kernels.cfg").read_text()
+            shown = files["square-kernels.cfg (as shown)"]
+            if [x.strip() for x in written.splitlines() if x.strip()] != \
+                    [x.strip() for x in shown.splitlines() if x.strip()]:
+                error = ValueError(f"docs/kernels.md shows another cfg than xdap writes:\n{written}")
+        except subprocess.CalledProcessError as e:
+            error = ValueError(f"{e.cmd}: {e.stderr}")
+    agree(comm, error)
+    where = comm.bcast(where)
+    here = os.getcwd()
+    scope = {"__name__": "__main__"}
+    sys.modules.pop("square", None)       # this module, not one another test built
+    try:
+        os.chdir(where)
+        exec(compile(files["square_demo.py"], "docs/kernels.md (square_demo.py)", "exec"), scope)
+    finally:
+        os.chdir(here)
+        sys.path[:] = [p for p in sys.path if p != "."]
+        comm.Barrier()
+        if comm.rank == 0:
+            shutil.rmtree(where, ignore_errors=True)
+    grid = np.linspace(-1, 1, 9)
+    np.testing.assert_allclose(scope["b"].to_numpy(), grid ** 2)
+    np.testing.assert_allclose(scope["a"].to_numpy(), grid ** 2)         # out= wrote a
+    assert scope["total"] == pytest.approx(3.75)
+    out = capsys.readouterr().out
+    if comm.rank == 0:
+        assert "xnd([1.0, 4.0, 9.0], type='3 * float64')" in out
+        assert out.count("sum of squares 3.7500") == comm.size
+        for r in range(comm.size):
+            assert f"[rank {r}] " in out
