@@ -203,3 +203,25 @@ def test_exchange_doc_runs(comm, capsys):
     assert (got.mask == want.mask).all() and (got.data[~want.mask] == want.data[~want.mask]).all()
     assert store["b"].distribution.maps == store["a"].distribution.maps
     assert "[[1.0, None], [], [2.0]]" in capsys.readouterr().out
+
+
+def _dap_doc_block(marker):
+    text = (ROOT / "docs" / "dap.md").read_text()
+    return [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if marker in b][0]
+
+
+@pytest.mark.mpi(ranks=(2,))           # as the page runs it
+def test_dap_doc_padded_block_runs(comm, capsys):
+    scope = {}
+    exec(compile(_dap_doc_block("-n 2"), "docs/dap.md", "exec"), scope)
+    dd = scope["d"]["dim_data"][0]
+    assert (dd["start"], dd["stop"], tuple(dd["padding"])) == \
+        ((0, 10, (1, 1)) if comm.rank == 0 else (8, 18, (1, 1)))
+
+
+@pytest.mark.mpi(ranks=(3,))           # as the page runs it
+def test_dap_doc_ragged_runs(comm, capsys):
+    scope = {}
+    exec(compile(_dap_doc_block("-n 3"), "docs/dap.md", "exec"), scope)
+    assert scope["leaf"]["dist_type"] == "u"
+    assert scope["b"].to_global().value == scope["rows"]
