@@ -431,13 +431,16 @@ def test_num_owned_indices_cyclic_without_block_size_key():
     assert num_owned_indices(d) == 4
 
 
-def test_cyclic_rank_owning_nothing_exports_start_size():
+def test_cyclic_rank_owning_nothing_exports_grid_rank_times_block_size():
+    """The reference validator's rule: start = proc_grid_rank * block_size,
+    past size for a rank that owns nothing; the clamped spelling (size,
+    spec 1.6.4) is accepted on import too."""
     m = CyclicMap(5, 4, block_size=2)
     assert [m.owned_count(p) for p in range(4)] == [2, 2, 1, 0]
-    assert [m.to_dim_dict(p)["start"] for p in range(4)] == [0, 2, 4, 5]
+    assert [m.to_dim_dict(p)["start"] for p in range(4)] == [0, 2, 4, 6]
     dicts = [m.to_dim_dict(p) for p in range(4)]
     assert map_from_dim_dicts(dicts, [2, 2, 1, 0]) == m
-    dicts[3]["start"] = 6                      # p * block_size is accepted too
+    dicts[3]["start"] = 5                      # start == size is accepted too
     assert map_from_dim_dicts(dicts, [2, 2, 1, 0]) == m
 
 

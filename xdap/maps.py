@@ -849,7 +849,10 @@ class CyclicMap(Map):
         dap_minor(version)
         self._check_rank(p)
         d = self._common(p)
-        d["start"] = min(p * self.block_size, self.size)
+        # proc_grid_rank * block_size even where the rank owns nothing (past
+        # size): enthought's reference validator checks exactly that; the
+        # import also accepts the clamped spelling (size), spec 1.6.4
+        d["start"] = p * self.block_size
         if self.block_size != 1:
             d["block_size"] = self.block_size
         return d
