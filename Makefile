@@ -1,7 +1,8 @@
 # xdap: `make test` and `make demo` do all the set-up on a fresh machine.
 VENV   := .venv
 PY     := $(VENV)/bin/python
-MPIEXEC := $(VENV)/bin/mpiexec
+# XDAP_MPIEXEC: the launcher with its flags (xdap.launcher), e.g. a site's Open MPI
+MPIEXEC := $(if $(XDAP_MPIEXEC),$(XDAP_MPIEXEC),$(VENV)/bin/mpiexec)
 # 4 ranks on a 2-core machine: oversubscription is expected.
 RANKS  ?= 4
 

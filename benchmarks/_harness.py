@@ -101,9 +101,9 @@ def relaunch(script: str, ranks: int, timeout: float = 600) -> bool:
     it never fails its caller, so the launch's exit status is only printed."""
     if MPI.COMM_WORLD.size > 1 or os.environ.get(CHILD_FLAG) == "1":
         return False
-    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    env = dict(os.environ, **{CHILD_FLAG: "1"})
-    r = subprocess.run([mpiexec, "-n", str(ranks), sys.executable, os.path.abspath(script)],
+    from xdap.launcher import clean_environment, mpiexec_command
+    env = clean_environment(**{CHILD_FLAG: "1"})
+    r = subprocess.run(mpiexec_command(ranks) + [sys.executable, os.path.abspath(script)],
                        env=env, timeout=timeout)
     if r.returncode:
         print(f"(mpiexec -n {ranks} {os.path.basename(script)} exited with {r.returncode})")

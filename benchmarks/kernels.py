@@ -202,10 +202,13 @@ def main():
     single = run_distributed()
     say("4 ranks (mpiexec -n 4, each a quarter), per-rank time / 1-rank time "
         "(ideal 0.25; 2 cores here: ~0.5 is the floor)")
-    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    from xdap.launcher import clean_environment, mpiexec_command
     try:
-        proc = subprocess.run([mpiexec, "-n", "4", sys.executable, os.path.abspath(__file__),
-                               "--child"], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(mpiexec_command(4) + [sys.executable, os.path.abspath(__file__),
+                                                    "--child"], env=clean_environment(),
+                              capture_output=True, text=True, timeout=120)
+        if proc.returncode:
+            say(f"  (mpiexec -n 4 exited with {proc.returncode})")
         multi = {}
         for line in proc.stdout.splitlines():
             if line.startswith("RESULT "):

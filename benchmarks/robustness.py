@@ -139,11 +139,13 @@ def sweep():
 
 def main():
     if MPI.COMM_WORLD.size == 1 and os.environ.get(_harness.CHILD_FLAG) != "1":
-        mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-        env = dict(os.environ, **{_harness.CHILD_FLAG: "1"})
+        from xdap.launcher import clean_environment, mpiexec_command
+        env = clean_environment(**{_harness.CHILD_FLAG: "1"})
         for n in (2, 3, 4):
-            subprocess.run([mpiexec, "-n", str(n), sys.executable, os.path.abspath(__file__)]
-                           + sys.argv[1:], env=env, timeout=7200)
+            r = subprocess.run(mpiexec_command(n) + [sys.executable, os.path.abspath(__file__)]
+                               + sys.argv[1:], env=env, timeout=7200)
+            if r.returncode:
+                print(f"(mpiexec -n {n} exited with {r.returncode})", flush=True)
         return
     if P in (2, 4):
         agreement_cost()

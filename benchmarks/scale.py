@@ -312,15 +312,19 @@ def main():
         weak()
         return
     if MPI.COMM_WORLD.size == 1 and os.environ.get(_harness.CHILD_FLAG) != "1":
-        mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-        env = dict(os.environ, **{_harness.CHILD_FLAG: "1"})
+        from xdap.launcher import clean_environment, mpiexec_command
+        env = clean_environment(**{_harness.CHILD_FLAG: "1"})
         script = os.path.abspath(__file__)
-        subprocess.run([mpiexec, "-n", "4", sys.executable, script], env=env, timeout=1800)
+        r = subprocess.run(mpiexec_command(4) + [sys.executable, script], env=env, timeout=1800)
+        if r.returncode:
+            print(f"(mpiexec -n 4 exited with {r.returncode})", flush=True)
         print("5. weak scaling: the import and the first 'u' -> 'b', N and 2N on 2 and 4 ranks "
               "(worst rank)", flush=True)
         for ranks in (2, 4):
-            subprocess.run([mpiexec, "-n", str(ranks), sys.executable, script, "--weak"], env=env,
-                           timeout=1800)
+            r = subprocess.run(mpiexec_command(ranks) + [sys.executable, script, "--weak"],
+                               env=env, timeout=1800)
+            if r.returncode:
+                print(f"(mpiexec -n {ranks} exited with {r.returncode})", flush=True)
         return
     t0 = time.perf_counter()
     results = []

@@ -43,8 +43,8 @@ CHILD_ENV_DEFAULTS = {
     "MKL_NUM_THREADS": "1",
 }
 # Launcher state of an enclosing mpiexec would make our mpiexec's ranks talk
-# to the wrong process manager.
-INHERITED_LAUNCHER_VARS = ("PMI_", "HYDI_", "HYDRA_", "MPI_LOCALNRANKS", "MPI_LOCALRANKID")
+# to the wrong process manager: xdap.launcher drops MPICH's and Open MPI's.
+from xdap.launcher import clean_environment, mpiexec_command  # noqa: E402
 
 
 def _timeout():
@@ -209,7 +209,7 @@ class _Launcher:
             json.dump(nodeids, f)
         cfg = self.config
         timeout = _timeout()
-        cmd = [os.path.join(os.path.dirname(sys.executable), "mpiexec"), "-n", str(n),
+        cmd = mpiexec_command(n) + [
                sys.executable, "-m", "pytest", "-q", "--no-header", "-p", "no:cacheprovider",
                "--continue-on-collection-errors", "-o", "addopts=",
                f"--rootdir={cfg.rootpath}", f"--import-mode={cfg.option.importmode}",
@@ -222,7 +222,7 @@ class _Launcher:
         # shortly before the parent kills the launch.
         cmd += ["-o", f"faulthandler_timeout={max(1, int(timeout * 0.75))}"]
         cmd += files
-        env = {k: v for k, v in os.environ.items() if not k.startswith(INHERITED_LAUNCHER_VARS)}
+        env = clean_environment()
         for k, v in CHILD_ENV_DEFAULTS.items():
             env.setdefault(k, v)
         # xdap's debug mode: a collective some ranks never reach is reported

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+from xdap.launcher import mpiexec_command  # noqa: E402
 SCRIPT = """
 import os, signal, sys, time
 import xdap
@@ -33,7 +33,7 @@ c.Barrier()
 def launch(tmp_path, ranks, how, **env):
     script = tmp_path / "job.py"
     script.write_text(SCRIPT)
-    run = subprocess.run([MPIEXEC, "-n", str(ranks), sys.executable, str(script), how],
+    run = subprocess.run(mpiexec_command(ranks) + [sys.executable, str(script), how],
                          capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, **env))
     ended = time.time()
@@ -83,7 +83,7 @@ def test_debug_mode_reports_a_collective_some_ranks_skip(tmp_path):
     script = tmp_path / "stuck.py"
     script.write_text(STUCK)
     t0 = time.monotonic()
-    run = subprocess.run([MPIEXEC, "-n", "3", sys.executable, str(script)], capture_output=True,
+    run = subprocess.run(mpiexec_command(3) + [sys.executable, str(script)], capture_output=True,
                          text=True, timeout=60, env=dict(os.environ, XDAP_DEBUG_HANGS="2"))
     took = time.monotonic() - t0
     assert run.returncode != 0 and took < 30

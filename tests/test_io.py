@@ -16,6 +16,8 @@ import tempfile
 import time
 import zlib
 
+from xdap.launcher import clean_environment, mpiexec_command
+
 import numpy as np
 import pytest
 from mpi4py import MPI
@@ -463,14 +465,11 @@ def crash_data(seed):
 
 
 def child_env(**extra):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PMI_", "HYDI_", "HYDRA_", "MPI_LOCAL"))}
-    env.update(extra)
-    return env
+    return clean_environment(**extra)
 
 
 def start_writer(path, seed, ranks, loops=1, **env):
-    cmd = [os.path.join(REPO, ".venv", "bin", "mpiexec"), "-n", str(ranks), sys.executable, "-c",
+    cmd = mpiexec_command(ranks) + [sys.executable, "-c",
            WRITER.format(here=HERE), path, str(seed), str(loops)]
     return subprocess.Popen(cmd, env=child_env(**env), start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -32,7 +32,7 @@ LAYERS = [
      ["xdap.codegen", "xdap._apply", "xdap.kernels", "xdap.create", "xdap.movement",
       "xdap.protocols", "xdap.io"]),
     ("surface: DistArray", ["xdap.array", "xdap.printing", "xdap"]),
-    ("applications", ["xdap.cli", "xdap.demo", "xdap.__main__"]),
+    ("applications", ["xdap.cli", "xdap.demo", "xdap.__main__", "xdap.launcher"]),
 ]
 C_EXTENSIONS = ("xdap._xndbuf", "xdap._apply")
 
