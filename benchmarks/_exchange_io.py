@@ -71,7 +71,7 @@ def child(tmp: str) -> None:
     from xdap.array import DistArray
     from xdap.parts import Parts, container
     from xdap.distribution import Distribution
-    from xdap.io.writer import finish_cleanup
+    from xdap.io.store_writer import finish_cleanup
     from xdap.maps import BlockMap
     from xdap.types import type_info
 

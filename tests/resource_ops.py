@@ -80,7 +80,7 @@ def growth(comm, op, iterations: int) -> dict:
     warm-up calls, which fill the caches)."""
     op()
     op()
-    from xdap.io.writer import finish_cleanup
+    from xdap.io.store_writer import finish_cleanup
     finish_cleanup()
     before = handles(comm)
     for _ in range(iterations):

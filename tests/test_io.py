@@ -24,7 +24,7 @@ from mpi4py import MPI
 
 import xdap
 from xdap.parts import as_container, parts
-from xdap.io.writer import finish_cleanup
+from xdap.io.store_writer import finish_cleanup
 
 from helpers import DTYPES, balanced_indices, kinds, sample
 

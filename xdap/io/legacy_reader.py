@@ -1,4 +1,6 @@
-"""``load``: rebuild a saved DistArray on any number of ranks.
+"""Loading a directory of the previous save format (version 1: ``.npy`` and
+Arrow IPC pieces plus ``manifest.json``, described in docs/format.md), so
+saves made before the Zarr store still load. xdap no longer writes it.
 
 Rank 0 reads and checks the manifest and broadcasts it; every rank then
 reads the saved pieces that hold its buffer's global indices (see
@@ -12,12 +14,9 @@ import os
 
 import numpy as np
 
-from ..heap import trims_heap
 from .. import comm as _comm
-from ..comm import balanced_grid
 from ..parts import Parts, concat_parts, pack_validity, take_rows, unpack_validity
-from ..distribution import Distribution, make_distribution
-from ..maps import BlockMap, Map
+from ..distribution import Distribution
 from ..movement.redistribute import move
 from ..types import Kind, TypeInfo
 from . import manifest as mf
@@ -26,81 +25,18 @@ from .arrow_file import from_ipc
 from .files import map_verified, read_into
 from .npy import parse_npy_header
 from .plan import index_tuple, read_plan, selection_size
-from .writer import agreed_path
+from .targets import default_distribution, requested_distribution
 
-__all__ = ["load"]
+__all__ = ["load_generation", "read_manifest", "MANIFEST"]
 
-
-@trims_heap
-def load(path, comm=None, dist=None, grid=None, **per_dim) -> tuple:
-    """Load a save written by ``DistArray.save``: ``(Distribution, Parts)``
-    (collective; ``xdap.load`` wraps it).
-
-    With no ``dist``/``grid``/options on as many ranks as saved it, the
-    distribution is the saved one exactly (padding, periodic, block sizes,
-    unstructured indices, rank placement); on another rank count, each dim
-    keeps its kind ('b' balanced, 'c' with its block size; 'u' becomes 'b'),
-    uniform padding and periodic flag. ``dist``, ``grid`` and ``per_dim``
-    (as in ``xdap.from_global``) ask for any other distribution. Each rank
-    reads only the saved pieces its buffer overlaps (whole pieces: that is
-    the unit checksums are kept for). Zero-copy when the buffer is exactly
-    one piece (the saved distribution): the file is mapped copy-on-write,
-    so writing to ``local`` never changes it; otherwise pieces are read
-    into the buffer (directly where they land contiguously). Communication
-    padding is filled with the neighbours' values.
-
-    >>> import tempfile, os
-    >>> from mpi4py import MPI
-    >>> from xdap.create import from_global
-    >>> from xdap.io import save
-    >>> path = os.path.join(tempfile.mkdtemp(), "r.xdap")
-    >>> save(*from_global([[1, None], [], [2]], type="var * var * ?int8", comm=MPI.COMM_SELF),
-    ...      path)
-    >>> d, p = load(path, comm=MPI.COMM_SELF, dist=("c",))
-    >>> d.maps[0], p.info.type_string(), p.nrows
-    (CyclicMap(size=3, grid_size=1, block_size=1), 'var * var * ?int8', 3)
-    """
-    comm = _comm.resolve(comm)
-    path = agreed_path(comm, path, "load")
-    with _comm.agreement(comm, "load") as ag:
-        ag.same("dist, grid and the per-dimension options", (dist, grid, per_dim))
-    for attempt in range(_ATTEMPTS):
-        body = None
-        with _comm.agreement(comm):
-            if comm.rank == 0:
-                body = _read_manifest(path)
-        body = comm.bcast(body, root=0)
-        try:
-            return _load_generation(path, body, comm, dist, grid, per_dim)
-        except (ValueError, TypeError) as e:      # raised alike on every rank
-            # Another process may have saved to ``path`` since the manifest
-            # was read, and deleted the files it names: load the new save.
-            replaced = comm.bcast(comm.rank == 0 and
-                                  _generation_now(path) not in (None, body["generation"]), root=0)
-            if not replaced:
-                raise
-            if attempt == _ATTEMPTS - 1:
-                raise ValueError(f"load: {path!r} was saved again {_ATTEMPTS} times while it "
-                                 f"was being loaded; last failure: {e}") from e
-    raise AssertionError("unreachable")
+MANIFEST = mf.MANIFEST
 
 
-# How often ``load`` starts over when a concurrent save replaced what it read.
-_ATTEMPTS = 5
-
-
-def _generation_now(path: str):
-    """The generation the manifest names now; None when it cannot be read."""
-    try:
-        with open(os.path.join(path, mf.MANIFEST), "rb") as f:
-            return mf.loads(f.read(), path)["generation"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _load_generation(path, body, comm, dist, grid, per_dim) -> tuple:
+def load_generation(path, body, comm, dist, grid, per_dim) -> tuple:
     """(distribution, local Parts) of the save that manifest ``body``
-    describes (collective; errors are raised alike on every rank)."""
+    describes (collective; errors are raised alike on every rank).
+    ``xdap.io.store_reader.load`` calls this for directories with a
+    ``manifest.json``."""
     with _comm.agreement(comm):
         ragged = Kind(body["kind"]) is Kind.RAGGED
         info = TypeInfo(body["kind"], () if ragged else tuple(body["shape"]),
@@ -135,14 +71,9 @@ def _load_generation(path, body, comm, dist, grid, per_dim) -> tuple:
     return d, local
 
 
-def _read_manifest(path: str) -> dict:
-    if not os.path.exists(path):
-        raise ValueError(f"load: {path!r} does not exist (no xdap save there)")
-    if not os.path.isdir(path):
-        raise ValueError(f"load: {path!r} is not a directory, so not an xdap save")
+def read_manifest(path: str) -> dict:
+    """The checked manifest body of a format-1 save (rank 0)."""
     name = os.path.join(path, mf.MANIFEST)
-    if not os.path.isfile(name):
-        raise ValueError(f"load: {path!r} is not an xdap save (no {mf.MANIFEST})")
     with open(name, "rb") as f:
         return mf.loads(f.read(), f"xdap save {path!r}")
 
@@ -172,29 +103,15 @@ def _check_header(path, rec, header, dtype, shape):
 
 
 def _target(body, saved, comm, dist, grid, per_dim) -> Distribution:
-    """The distribution to load onto (see ``load``); ``saved``: the saved
-    maps, when this rank has them whole."""
+    """The distribution to load onto (see ``xdap.io.store_reader.load``);
+    ``saved``: the saved maps, when this rank has them whole."""
     shape = tuple(body["shape"])
     if dist is None and grid is None and not per_dim:
         if comm.size == len(body["pieces"]) and saved is not None:
             return Distribution(saved, comm, body["distribution"]["rank_coords"])
-        return _default(shape, body["distribution"]["maps"], comm)
-    if Kind(body["kind"]) is Kind.RAGGED and dist is not None and len(tuple(dist)) != 1:
-        raise ValueError(f"ragged data is distributed by rows: dist needs one entry, got {dist!r}")
-    return make_distribution(shape, dist, grid, comm, **per_dim)
-
-
-def _default(shape, jsons, comm) -> Distribution:
-    """Keep each dim's kind on another rank count (see ``load``): the saved
-    maps resized over a balanced grid of the distributed dims ('u': block)."""
-    # a cyclic dim saved from one rank was still asked to be distributed
-    distributed = [k for k, j in enumerate(jsons)
-                   if j["grid_size"] > 1 or j["dist_type"] == "c"] or [0]
-    grid = [1] * len(jsons)
-    for k, g in zip(distributed, balanced_grid(comm.size, len(distributed))):
-        grid[k] = g
-    return Distribution([BlockMap(j["size"], g) if j["dist_type"] == "u" else
-                         Map.from_json(j).resized(g) for j, g in zip(jsons, grid)], comm)
+        return default_distribution(shape, body["distribution"]["maps"], comm)
+    return requested_distribution(shape, Kind(body["kind"]) is Kind.RAGGED, comm, dist, grid,
+                                  per_dim)
 
 
 def _read_whole(path, body, info, pieces, shape, along) -> Parts:

@@ -1,0 +1,300 @@
+"""``load``: a saved array back onto any number of ranks, in any distribution.
+
+Rank 0 reads and checks the store's ``xdap`` attribute and the arrays'
+metadata against it, and broadcasts them; every rank then reads only the
+chunks its buffer needs (Zarr verifies each chunk's CRC-32C as it decodes
+it), and the ranks agree on one verdict before anything is returned: a
+missing chunk, a checksum mismatch or arrays that contradict the attribute
+raise the same ValueError on every rank. Directories of the previous format
+(``manifest.json``) are read by ``xdap.io.legacy_reader``.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .. import comm as _comm
+from ..distribution import Distribution
+from ..heap import trims_heap
+from ..maps import (BlockMap, Map, UnstructuredMap, as_slice, index_digest,
+                    unstructured_fingerprint)
+from ..movement.redistribute import move
+from ..parts import Parts, pack_validity
+from . import legacy_reader
+from . import store_format as sf
+from .chunks import chunk_ranges
+from .store_writer import agreed_path, read_store_attrs, staging_names
+from .targets import default_distribution, requested_distribution
+
+__all__ = ["load"]
+
+# How often ``load`` starts over when a concurrent save replaced what it read.
+_ATTEMPTS = 5
+
+
+@trims_heap
+def load(path, comm=None, dist=None, grid=None, **per_dim) -> tuple:
+    """Load a store written by ``DistArray.save``: ``(Distribution, Parts)``
+    (collective; ``xdap.load`` wraps it).
+
+    With no ``dist``/``grid``/options on as many ranks as saved it, the
+    distribution is the saved one exactly (padding, periodic, block sizes,
+    unstructured indices, rank placement); on another rank count, each dim
+    keeps its kind ('b' balanced, 'c' with its block size; 'u' becomes 'b'),
+    uniform padding and periodic flag. ``dist``, ``grid`` and ``per_dim``
+    (as in ``xdap.from_global``) ask for any other distribution. Each rank
+    reads only the chunks holding its buffer's global indices (padding
+    included), decoded by Zarr into new memory (a copy).
+
+    >>> import tempfile, os
+    >>> from mpi4py import MPI
+    >>> from xdap.create import from_global
+    >>> from xdap.io import save
+    >>> path = os.path.join(tempfile.mkdtemp(), "r.zarr")
+    >>> save(*from_global([[1, None], [], [2]], type="var * var * ?int8", comm=MPI.COMM_SELF),
+    ...      path)
+    >>> d, p = load(path, comm=MPI.COMM_SELF, dist=("c",))
+    >>> d.maps[0], p.info.type_string(), p.nrows
+    (CyclicMap(size=3, grid_size=1, block_size=1), 'var * var * ?int8', 3)
+    """
+    comm = _comm.resolve(comm)
+    path = agreed_path(comm, path, "load")
+    with _comm.agreement(comm, "load") as ag:
+        ag.same("dist, grid and the per-dimension options", (dist, grid, per_dim))
+    for attempt in range(_ATTEMPTS):
+        found = None
+        with _comm.agreement(comm):
+            if comm.rank == 0:
+                found = _read_frame(path)
+        found = comm.bcast(found, root=0)
+        if found[0] == "legacy":
+            return legacy_reader.load_generation(path, found[1], comm, dist, grid, per_dim)
+        attrs, arrays = found[1], found[2]
+        try:
+            return _load(path, attrs, arrays, comm, dist, grid, per_dim)
+        except (ValueError, TypeError) as e:      # raised alike on every rank
+            # Another process may have saved to ``path`` since the attribute
+            # was read, and swapped the store it names away: load the new one.
+            replaced = comm.bcast(comm.rank == 0 and
+                                  _generation_now(path) not in (None, attrs["generation"]), root=0)
+            if not replaced:
+                raise
+            if attempt == _ATTEMPTS - 1:
+                raise ValueError(f"load: {path!r} was saved again {_ATTEMPTS} times while it "
+                                 f"was being loaded; last failure: {e}") from e
+    raise AssertionError("unreachable")
+
+
+def _generation_now(path: str):
+    try:
+        attrs = read_store_attrs(path)
+        return attrs.get("generation") if isinstance(attrs, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _read_frame(path: str) -> tuple:
+    """Rank 0: ``("zarr", attrs, {name: (shape, chunks, dtype str)})`` or
+    ``("legacy", manifest body)``, checked; ValueError otherwise."""
+    where = f"xdap store {path!r}"
+    if not os.path.exists(path):
+        hint = staging_names(path)
+        hint = f"; a save to it was interrupted and left {hint[-1]!r} beside it" if hint else ""
+        raise ValueError(f"load: {path!r} does not exist (no xdap store there){hint}")
+    if not os.path.isdir(path):
+        raise ValueError(f"load: {path!r} is not a directory, so not an xdap store")
+    attrs = read_store_attrs(path)
+    if attrs is None:
+        if os.path.isfile(os.path.join(path, legacy_reader.MANIFEST)):
+            return "legacy", legacy_reader.read_manifest(path)
+        raise ValueError(f"load: {path!r} is not an xdap store (no zarr.json, and no "
+                         f"{legacy_reader.MANIFEST} of the previous format)")
+    sf.validate(attrs, where)
+    return "zarr", attrs, _check_arrays(path, attrs, where)
+
+
+def _check_arrays(path, attrs, where) -> dict:
+    """Open every array the attribute implies and check its metadata: shape,
+    data type, a CRC-32C codec on every chunk."""
+    import zarr
+    from zarr.codecs import Crc32cCodec
+    info = sf.info_of(attrs)
+    dtype, item = sf.storage(info)
+    trailing = () if item is None else (item,)
+    u_dims = [k for k, m in enumerate(attrs["distribution"]["maps"]) if m["dist_type"] == "u"]
+    out = {}
+    for name in sf.array_names(info, u_dims):
+        try:
+            z = zarr.open_array(os.path.join(path, name), mode="r", zarr_format=3)
+        except Exception as e:          # zarr raises several kinds for a missing node
+            raise ValueError(f"{where}: its array {name!r} cannot be opened "
+                             f"({type(e).__name__}: {e})") from None
+        fixed_like = name in (sf.VALUES, sf.VALIDITY) and not info.ragged
+        want_dt = dtype if name == sf.VALUES else np.dtype(bool) if name == sf.VALIDITY \
+            else np.dtype(np.int64)
+        ndim = len(attrs["shape"]) if fixed_like else 1
+        extra = trailing if name == sf.VALUES else (2,) if name.startswith("indices") else ()
+        got_dt = np.dtype(z.dtype.to_native_dtype() if hasattr(z.dtype, "to_native_dtype")
+                          else z.dtype)
+        if got_dt != want_dt or z.ndim != ndim + len(extra) or tuple(z.shape[ndim:]) != extra \
+                or (fixed_like and tuple(z.shape[:ndim]) != tuple(attrs["shape"])):
+            want = f"global shape {tuple(attrs['shape'])}" if fixed_like else f"{ndim}-d"
+            raise ValueError(f"{where}: array {name!r} holds {got_dt} of shape {z.shape}, "
+                             f"which contradicts the type {attrs['type']!r} (expected "
+                             f"{want_dt}, {want}{' with trailing ' + str(extra) if extra else ''})")
+        if not any(isinstance(c, Crc32cCodec) for c in z.metadata.codecs):
+            raise ValueError(f"{where}: array {name!r} has no crc32c codec: its chunks cannot "
+                             "be verified (xdap writes one on every array)")
+        out[name] = (tuple(z.shape), tuple(z.metadata.chunk_grid.chunk_shape))
+    if info.ragged:
+        rows = attrs["shape"][0]
+        first = sf.offsets_name(0)
+        if out[first][0][0] != rows + 1:
+            raise ValueError(f"{where}: array {first!r} has {out[first][0][0]} entries for "
+                             f"{rows} rows (needs rows + 1)")
+    for k in u_dims:
+        total = sum(attrs["distribution"]["maps"][k]["counts"])
+        if out[sf.indices_name(k)][0][0] != total:
+            raise ValueError(f"{where}: array {sf.indices_name(k)!r} has "
+                             f"{out[sf.indices_name(k)][0][0]} rows; the map's counts add to "
+                             f"{total}")
+    return out
+
+
+# -- reading -----------------------------------------------------------------------------
+
+def _read(path, name, arrays, sels, out_dtype=None) -> np.ndarray:
+    """The selection ``sels`` (slices or int arrays, one per leading dim) of
+    array ``name``: only the chunks it touches are read, and each must
+    exist (a missing chunk is an error, never the fill value)."""
+    import zarr
+    shape, chunks = arrays[name]
+    per_dim = [chunk_ranges(s, c) for s, c in zip(sels, chunks)]
+    for idx in np.ndindex(*[len(r) for r in per_dim]):
+        key = [str(r[i]) for r, i in zip(per_dim, idx)] + ["0"] * (len(chunks) - len(sels))
+        if not os.path.isfile(os.path.join(path, name, "c", *key)):
+            raise ValueError(f"xdap store {path!r}: chunk {'/'.join(key)} of array {name!r} is "
+                             "missing (a store xdap wrote has every chunk)")
+    z = zarr.open_array(os.path.join(path, name), mode="r", zarr_format=3)
+    try:
+        if all(isinstance(s, slice) for s in sels):
+            data = z[tuple(sels)]
+        else:
+            data = z.get_orthogonal_selection(tuple(sels))
+    except ValueError as e:
+        raise ValueError(f"xdap store {path!r}: array {name!r}: {e} (a chunk is corrupt: its "
+                         "CRC-32C does not match its bytes)") from None
+    except Exception as e:          # a truncated chunk fails inside the codec pipeline
+        raise ValueError(f"xdap store {path!r}: array {name!r}: a chunk cannot be decoded "
+                         f"({type(e).__name__}: {e})") from None
+    return np.asarray(data)
+
+
+def _leaves(data, info, item) -> np.ndarray:
+    """Stored values back as the leaf dtype (a view of the bytes when stored as bytes)."""
+    if item is None:
+        return data
+    return np.ascontiguousarray(data).view(info.numpy_dtype).reshape(data.shape[:-1])
+
+
+def _load(path, attrs, arrays, comm, dist, grid, per_dim) -> tuple:
+    info = sf.info_of(attrs)
+    _, item = sf.storage(info)
+    local, error = None, None
+    with _comm.agreement(comm, "load"):
+        d = _target(path, attrs, arrays, comm, dist, grid, per_dim)
+    try:
+        if info.ragged:
+            local, d = _read_ragged(path, attrs, arrays, info, item, d)
+        else:
+            need = [as_slice(m.buffer_indices(c)) for m, c in zip(d.maps, d.coords)]
+            values = _leaves(_read(path, sf.VALUES, arrays, need), info, item)
+            validity = None
+            if info.optional:
+                validity = pack_validity(_read(path, sf.VALIDITY, arrays, need))
+            local = Parts(info.with_shape(d.local_shape), np.ascontiguousarray(values), validity)
+    except Exception as e:      # MemoryError too: raised here alone, it left the others waiting
+        error = e if isinstance(e, (ValueError, TypeError)) else \
+            ValueError(f"xdap store {path!r}: {type(e).__name__}: {e}")
+    _comm.agree(comm, error)
+    if isinstance(d, tuple):        # ragged rows read as blocks, now moved to the target
+        return move(d[0], local, d[1])
+    return d, local
+
+
+def _read_ragged(path, attrs, arrays, info, item, d):
+    """This rank's rows: read directly when they are one run of rows; else
+    read balanced blocks and return ``(blocks, target)`` to move them."""
+    rows = as_slice(d.maps[0].buffer_indices(d.coords[0]))
+    target = d
+    if not isinstance(rows, slice):
+        d = Distribution([BlockMap(attrs["shape"][0], d.comm.size)], d.comm)
+        rows = as_slice(d.maps[0].buffer_indices(d.coords[0]))
+    if rows.stop <= rows.start:
+        raise ValueError("load: this rank's part of the ragged array would have no rows, and "
+                         "xnd 0.2.0.dev3 cannot hold a ragged container of zero rows; load onto "
+                         "fewer ranks or a distribution that gives every rank a row")
+    offsets = [np.array([0, rows.stop - rows.start], np.int32)]
+    lo, hi = rows.start, rows.stop
+    for level in range(info.var_ndim - 1):
+        name = sf.offsets_name(level)
+        off = _read(path, name, arrays, [slice(lo, hi + 1)])
+        limit = arrays[sf.offsets_name(level + 1)][0][0] - 1 if level + 2 < info.var_ndim \
+            else arrays[sf.VALUES][0][0]
+        if len(off) and (off[0] < 0 or off[-1] > limit or (np.diff(off) < 0).any()):
+            raise ValueError(f"xdap store {path!r}: array {name!r} is not a run of "
+                             f"non-decreasing offsets within [0, {limit}]")
+        if off[-1] - off[0] > np.iinfo(np.int32).max:
+            raise ValueError(f"load: {off[-1] - off[0]} items on this rank: more than xnd's "
+                             "int32 offsets address; load onto more ranks")
+        offsets.append((off - off[0]).astype(np.int32))
+        lo, hi = int(off[0]), int(off[-1])
+    values = _leaves(_read(path, sf.VALUES, arrays, [slice(lo, hi)]), info, item)
+    validity = None
+    if info.optional:
+        validity = pack_validity(_read(path, sf.VALIDITY, arrays, [slice(lo, hi)]))
+    p = Parts(info, np.ascontiguousarray(values), validity, tuple(offsets))
+    return p, (d if target is d else (d, target))
+
+
+# -- the distribution to load onto -------------------------------------------------------
+
+def _target(path, attrs, arrays, comm, dist, grid, per_dim) -> Distribution:
+    shape = tuple(attrs["shape"])
+    jsons = attrs["distribution"]["maps"]
+    saved_size = int(np.prod(attrs["distribution"]["grid"]))
+    if dist is None and grid is None and not per_dim:
+        if comm.size == saved_size:
+            return _saved(path, attrs, arrays, comm)
+        return default_distribution(shape, jsons, comm)
+    return requested_distribution(shape, attrs["kind"] == "ragged", comm, dist, grid, per_dim)
+
+
+def _saved(path, attrs, arrays, comm) -> Distribution:
+    """The saved distribution on as many ranks: unstructured dims read only
+    this rank's grid position's indices."""
+    dist = attrs["distribution"]
+    placement = dist["rank_coords"]
+    grid = dist["grid"]
+    coords = placement[comm.rank] if placement is not None else \
+        list(np.unravel_index(comm.rank, grid))
+    maps = []
+    for k, j in enumerate(dist["maps"]):
+        if j["dist_type"] != "u":
+            maps.append(Map.from_json({key: v for key, v in j.items()}))
+            continue
+        counts = j["counts"]
+        c = int(coords[k])
+        start = sum(counts[:c])
+        table = _read(path, sf.indices_name(k), arrays, [slice(start, start + counts[c])])
+        ids = np.ascontiguousarray(table[:, 0])
+        if index_digest(ids).hex() != j["digests"][c]:
+            raise ValueError(f"xdap store {path!r}: array {sf.indices_name(k)!r} does not hold "
+                             f"the indices of grid position {c} that the attribute's digest "
+                             "names")
+        fp = unstructured_fingerprint(j["size"], j["one_to_one"], counts,
+                                      [bytes.fromhex(x) for x in j["digests"]])
+        maps.append(UnstructuredMap.partial(j["size"], counts, {c: ids}, j["one_to_one"], fp,
+                                            {c: np.flatnonzero(table[:, 1] == 1)}))
+    return Distribution(maps, comm, placement)

@@ -1,0 +1,455 @@
+"""``save``: a DistArray as a Zarr v3 store, written by every rank in parallel.
+
+The crash-safety protocol (a killed save leaves the previous store, or no
+store, never a torn one):
+
+1. rank 0 checks ``path`` (absent, an empty directory, or an xdap store of
+   either format) and creates a *staging* directory beside it,
+   ``.<name>.xdap-saving-<generation>-<token>``, holding the group and the
+   arrays' metadata;
+2. every rank writes whole chunks of its own (see ``xdap.io.chunks`` and
+   ``xdap.io.segments``) and fsyncs them;
+3. once all ranks agree that every chunk is written, rank 0 writes the
+   group's ``xdap`` attribute (the metadata that makes it an xdap store),
+   fsyncs it, and swaps the staging directory into ``path``: one atomic
+   ``renameat2(RENAME_EXCHANGE)`` when ``path`` exists (Linux >= 3.15 on
+   ext4, xfs, btrfs, tmpfs), a plain ``rename`` when it does not;
+4. rank 0 deletes the replaced store in a background thread.
+
+Until the swap, ``path`` is untouched; after it, ``path`` is complete.
+Where the filesystem cannot exchange directories, step 3 is two renames
+(the old store aside, the new one in); a save killed between them leaves
+the previous store at ``.<name>.xdap-replaced-<generation>-<token>``, and
+``load`` names it.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import re
+import secrets
+import shutil
+import threading
+
+import numpy as np
+
+from .. import __version__ as _version
+from .. import comm as _comm
+from ..distribution import Distribution
+from ..maps import BlockMap, index_digest
+from ..movement.redistribute import move
+from . import store_format as sf
+from .chunks import CHUNK_BYTES, chunk_plan, chunk_ranges, segment_chunk
+from .files import as_path, crash_point, fsync_dir
+from .segments import align_segment, layout
+
+__all__ = ["save", "finish_cleanup", "agreed_path", "read_store_attrs", "staging_names"]
+
+
+def save(d, p, path, chunk_bytes: int = CHUNK_BYTES) -> None:
+    """Save the array ``(d, p)`` as a Zarr v3 store at ``path`` (collective;
+    ``DistArray.save`` calls this).
+
+    Fixed data becomes one Zarr array of the global shape that any Zarr v3
+    reader opens; ragged and optional data follow docs/format.md. Every
+    chunk carries a CRC-32C (Zarr's ``crc32c`` codec), verified on load.
+    Crash-safe (see the module docstring); an existing xdap store at
+    ``path`` is replaced, anything else there is refused.
+
+    Copies: Zarr encodes each chunk into a new buffer before writing it.
+    An array whose blocks are not chunk-aligned (cyclic, unstructured,
+    uneven blocks) is first moved into aligned blocks (one redistribution:
+    O(N/P) more memory per rank); ragged data moves at most a chunk per
+    rank to a neighbour.
+
+    >>> import tempfile, os, numpy as np, zarr
+    >>> from mpi4py import MPI
+    >>> from xdap.create import from_global
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.zarr")
+    >>> save(*from_global(np.arange(6.0).reshape(2, 3), comm=MPI.COMM_SELF), path)
+    >>> zarr.open_array(path + "/values", mode="r")[:].tolist()
+    [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    """
+    if not d.maps:
+        raise ValueError("save: a 0-d array (one element, held by every rank) is not saved as "
+                         "a distributed array; save its value (a.to_global()), or make it a "
+                         "1-element array")
+    comm = d.comm
+    path = agreed_path(comm, path, "save")
+    with _comm.agreement(comm, "save") as ag:
+        ag.same("chunk_bytes", _positive("chunk_bytes", chunk_bytes))
+    info = p.info
+    dtype, item = sf.storage(info)
+    width = dtype.itemsize * (item or 1)
+    layouts, d_write, p_write = _write_layouts(d, p, info, width, chunk_bytes)
+    tables = _index_tables(d)
+    table_layouts = {k: layout(comm, len(t) if t is not None else 0, start)
+                     for k, (t, start) in tables.items()}
+    staged = None
+    with _comm.agreement(comm):
+        if comm.rank == 0:
+            staged = _prepare(path)
+            _create_arrays(staged[0], info, d.global_shape, layouts, table_layouts, dtype, item,
+                           comm.size)
+    staging, generation = comm.bcast(staged, root=0)
+
+    error = None
+    try:
+        _write_data(staging, info, d_write, p_write, layouts, dtype, item)
+        for k, (t, _) in tables.items():
+            starts, lengths, total = table_layouts[k]
+            _write_segment(comm, staging, sf.indices_name(k), t if t is not None else
+                           np.zeros((0, 2), np.int64), starts, lengths, total,
+                           segment_chunk(total, comm.size, 16, chunk_bytes))
+    except Exception as e:      # MemoryError too: every rank must reach the agreement
+        error = ValueError(f"save to {path!r}: writing this rank's chunks failed: "
+                           f"{type(e).__name__}: {e}")
+    digests = comm.allgather({k: (d.coords[k], index_digest(t[:, 0]).hex(),
+                                  index_digest(t[t[:, 1] == 1, 0]).hex())
+                              for k, (t, _) in tables.items() if t is not None})
+    try:
+        _comm.agree(comm, error)
+    except ValueError:
+        if comm.rank == 0:
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
+    with _comm.agreement(comm):
+        if comm.rank == 0:
+            attrs = _attributes(d, info, generation, digests)
+            _switch(staging, path, attrs)
+
+
+def _positive(name, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise TypeError(f"save: {name} must be an int >= 1, got {value!r}")
+    return int(value)
+
+
+# -- what goes where ---------------------------------------------------------------------
+
+def _write_layouts(d, p, info, width, chunk_bytes):
+    """Per array, how it is written: ``{name: (chunks, ...)}`` plus the
+    distribution and parts the data is written from (moved into aligned
+    blocks when it is not already)."""
+    comm = d.comm
+    if not info.ragged:
+        plan = chunk_plan(d.maps, width, chunk_bytes)
+        if not plan.aligned:
+            target = Distribution([BlockMap(m.size, m.grid_size, bounds=b)
+                                   for m, b in zip(d.maps, plan.bounds)], comm)
+            d, p = move(d, p, target)
+        out = {sf.VALUES: plan.chunks}
+        if info.optional:
+            out[sf.VALIDITY] = plan.chunks
+        return out, d, p
+    if not (d.maps[0].contiguous and d.c_order):
+        d, p = move(d, p, Distribution([BlockMap(d.global_shape[0], comm.size)], comm))
+    out = {}
+    # One segment per array: offsets of each var level, then the leaves.
+    for level in range(1, info.var_ndim):
+        off = p.offsets[level]
+        n = len(off) - 1 + (comm.rank == comm.size - 1)
+        starts, lengths, total = layout(comm, n)
+        out[sf.offsets_name(level - 1)] = (starts, lengths, total,
+                                           segment_chunk(total, comm.size, 8, chunk_bytes))
+    starts, lengths, total = layout(comm, len(p.values))
+    out[sf.VALUES] = (starts, lengths, total, segment_chunk(total, comm.size, width, chunk_bytes))
+    if info.optional:
+        out[sf.VALIDITY] = (starts, lengths, total, segment_chunk(total, comm.size, 1, chunk_bytes))
+    return out, d, p
+
+
+def _index_tables(d) -> dict:
+    """``{dim: (table or None, start)}`` for the unstructured dims: this
+    grid position's ``(index, counts here)`` rows, written by the lowest
+    rank at the position (None on the others), at its place in the flat
+    table of all positions."""
+    out = {}
+    for k, m in enumerate(d.maps):
+        if m.dist_type != "u":
+            continue
+        c = d.coords[k]
+        lowest = min(r for r in range(d.size) if d.coords_of(r)[k] == c) == d.comm.rank
+        table = None
+        if lowest:
+            ids = m.global_indices(c)
+            table = np.zeros((len(ids), 2), np.int64)
+            table[:, 0] = ids
+            table[m.canonical_positions(c), 1] = 1
+        out[k] = (table, sum(m.local_size(q) for q in range(c)) if lowest else 0)
+    return out
+
+
+# -- rank 0: the store's frame -----------------------------------------------------------
+
+_STAGING = re.compile(r"^\.(?P<name>.+)\.xdap-(saving|replaced)-\d{6}-[0-9a-f]{16}$")
+
+
+def staging_names(path: str) -> list:
+    """Staging and set-aside directories of saves to ``path`` that did not
+    finish (newest generation last)."""
+    parent, base = os.path.split(os.path.abspath(path))
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return []
+    return sorted(n for n in names if (m := _STAGING.match(n)) and m["name"] == base)
+
+
+def read_store_attrs(path: str):
+    """The ``xdap`` attribute of the Zarr group at ``path``, unchecked; None
+    when ``path`` holds no Zarr group metadata. ValueError when it does but
+    is not an xdap store."""
+    import json
+    name = os.path.join(path, "zarr.json")
+    if not os.path.isfile(name):
+        return None
+    try:
+        with open(name, "rb") as f:
+            meta = json.loads(f.read())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path!r}: zarr.json is not valid JSON ({e})") from None
+    attrs = meta.get("attributes", {}) if isinstance(meta, dict) else None
+    if not isinstance(meta, dict) or meta.get("node_type") != "group" or \
+            not isinstance(attrs, dict) or sf.ATTRIBUTE not in attrs:
+        raise ValueError(f"{path!r} is a Zarr node but not an xdap store (no "
+                         f"'{sf.ATTRIBUTE}' attribute on a group)")
+    return attrs[sf.ATTRIBUTE]
+
+
+def _prepare(path: str) -> tuple:
+    """Check the target, clear leftovers of killed saves, and return the
+    staging directory and the new generation (rank 0)."""
+    from . import manifest as mf
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise ValueError(f"save: {path!r} exists and is not a directory (an xdap store is a "
+                         "directory); refusing to overwrite it")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ValueError(f"save: the parent directory {parent!r} of {path!r} does not exist")
+    generation = 0
+    if os.path.isdir(path):
+        names = os.listdir(path)
+        try:
+            if "zarr.json" in names:
+                attrs = read_store_attrs(path)
+                generation = attrs.get("generation") if isinstance(attrs, dict) else None
+                if not isinstance(generation, int) or attrs.get("format") != sf.FORMAT:
+                    raise ValueError(f"{path!r} is not an xdap store (its 'xdap' attribute "
+                                     "names no format and generation)")
+            elif mf.MANIFEST in names:
+                with open(os.path.join(path, mf.MANIFEST), "rb") as f:
+                    generation = int(mf.loads(f.read(), repr(path))["generation"][1:])
+            elif names:
+                raise ValueError(f"{path!r} holds files that are not part of an xdap store "
+                                 f"(e.g. {sorted(names)[0]!r})")
+        except ValueError as e:
+            raise ValueError(f"save: refusing to overwrite {path!r}: {e}") from None
+    for name in staging_names(path):          # killed saves' leftovers
+        shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+    generation += 1
+    staging = os.path.join(parent, f".{os.path.basename(os.path.abspath(path))}.xdap-saving-"
+                                   f"{generation:06d}-{secrets.token_hex(8)}")
+    return staging, generation
+
+
+def _create_arrays(staging, info, shape, layouts, table_layouts, dtype, item, nranks) -> None:
+    """The group and every array's metadata, in the staging directory."""
+    import zarr
+    from zarr.codecs import BytesCodec, Crc32cCodec
+    group = zarr.open_group(staging, mode="w-", zarr_format=3)
+    trailing = () if item is None else (item,)
+    tail_names = [] if item is None else ["item_byte"]
+
+    def create(name, shp, chunks, dt, dims, fill):
+        group.create_array(name, shape=tuple(shp), chunks=tuple(chunks), dtype=dt,
+                           serializer=BytesCodec(), compressors=[Crc32cCodec()], filters=[],
+                           fill_value=fill, dimension_names=dims)
+
+    if not info.ragged:
+        dims = [f"dim_{k}" for k in range(len(shape))]
+        create(sf.VALUES, tuple(shape) + trailing, layouts[sf.VALUES] + trailing, dtype,
+               dims + tail_names, 0)
+        if info.optional:
+            create(sf.VALIDITY, shape, layouts[sf.VALIDITY], bool, dims, False)
+    else:
+        for name, (_, _, total, chunk) in layouts.items():
+            dt = np.int64 if name.startswith("offsets") else bool if name == sf.VALIDITY \
+                else dtype
+            extra = trailing if name == sf.VALUES else ()
+            create(name, (total,) + extra, (chunk,) + extra, dt,
+                   [name + "_index"] + (tail_names if extra else []), 0)
+    for k, (_, _, total) in table_layouts.items():
+        create(sf.indices_name(k), (total, 2), (segment_chunk(total, nranks, 16), 2), np.int64,
+               [f"indices{k}_index", "index_counts_here"], 0)
+
+
+def _attributes(d, info, generation, digests) -> dict:
+    maps = []
+    for k, m in enumerate(d.maps):
+        j = m.to_json()
+        if m.dist_type == "u":
+            per = {}
+            for rank_digests in digests:
+                if k in rank_digests:
+                    c, full, canonical = rank_digests[k]
+                    per[c] = (full, canonical)
+            j["digests"] = [per[c][0] for c in range(m.grid_size)]
+            j["canonical_digests"] = [per[c][1] for c in range(m.grid_size)]
+        maps.append(j)
+    return {"format": sf.FORMAT, "version": sf.FORMAT_VERSION, "generation": generation,
+            "type": info.global_type(d.global_shape), "kind": info.kind.value,
+            "shape": list(d.global_shape), "numpy_descr": sf.describe_numpy(info),
+            "xdap_version": _version,
+            "distribution": {"grid": list(d.grid),
+                             "rank_coords": None if d.c_order else d.rank_coords.tolist(),
+                             "maps": maps}}
+
+
+# -- every rank: its chunks --------------------------------------------------------------
+
+def _open(staging, name):
+    import zarr
+    return zarr.open_array(os.path.join(staging, name), mode="r+", zarr_format=3)
+
+
+def _write_region(staging, name, region, data) -> None:
+    """Write whole chunks: ``data`` into ``region`` (slices), then fsync
+    every chunk file written and the directories naming them."""
+    import zarr
+    if any(s.stop <= s.start for s in region):
+        return
+    z = _open(staging, name)
+    with zarr.config.set({"array.write_empty_chunks": True}):
+        z[tuple(region)] = data
+    crash_point("data")
+    chunks = z.metadata.chunk_grid.chunk_shape
+    dirs = set()
+    for idx in np.ndindex(*[len(r) for r in (chunk_ranges(s, c) for s, c in
+                                              zip(region, chunks))]):
+        key = [str(chunk_ranges(s, c)[i]) for s, c, i in zip(region, chunks, idx)]
+        key += ["0"] * (len(chunks) - len(region))          # the trailing item-byte dim
+        f = os.path.join(staging, name, "c", *key)
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        dirs.add(os.path.dirname(f))
+    for dname in sorted(dirs, key=len, reverse=True):
+        fsync_dir(dname)
+
+
+def _write_data(staging, info, d, p, layouts, dtype, item) -> None:
+    if not info.ragged:
+        owned = tuple(m.owned_local_slice(c) for m, c in zip(d.maps, d.coords))
+        region = tuple(slice(m.bounds[c], m.bounds[c + 1]) for m, c in zip(d.maps, d.coords))
+        values = p.values[owned]
+        _write_region(staging, sf.VALUES, region, _stored(values, dtype, item))
+        if info.optional:
+            _write_region(staging, sf.VALIDITY, region, p.valid_mask()[owned])
+        return
+    comm = d.comm
+    for level in range(1, info.var_ndim):
+        off = p.offsets[level].astype(np.int64)
+        base = comm.exscan(int(off[-1])) or 0
+        seg = off if comm.rank == comm.size - 1 else off[:-1]
+        _write_segment(comm, staging, sf.offsets_name(level - 1), seg + base,
+                       *layouts[sf.offsets_name(level - 1)])
+    _write_segment(comm, staging, sf.VALUES, _stored(p.values, dtype, item),
+                   *layouts[sf.VALUES])
+    if info.optional:
+        _write_segment(comm, staging, sf.VALIDITY, np.ascontiguousarray(p.valid_mask()),
+                       *layouts[sf.VALIDITY])
+
+
+def _stored(values, dtype, item):
+    """The values as Zarr stores them: themselves, or their bytes (uint8,
+    one more trailing dim) for leaves Zarr has no type for (a view)."""
+    if item is None:
+        return values
+    values = np.ascontiguousarray(values)
+    return values.view(np.uint8).reshape(values.shape + (item,))
+
+
+def _write_segment(comm, staging, name, seg, starts, lengths, total, chunk) -> None:
+    rows, first = align_segment(comm, np.ascontiguousarray(seg), starts, lengths, chunk, total)
+    region = [slice(first, first + len(rows))] + [slice(0, n) for n in rows.shape[1:]]
+    _write_region(staging, name, region, rows)
+
+
+# -- rank 0: the switch ------------------------------------------------------------------
+
+def _switch(staging: str, path: str, attrs: dict) -> None:
+    """Make the staging directory the store at ``path`` (see the module docstring)."""
+    import zarr
+    group = zarr.open_group(staging, mode="r+", zarr_format=3)
+    group.attrs[sf.ATTRIBUTE] = attrs
+    for root, _, files in os.walk(staging):
+        if "zarr.json" in files:
+            fd = os.open(os.path.join(root, "zarr.json"), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            fsync_dir(root)
+    crash_point("before-switch")
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.lexists(path):
+        old = _exchange(staging, path)
+    else:
+        os.rename(staging, path)
+        old = None
+    fsync_dir(parent)
+    crash_point("after-switch")
+    if old is not None:
+        # Deleting is housekeeping, not part of the save (unlinking 1 GiB on
+        # this ext4, mounted with 'discard', takes ~1 s): a non-daemon
+        # thread does it, so the interpreter waits for it at exit.
+        t = threading.Thread(target=shutil.rmtree, args=(old, True), name="xdap-save-cleanup")
+        t.start()
+        _cleanups[:] = [c for c in _cleanups if c.is_alive()] + [t]
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(staging: str, path: str) -> str:
+    """Swap ``staging`` into ``path``; return where the old store now is."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is not None:
+        if renameat2(_AT_FDCWD, os.fsencode(staging), _AT_FDCWD, os.fsencode(path),
+                     _RENAME_EXCHANGE) == 0:
+            return staging                  # the old store now has the staging name
+        err = ctypes.get_errno()
+        if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise OSError(err, f"save: exchanging {staging!r} and {path!r}: {os.strerror(err)}")
+    aside = staging.replace(".xdap-saving-", ".xdap-replaced-")
+    os.rename(path, aside)
+    os.rename(staging, path)
+    return aside
+
+
+def finish_cleanup() -> None:
+    """Wait until replaced stores are deleted."""
+    while _cleanups:
+        _cleanups.pop().join()
+
+
+_cleanups: list = []
+
+
+def agreed_path(comm, path, what: str) -> str:
+    """``path`` as a str, the same on every rank (collective; the same error
+    everywhere otherwise). The check runs outside the gather, so a bad path
+    on one rank cannot leave it in a different collective than the others."""
+    with _comm.agreement(comm, share=True) as ag:
+        path = as_path(path)
+        ag.share(path)
+    paths = ag.shared
+    if any(q != paths[0] for q in paths):
+        raise ValueError(f"{what}: ranks passed different paths: {paths}")
+    return path
