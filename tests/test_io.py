@@ -24,7 +24,7 @@ from mpi4py import MPI
 
 import xdap
 from xdap.parts import as_container, parts
-from xdap.io.store_writer import finish_cleanup
+from xdap.io.store_writer import finish_cleanup, staging_names
 
 from helpers import DTYPES, balanced_indices, kinds, sample
 
@@ -307,29 +307,40 @@ def test_load_with_another_distribution(comm):
 
 # -- corruption, truncation, validation ----------------------------------------
 
-def piece_name(path, rank=0, suffix=".values.npy"):
-    with open(os.path.join(path, "manifest.json")) as f:
-        body = json.load(f)["xdap_save"]
-    return os.path.join(path, f"{body['generation']}.piece{rank}{suffix}")
+def chunk_files(path, name):
+    """Every chunk file of array ``name`` in the store at ``path``."""
+    out = []
+    for root, _, files in os.walk(os.path.join(path, name, "c")):
+        out += [os.path.join(root, f) for f in files]
+    return sorted(out)
+
+
+def edit_attrs(path, change):
+    """Rewrite the store's ``xdap`` attribute with ``change(attrs)`` applied:
+    what a buggy program or a hand edit could leave behind."""
+    meta_name = os.path.join(path, "zarr.json")
+    meta = json.load(open(meta_name))
+    change(meta["attributes"]["xdap"])
+    json.dump(meta, open(meta_name, "w"))
 
 
 @pytest.mark.mpi(ranks=RANKS)
 @pytest.mark.parametrize("family", ["fixed", "optional", "ragged"])
-def test_corrupt_and_truncated_files(comm, family):
+def test_corrupt_truncated_and_missing_chunks(comm, family):
     n = 40
     if family == "ragged":
         t = ragged_type("float64", 2, True)
         a = xdap.from_global(ragged_data("float64", n, 2, True), type=t, comm=comm)
-        suffix = ".arrow"
+        array = "offsets0"
     else:
         a = xdap.from_global(fixed_data("int64", (n, 4), family == "optional"), comm=comm)
-        suffix = ".validity.npy" if family == "optional" else ".values.npy"
+        array = "validity" if family == "optional" else "values"
     with SharedDir(comm) as tmp:
         path = os.path.join(tmp, "a")
         a.save(path)
-        victim = piece_name(path, comm.size - 1, suffix)
+        victim = chunk_files(path, array)[-1]
         original = open(victim, "rb").read() if comm.rank == 0 else None
-        base = os.path.basename(victim)
+        key = os.path.relpath(victim, os.path.join(path, array, "c")).replace(os.sep, "/")
 
         def damage(fn):
             comm.Barrier()
@@ -339,27 +350,29 @@ def test_corrupt_and_truncated_files(comm, family):
 
         def flip():
             data = bytearray(original)
-            data[len(data) // 2 + 3] ^= 0x10
+            data[len(data) // 2] ^= 0x10
             open(victim, "wb").write(bytes(data))
         damage(flip)
-        expect_error(comm, lambda: xdap.load(path, comm=comm), base, "corrupt", "CRC-32")
+        expect_error(comm, lambda: xdap.load(path, comm=comm), repr(array), "CRC-32C")
         damage(lambda: open(victim, "wb").write(original[:len(original) - 5]))
-        expect_error(comm, lambda: xdap.load(path, comm=comm), base, "truncated")
+        expect_error(comm, lambda: xdap.load(path, comm=comm), repr(array))
         damage(lambda: os.remove(victim))
-        expect_error(comm, lambda: xdap.load(path, comm=comm), base, "missing")
+        expect_error(comm, lambda: xdap.load(path, comm=comm), f"chunk {key}", repr(array),
+                     "missing")
         damage(lambda: open(victim, "wb").write(original))
         check_global(xdap.load(path, comm=comm), reference(a.to_global().value, t)
                      if family == "ragged" else _fixed_ref(a))
-        # the manifest itself: a flipped digit that still parses
-        man = os.path.join(path, "manifest.json")
-        text = open(man).read() if comm.rank == 0 else None
-
-        def edit_manifest():
-            open(man, "w").write(text.replace('"bytes": ', '"bytes": 1', 1))
-        damage(edit_manifest)
-        expect_error(comm, lambda: xdap.load(path, comm=comm), "manifest.json is corrupt")
-        damage(lambda: open(man, "w").write(text[:50]))
+        # the group's metadata: a type that contradicts the arrays, and garbage
+        meta = os.path.join(path, "zarr.json")
+        text = open(meta).read() if comm.rank == 0 else None
+        damage(lambda: edit_attrs(path, lambda x: x.update(
+            type=x["type"].replace("float64", "float32").replace("int64", "int32"),
+            numpy_descr="<f4" if "float" in x["numpy_descr"] else "<i4")))
+        expect_error(comm, lambda: xdap.load(path, comm=comm), "contradicts the type")
+        damage(lambda: open(meta, "w").write(text[:50]))
         expect_error(comm, lambda: xdap.load(path, comm=comm), "not valid JSON")
+        expect_error(comm, lambda: a.save(path), "refusing to overwrite")
+        assert comm.bcast(open(meta).read()[:50] == text[:50] if comm.rank == 0 else None)
 
 
 def _fixed_ref(a):
@@ -372,8 +385,8 @@ def test_validation_errors(comm):
     with SharedDir(comm) as tmp:
         expect_error(comm, lambda: xdap.load(os.path.join(tmp, "nothing"), comm=comm),
                      "does not exist")
-        expect_error(comm, lambda: xdap.load(tmp, comm=comm), "not an xdap save",
-                     "no manifest.json")
+        expect_error(comm, lambda: xdap.load(tmp, comm=comm), "not an xdap store",
+                     "no zarr.json")
         stranger = os.path.join(tmp, "stranger.txt")
         if comm.rank == 0:
             open(stranger, "w").write("mine")
@@ -381,7 +394,8 @@ def test_validation_errors(comm):
         expect_error(comm, lambda: xdap.load(stranger, comm=comm), "not a directory")
         a = xdap.from_global(fixed_data("float32", (6, 4), False), comm=comm)
         expect_error(comm, lambda: a.save(stranger), "not a directory", "refusing")
-        expect_error(comm, lambda: a.save(tmp), "not part of an xdap save", "stranger.txt")
+        expect_error(comm, lambda: a.save(tmp), "not part of an xdap store", "stranger.txt")
+        assert os.path.exists(stranger)
         expect_error(comm, lambda: a.save(os.path.join(tmp, "no", "such")), "parent directory")
         expect_error(comm, lambda: a.save(os.path.join(tmp, f"r{comm.rank}")),
                      "different paths") if comm.size > 1 else None
@@ -397,53 +411,208 @@ def test_validation_errors(comm):
         r.save(os.path.join(tmp, "r"))
         expect_error(comm, lambda: xdap.load(os.path.join(tmp, "r"), comm=comm, dist=("b", "b")),
                      "ragged data is distributed by rows")
-        # version mismatch: a well-formed manifest of a future format
-        man = os.path.join(path, "manifest.json")
+        # a plain Zarr group that xdap did not write is neither loaded nor overwritten
+        plain = os.path.join(tmp, "plain")
         if comm.rank == 0:
-            body = json.load(open(man))["xdap_save"]
-            body["version"] = 99
-            canon = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-            json.dump({"xdap_save": body, "crc32": zlib.crc32(canon)}, open(man, "w"))
+            import zarr
+            zarr.open_group(plain, mode="w", zarr_format=3).create_array(
+                "x", shape=(3,), dtype="f8")
+        comm.Barrier()
+        expect_error(comm, lambda: xdap.load(plain, comm=comm), "not an xdap store")
+        expect_error(comm, lambda: a.save(plain), "refusing to overwrite", "not an xdap store")
+        # a store of a future format version
+        if comm.rank == 0:
+            edit_attrs(path, lambda x: x.update(version=99))
         comm.Barrier()
         expect_error(comm, lambda: xdap.load(path, comm=comm), "format version 99")
-        expect_error(comm, lambda: a.save(path), "refusing to overwrite", "version 99")
 
 
-@pytest.mark.mpi(ranks=(2,))
-def test_files_are_plain_numpy_and_arrow(comm):
-    """Another tool rebuilds the global array from the manifest and the
-    pieces with numpy.load / pyarrow alone, following docs/exchange.md."""
-    import pyarrow as pa
-    data = fixed_data("complex128", (7, 3), True, seed=4)
-    t = ragged_type("bool", 2, True)
-    ragged = ragged_data("bool", 9, 2, True, seed=5)
+CRAFTED = {
+    "kind against the type": (lambda x: x.update(kind="ragged"), "contradicts the type"),
+    "shape against the type": (lambda x: x.update(shape=[x["shape"][0] + 1]),
+                               "contradicts the type"),
+    "missing key": (lambda x: x.pop("shape"), "missing key 'shape'"),
+    "size as a float": (lambda x: x["distribution"]["maps"][0].update(
+        size=float(x["shape"][0])), "distribution.maps[0] has size"),
+    "grid of another length": (lambda x: x["distribution"].update(grid=[1, 1]),
+                               "distribution.grid must be 1 ints"),
+    "type without the ?": (lambda x: x.update(type=x["type"].replace("?", "")),
+                           "unexpected array 'validity'"),
+    "generation as a string": (lambda x: x.update(generation="7"), "'generation' must be a int"),
+    "an unknown format": (lambda x: x.update(format="other"), "is not 'xdap-zarr'"),
+}
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3))
+@pytest.mark.parametrize("case", sorted(CRAFTED))
+def test_crafted_attributes_are_refused_on_every_rank(comm, case):
+    change, message = CRAFTED[case]
     with SharedDir(comm) as tmp:
-        xdap.from_global(data, comm=comm, dist=("c",)).save(os.path.join(tmp, "f"))
-        xdap.from_global(ragged, type=t, comm=comm, dist=("c",)).save(os.path.join(tmp, "r"))
+        path = os.path.join(tmp, "a")
+        xdap.from_global(fixed_data("float64", (12,), True), comm=comm).save(path)
         if comm.rank == 0:
-            body = json.load(open(os.path.join(tmp, "f", "manifest.json")))["xdap_save"]
-            assert body["type"] == "7 * 3 * ?complex128"
-            values = np.zeros((7, 3), complex)
-            valid = np.zeros((7, 3), bool)
-            m = body["distribution"]["maps"][0]
-            for piece in body["pieces"]:
-                p = piece["coords"][0]
-                rows = np.arange(7)[np.arange(7) % m["grid_size"] == p]       # cyclic rule
-                v = np.load(os.path.join(tmp, "f", piece["files"]["values"]["name"]),
-                            mmap_mode="r")
-                bits = np.load(os.path.join(tmp, "f", piece["files"]["validity"]["name"]))
-                values[rows] = v
-                valid[rows] = np.unpackbits(bits, count=v.size, bitorder="little").reshape(v.shape)
-            np.testing.assert_array_equal(valid, ~data.mask)
-            np.testing.assert_array_equal(values[valid], data.data[valid])
-            body = json.load(open(os.path.join(tmp, "r", "manifest.json")))["xdap_save"]
-            rows = [None] * 9
-            for piece in body["pieces"]:
-                table = pa.ipc.open_file(os.path.join(tmp, "r", piece["files"]["values"]["name"]))
-                got = table.read_all().column("data").to_pylist()
-                for i, g in enumerate(range(piece["coords"][0], 9, 2)):
-                    rows[g] = got[i]
-            assert rows == ragged
+            edit_attrs(path, change)
+        comm.Barrier()
+        expect_error(comm, lambda: xdap.load(path, comm=comm), message)
+
+
+# -- the store as other tools see it ---------------------------------------------
+
+READER = r"""
+import json, sys
+import numpy as np
+try:
+    import xdap
+    sys.exit("xdap is importable here: the test proves nothing")
+except ImportError:
+    pass
+import zarr, xarray, dask.array
+root = sys.argv[1]
+f = zarr.open_group(root + "/f", mode="r")
+out = {"f_type": f.attrs["xdap"]["type"],
+       "f_zarr": f["values"][:].tolist(),
+       "f_xarray": xarray.open_zarr(root + "/f", consolidated=False)["values"].values.tolist(),
+       "f_dask": dask.array.from_zarr(root + "/f", component="values").compute().tolist(),
+       "f_chunks": list(f["values"].chunks)}
+o = zarr.open_group(root + "/o", mode="r")
+values = np.ma.array(o["values"][:], mask=~o["validity"][:])
+out["o"] = [[None if v is np.ma.masked else float(v) for v in row] for row in values]
+r = zarr.open_group(root + "/r", mode="r")        # docs/format.md: ragged data
+off0, off1 = r["offsets0"][:], r["offsets1"][:]
+vals, valid = r["values"][:], r["validity"][:]
+leaf = [int(v) if ok else None for v, ok in zip(vals, valid)]
+inner = [leaf[a:b] for a, b in zip(off1[:-1], off1[1:])]
+out["r"] = [inner[a:b] for a, b in zip(off0[:-1], off0[1:])]
+out["r_type"] = r.attrs["xdap"]["type"]
+s = zarr.open_group(root + "/s", mode="r")
+raw, off = s["values"][:].tobytes(), s["offsets0"][:]
+out["s"] = [raw[a:b].decode() for a, b in zip(off[:-1], off[1:])]
+print(json.dumps(out))
+"""
+
+
+def run_without_xdap(script, *args):
+    """Run ``script`` with this venv's packages but without xdap: no site
+    processing (xdap is an editable install, found through a .pth file), the
+    site-packages directory put on the path by hand, from a directory that
+    is not the repository."""
+    import sysconfig
+    site = sysconfig.get_paths()["purelib"]
+    code = f"import sys; sys.path.append({site!r}); " \
+           f"exec(compile({script!r}, 'reader', 'exec'))"
+    out = subprocess.run([sys.executable, "-S", "-c", code, *args], capture_output=True,
+                         text=True, cwd=tempfile.gettempdir(), timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_store_opens_in_zarr_xarray_and_dask_without_xdap(comm):
+    """What a user with zarr, xarray or dask on a laptop -- and no xdap --
+    reads from stores saved on several ranks, following docs/format.md."""
+    g = np.arange(77.0).reshape(11, 7)
+    masked = [[None if v % 5 == 1 else v for v in row] for row in g.tolist()]
+    rows = [[[None if (i + j + k) % 4 == 0 else i * 100 + j * 10 + k for k in range(j)]
+             for j in range(i % 4)] for i in range(13)]
+    words = ["", "ab", "süß", "x" * 9, "ragged"] * 3
+    with SharedDir(comm) as tmp:
+        xdap.from_global(g, dist=("c", "b"), block_size=(2, None), comm=comm).save(tmp + "/f")
+        xdap.from_global(masked, type="11 * 7 * ?float64", dist=("b", "n"),
+                         comm=comm).save(tmp + "/o")
+        xdap.from_global(rows, type="var * var * var * ?int64", dist=("c",),
+                         comm=comm).save(tmp + "/r")
+        xdap.from_global(words, type=f"{len(words)} * string", comm=comm).save(tmp + "/s")
+        got = run_without_xdap(READER, tmp) if comm.rank == 0 else None
+        got = comm.bcast(got)
+    assert got["f_type"] == "11 * 7 * float64"
+    for key in ("f_zarr", "f_xarray", "f_dask"):
+        np.testing.assert_array_equal(np.array(got[key]), g)
+    assert got["o"] == masked
+    assert got["r"] == rows and got["r_type"] == "var * var * var * ?int64"
+    assert got["s"] == words
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_every_rank_writes_whole_chunks_of_its_own(comm):
+    """Chunk boundaries are block boundaries of the aligned distribution, so
+    no chunk is written by two ranks: for a balanced block array the chunk
+    grid is the saved blocks (written in place, no redistribution)."""
+    import zarr
+    n = 8 * comm.size
+    with SharedDir(comm) as tmp:
+        xdap.from_global(np.arange(n * 3.0).reshape(n, 3), comm=comm).save(tmp + "/a")
+        z = zarr.open_array(tmp + "/a/values", mode="r")
+        assert z.chunks == (8, 3)
+        assert len(chunk_files(tmp + "/a", "values")) == comm.size
+        from xdap.io.store_writer import save
+        xdap_a = xdap.from_global(np.arange(4000.0), comm=comm)
+        save(xdap_a.distribution, xdap_a.parts, tmp + "/b", chunk_bytes=800)   # 100 a chunk
+        z = zarr.open_array(tmp + "/b/values", mode="r")
+        np.testing.assert_array_equal(z[:], np.arange(4000.0))
+        step = -(-4000 // comm.size)         # the aligned blocks' length
+        assert z.chunks[0] <= 100 and step % z.chunks[0] == 0, (z.chunks, step)
+        check_global(xdap.load(tmp + "/b", comm=comm), (np.arange(4000.0), None))
+
+
+@pytest.mark.mpi(ranks=(1, 2, 4))
+def test_format_1_directories_still_load(comm):
+    """Directories the previous format wrote (tests/data/format1, made by
+    xdap's last format-1 writer on 2 ranks) load on any rank count."""
+    base = os.path.join(HERE, "data", "format1")
+    g = np.arange(30.0).reshape(6, 5)
+    b = xdap.load(os.path.join(base, "fixed_optional"), comm=comm)
+    assert b.to_global().value == [[None if v % 7 == 3 else v for v in row] for row in g.tolist()]
+    r = xdap.load(os.path.join(base, "ragged"), comm=comm, dist=("c",))
+    assert r.to_global().value == [[None if (i + j) % 3 == 0 else i * 10 + j for j in range(i)]
+                                   for i in range(7)]
+    u = xdap.load(os.path.join(base, "unstructured"), comm=comm)
+    np.testing.assert_array_equal(np.asarray(u.to_global()), np.arange(8.0) * 1.5)
+    with SharedDir(comm) as tmp:                   # saving over one replaces it with a store
+        if comm.rank == 0:
+            shutil.copytree(os.path.join(base, "unstructured"), tmp + "/u")
+        comm.Barrier()
+        xdap.from_global(np.arange(3.0), comm=comm).save(tmp + "/u")
+        assert sorted(os.listdir(tmp + "/u"))[-1] == "zarr.json"
+        np.testing.assert_array_equal(np.asarray(xdap.load(tmp + "/u", comm=comm).to_global()),
+                                      np.arange(3.0))
+
+
+LEGACY_CRAFTED = {
+    "pieces reversed": (lambda b: b["pieces"].reverse(), "not rank 0's piece"),
+    "a path with ..": (lambda b: b["pieces"][0]["files"]["values"].update(
+        name="../../etc/passwd"), "names file '../../etc/passwd'"),
+    "validity record missing": (lambda b: b["pieces"][0]["files"].pop("validity"),
+                                "lacks its 'validity' file"),
+    "optional false on optional data": (lambda b: b.update(optional=False),
+                                        "optional False contradicts the type"),
+}
+
+
+@pytest.mark.mpi(ranks=(1, 2))
+@pytest.mark.parametrize("case", sorted(LEGACY_CRAFTED) + ["flipped byte", "bad crc"])
+def test_format_1_damage_is_refused_on_every_rank(comm, case):
+    """The format-1 reader still treats a directory as untrusted input."""
+    with SharedDir(comm) as tmp:
+        path = os.path.join(tmp, "a")
+        if comm.rank == 0:
+            shutil.copytree(os.path.join(HERE, "data", "format1", "fixed_optional"), path)
+            man = os.path.join(path, "manifest.json")
+            body = json.load(open(man))["xdap_save"]
+            if case == "flipped byte":
+                victim = os.path.join(path, body["pieces"][1]["files"]["values"]["name"])
+                data = bytearray(open(victim, "rb").read())
+                data[-3] ^= 1
+                open(victim, "wb").write(bytes(data))
+            else:
+                if case in LEGACY_CRAFTED:
+                    LEGACY_CRAFTED[case][0](body)
+                canon = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+                crc = zlib.crc32(canon) + (case == "bad crc")
+                json.dump({"xdap_save": body, "crc32": crc}, open(man, "w"))
+        comm.Barrier()
+        message = {"flipped byte": "is corrupt", "bad crc": "manifest.json is corrupt"}.get(
+            case) or LEGACY_CRAFTED[case][1]
+        expect_error(comm, lambda: xdap.load(path, comm=comm), message)
 
 
 # -- crash safety: writers killed by SIGKILL ------------------------------------
@@ -504,16 +673,13 @@ def test_killed_writer_leaves_a_whole_save(point):
         time.sleep(0.2)                       # let the other rank get there too
         kill(proc)
         assert_holds(path, 2 if point == "after-switch" else 1)
-        names = os.listdir(path)
-        if point != "after-switch":           # the killed writer did leave new files behind
-            assert any(n.startswith("g000002.piece") for n in names), names
+        left = staging_names(path)
+        if point != "after-switch":           # the killed writer did leave its staging behind
+            assert len(left) == 1 and "xdap-saving-000002" in left[0], left
         xdap.from_global(crash_data(3), comm=MPI.COMM_SELF).save(path)
         finish_cleanup()
         assert_holds(path, 3)
-        after = os.listdir(path)
-        assert len(after) < len(names) or point != "data"       # leftovers removed
-        gens = {n.split(".")[0] for n in after if n != "manifest.json"}
-        assert len(gens) == 1, after
+        assert staging_names(path) == []      # leftovers removed by the next save
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -547,9 +713,9 @@ def test_writer_killed_at_random_times():
 
 
 @pytest.mark.mpi(ranks=RANKS)
-def test_same_distribution_load_maps_the_piece_copy_on_write(comm):
-    """Loaded onto the saved distribution, a fixed buffer is the piece file
-    mapped copy-on-write: writable, and writing never reaches the file."""
+def test_loaded_buffers_are_the_callers_own(comm):
+    """A loaded buffer is new memory: writable, and writing to it changes
+    neither the store nor another load of it."""
     data = fixed_data("float64", (12, 5), False, seed=21)
     with SharedDir(comm) as tmp:
         path = os.path.join(tmp, "a")
@@ -557,47 +723,11 @@ def test_same_distribution_load_maps_the_piece_copy_on_write(comm):
         b = xdap.load(path, comm=comm)
         values = parts(b.local).values
         assert values.flags.writeable
-        if os.path.exists("/proc/self/maps"):        # the piece file is mapped here
-            mine = os.path.basename(piece_name(path, comm.rank))
-            assert mine in open("/proc/self/maps").read()
-        values[...] = -1.0                       # copy-on-write: the file keeps the data
+        values[...] = -1.0
         comm.Barrier()
         c = xdap.load(path, comm=comm)
         check_local(c, reference(data))
         assert (np.asarray(parts(b.local).values) == -1.0).all()
-
-
-def test_complex_ragged_piece_of_plain_pairs_loads():
-    """Ragged complex pieces hold the ``xdap.complex128`` extension type;
-    a piece of plain ``fixed_size_list<double>[2]`` (real, imag) leaves --
-    what other Arrow writers produce, and xdap wrote before -- loads too."""
-    import pyarrow as pa
-    t = ragged_type("complex128", 3, True)
-    data = ragged_data("complex128", 6, 3, True, seed=31)
-    tmp = tempfile.mkdtemp(prefix="xdap-io-test-")
-    try:
-        path = os.path.join(tmp, "r")
-        xdap.from_global(data, type=t, comm=MPI.COMM_SELF).save(path)
-        victim = piece_name(path, 0, ".arrow")
-        field = pa.ipc.open_file(victim).schema.field("data")
-        assert field.type.value_type.value_type.extension_name == "xdap.complex128"
-
-        def pairs(x):
-            return [pairs(y) for y in x] if isinstance(x, list) else \
-                None if x is None else [x.real, x.imag]
-        plain = pa.array(pairs(data), pa.list_(pa.list_(pa.list_(pa.float64(), 2))))
-        schema = pa.schema([pa.field("data", plain.type, nullable=False)])
-        with pa.ipc.new_file(victim, schema) as w:
-            w.write_batch(pa.record_batch([plain], schema=schema))
-        raw = open(victim, "rb").read()
-        man = os.path.join(path, "manifest.json")
-        body = json.load(open(man))["xdap_save"]
-        body["pieces"][0]["files"]["values"].update(bytes=len(raw), crc32=zlib.crc32(raw))
-        canon = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-        json.dump({"xdap_save": body, "crc32": zlib.crc32(canon)}, open(man, "w"))
-        check_global(xdap.load(path, comm=MPI.COMM_SELF), reference(data, t))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.mark.mpi(ranks=RANKS)
@@ -622,21 +752,21 @@ def test_load_while_another_process_saves(comm, monkeypatch):
     manifest and of the pieces, and deletes the files the manifest named:
     the load starts over and returns the new save (it used to fail with
     'file ... is missing')."""
-    import xdap.io.reader as reader
+    import xdap.io.store_reader as reader
     old, new = fixed_data("float64", (10, 3), True, seed=41), fixed_data("float64", (10, 3), True, seed=42)
     with SharedDir(comm) as tmp:
         path = os.path.join(tmp, "a")
         xdap.from_global(old, comm=comm, dist=("c",)).save(path)
-        read_manifest, calls = reader._read_manifest, []
+        read_frame, calls = reader._read_frame, []
 
         def read_then_replace(p):
-            body = read_manifest(p)
+            body = read_frame(p)
             if not calls:                     # the concurrent save (a separate job)
                 xdap.from_global(new, comm=MPI.COMM_SELF).save(path)
                 finish_cleanup()              # the generation just read is gone now
             calls.append(p)
             return body
-        monkeypatch.setattr(reader, "_read_manifest", read_then_replace)
+        monkeypatch.setattr(reader, "_read_frame", read_then_replace)
         b = xdap.load(path, comm=comm, dist=("b",))
         check_local(b, reference(new))
         assert len(calls) == (2 if comm.rank == 0 else 0)
@@ -650,7 +780,7 @@ def test_out_of_memory_on_one_rank_raises_everywhere(comm, monkeypatch):
     agreement. The failure is injected into that rank's piece reader/writer
     (capping the address space instead made MPI's own allocations fail at
     random places)."""
-    from xdap.io import reader, writer
+    from xdap.io import store_reader as reader, store_writer as writer
 
     def out_of_memory(*args, **kwargs):
         raise MemoryError("cannot allocate 64 MiB")
@@ -662,8 +792,8 @@ def test_out_of_memory_on_one_rank_raises_everywhere(comm, monkeypatch):
                              padding=((0, 0), (1, 1)))
         a.save(path)
         if comm.rank == comm.size - 1:
-            monkeypatch.setattr(reader, "_read_fixed", out_of_memory)
-            monkeypatch.setattr(writer, "_write_piece", out_of_memory)
+            monkeypatch.setattr(reader, "_read", out_of_memory)
+            monkeypatch.setattr(writer, "_write_pieces", out_of_memory)
         msg = expect_error(comm, lambda: xdap.load(path, comm=comm, dist=("c",)),
                            f"(rank {comm.size - 1})")
         assert "MemoryError" in msg and "cannot allocate" in msg, msg
@@ -675,7 +805,7 @@ def test_out_of_memory_on_one_rank_raises_everywhere(comm, monkeypatch):
 def test_save_loop_keeps_no_finished_cleanup_threads():
     """Each save hands its deletions to a thread; a checkpoint loop of many
     saves used to keep every finished thread object forever."""
-    import xdap.io.writer as writer
+    import xdap.io.store_writer as writer
     tmp = tempfile.mkdtemp(prefix="xdap-io-test-")
     try:
         path = os.path.join(tmp, "a")
@@ -686,7 +816,7 @@ def test_save_loop_keeps_no_finished_cleanup_threads():
                 t.join()                      # done, but still listed
         assert len(writer._cleanups) <= 1, len(writer._cleanups)
         finish_cleanup()
-        assert sorted(os.listdir(path))[:-1] == [piece_name(path)[len(path) + 1:]]
+        assert staging_names(path) == [] and os.listdir(tmp) == ["a"]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -699,64 +829,3 @@ def test_load_with_a_different_dist_on_one_rank_is_refused_everywhere(comm):
         dist = ("c",) if comm.rank == comm.size - 1 else ("b",)
         expect_error(comm, lambda: xdap.load(path, comm=comm, dist=dist),
                      "must be the same on every rank")
-
-
-def _crafted(path, change):
-    """Rewrite the manifest at ``path`` with ``change(body)`` applied and a
-    valid CRC: what a buggy program or a hand edit could leave behind."""
-    man = os.path.join(path, "manifest.json")
-    body = json.load(open(man))["xdap_save"]
-    change(body)
-    canon = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-    json.dump({"xdap_save": body, "crc32": zlib.crc32(canon)}, open(man, "w"))
-
-
-def _swap_pieces(b):
-    b["pieces"][0], b["pieces"][-1] = b["pieces"][-1], b["pieces"][0]
-
-
-def _swap_coords(b):
-    b["pieces"][0]["coords"], b["pieces"][-1]["coords"] = \
-        b["pieces"][-1]["coords"], b["pieces"][0]["coords"]
-
-
-CRAFTED = {
-    "pieces reversed": (_swap_pieces, "not rank 0's piece"),
-    "coords swapped": (_swap_coords, "sits at grid position"),
-    "optional false on optional data": (lambda b: b.update(optional=False),
-                                        "optional False contradicts the type"),
-    "type without the ?": (lambda b: b.update(type=b["type"].replace("?", "")),
-                           "optional True contradicts the type"),
-    "a path with ..": (lambda b: b["pieces"][0]["files"]["values"].update(
-        name="../../etc/passwd"), "names file '../../etc/passwd'"),
-    "an absolute path": (lambda b: b["pieces"][0]["files"]["values"].update(
-        name="/etc/passwd"), "names file '/etc/passwd'"),
-    "missing key": (lambda b: b.pop("shape"), "missing key 'shape'"),
-    "generation with a slash": (lambda b: b.update(generation="g00000/"),
-                                "is not of the form"),
-    "validity record missing": (lambda b: b["pieces"][0]["files"].pop("validity"),
-                                "lacks its 'validity' file"),
-    "shape against the type": (lambda b: b.update(shape=[b["shape"][0] + 1]),
-                               "contradicts the type"),
-    "one piece too few": (lambda b: b["pieces"].pop(), "pieces for a grid of"),
-    "size as a float": (lambda b: b["distribution"]["maps"][0].update(
-        size=float(b["shape"][0])), "distribution.maps[0] has size"),
-    "bytes as a bool": (lambda b: b["pieces"][0]["files"]["values"].update(bytes=True),
-                        "must be an int >= 0"),
-}
-
-
-@pytest.mark.mpi(ranks=(1, 2, 3))
-@pytest.mark.parametrize("case", sorted(CRAFTED))
-def test_crafted_manifest_is_refused_on_every_rank(comm, case):
-    change, message = CRAFTED[case]
-    if case in ("pieces reversed", "coords swapped") and comm.size == 1:
-        pytest.skip("one piece has nothing to swap with")
-    with SharedDir(comm) as tmp:
-        path = os.path.join(tmp, "a")
-        xdap.from_global(fixed_data("float64", (12,), True), comm=comm).save(path)
-        if comm.rank == 0:
-            _crafted(path, change)
-        comm.Barrier()
-        expect_error(comm, lambda: xdap.load(path, comm=comm), "the manifest is invalid",
-                     message)

@@ -147,6 +147,11 @@ def _check_arrays(path, attrs, where) -> dict:
             raise ValueError(f"{where}: array {name!r} has no crc32c codec: its chunks cannot "
                              "be verified (xdap writes one on every array)")
         out[name] = (tuple(z.shape), tuple(z.metadata.chunk_grid.chunk_shape))
+    extra = sorted(n for n in os.listdir(path) if n not in out and
+                   os.path.isfile(os.path.join(path, n, "zarr.json")))
+    if extra:
+        raise ValueError(f"{where}: unexpected array {extra[0]!r} for the type "
+                         f"{attrs['type']!r} (is the type right?)")
     if info.ragged:
         rows = attrs["shape"][0]
         first = sf.offsets_name(0)
@@ -214,6 +219,10 @@ def _load(path, attrs, arrays, comm, dist, grid, per_dim) -> tuple:
             if info.optional:
                 validity = pack_validity(_read(path, sf.VALIDITY, arrays, need))
             local = Parts(info.with_shape(d.local_shape), np.ascontiguousarray(values), validity)
+        if _generation_now(path) != attrs["generation"]:
+            # a save swapped another store in while this rank read: what it
+            # read may mix the two (``load`` starts over)
+            raise ValueError(f"xdap store {path!r} was replaced while it was being loaded")
     except Exception as e:      # MemoryError too: raised here alone, it left the others waiting
         error = e if isinstance(e, (ValueError, TypeError)) else \
             ValueError(f"xdap store {path!r}: {type(e).__name__}: {e}")
@@ -226,11 +235,10 @@ def _load(path, attrs, arrays, comm, dist, grid, per_dim) -> tuple:
 def _read_ragged(path, attrs, arrays, info, item, d):
     """This rank's rows: read directly when they are one run of rows; else
     read balanced blocks and return ``(blocks, target)`` to move them."""
-    rows = as_slice(d.maps[0].buffer_indices(d.coords[0]))
     target = d
-    if not isinstance(rows, slice):
+    if not d.maps[0].contiguous:    # the same decision on every rank: the map's kind
         d = Distribution([BlockMap(attrs["shape"][0], d.comm.size)], d.comm)
-        rows = as_slice(d.maps[0].buffer_indices(d.coords[0]))
+    rows = as_slice(d.maps[0].buffer_indices(d.coords[0]))
     if rows.stop <= rows.start:
         raise ValueError("load: this rank's part of the ragged array would have no rows, and "
                          "xnd 0.2.0.dev3 cannot hold a ragged container of zero rows; load onto "

@@ -86,6 +86,14 @@ def save(d, p, path, chunk_bytes: int = CHUNK_BYTES) -> None:
     tables = _index_tables(d)
     table_layouts = {k: layout(comm, len(t) if t is not None else 0, start)
                      for k, (t, start) in tables.items()}
+    # Everything that communicates happens before any file is touched, so a
+    # rank whose writing fails cannot leave the others in a collective.
+    pieces = _pieces(comm, info, d_write, p_write, layouts, dtype, item)
+    for k, (t, _) in tables.items():
+        starts, lengths, total = table_layouts[k]
+        pieces.append(_segment(comm, sf.indices_name(k), np.zeros((0, 2), np.int64)
+                               if t is None else t, starts, lengths, total,
+                               segment_chunk(total, comm.size, 16, chunk_bytes)))
     staged = None
     with _comm.agreement(comm):
         if comm.rank == 0:
@@ -96,12 +104,7 @@ def save(d, p, path, chunk_bytes: int = CHUNK_BYTES) -> None:
 
     error = None
     try:
-        _write_data(staging, info, d_write, p_write, layouts, dtype, item)
-        for k, (t, _) in tables.items():
-            starts, lengths, total = table_layouts[k]
-            _write_segment(comm, staging, sf.indices_name(k), t if t is not None else
-                           np.zeros((0, 2), np.int64), starts, lengths, total,
-                           segment_chunk(total, comm.size, 16, chunk_bytes))
+        _write_pieces(staging, pieces)
     except Exception as e:      # MemoryError too: every rank must reach the agreement
         error = ValueError(f"save to {path!r}: writing this rank's chunks failed: "
                            f"{type(e).__name__}: {e}")
@@ -317,12 +320,12 @@ def _open(staging, name):
 def _write_region(staging, name, region, data) -> None:
     """Write whole chunks: ``data`` into ``region`` (slices), then fsync
     every chunk file written and the directories naming them."""
-    import zarr
     if any(s.stop <= s.start for s in region):
         return
-    z = _open(staging, name)
-    with zarr.config.set({"array.write_empty_chunks": True}):
-        z[tuple(region)] = data
+    # every chunk is written, fill values too: a missing chunk is then an
+    # error on load, never silently the fill value
+    z = _open(staging, name).with_config({"write_empty_chunks": True})
+    z[tuple(region)] = data
     crash_point("data")
     chunks = z.metadata.chunk_grid.chunk_shape
     dirs = set()
@@ -341,27 +344,28 @@ def _write_region(staging, name, region, data) -> None:
         fsync_dir(dname)
 
 
-def _write_data(staging, info, d, p, layouts, dtype, item) -> None:
+def _pieces(comm, info, d, p, layouts, dtype, item) -> list:
+    """``[(array name, region, data)]``: what this rank writes, whole
+    chunks each (collective: ragged segments are re-cut at chunk boundaries)."""
     if not info.ragged:
         owned = tuple(m.owned_local_slice(c) for m, c in zip(d.maps, d.coords))
         region = tuple(slice(m.bounds[c], m.bounds[c + 1]) for m, c in zip(d.maps, d.coords))
-        values = p.values[owned]
-        _write_region(staging, sf.VALUES, region, _stored(values, dtype, item))
+        out = [(sf.VALUES, region, _stored(p.values[owned], dtype, item))]
         if info.optional:
-            _write_region(staging, sf.VALIDITY, region, p.valid_mask()[owned])
-        return
-    comm = d.comm
+            out.append((sf.VALIDITY, region, p.valid_mask()[owned]))
+        return out
+    out = []
     for level in range(1, info.var_ndim):
         off = p.offsets[level].astype(np.int64)
         base = comm.exscan(int(off[-1])) or 0
         seg = off if comm.rank == comm.size - 1 else off[:-1]
-        _write_segment(comm, staging, sf.offsets_name(level - 1), seg + base,
-                       *layouts[sf.offsets_name(level - 1)])
-    _write_segment(comm, staging, sf.VALUES, _stored(p.values, dtype, item),
-                   *layouts[sf.VALUES])
+        out.append(_segment(comm, sf.offsets_name(level - 1), seg + base,
+                            *layouts[sf.offsets_name(level - 1)]))
+    out.append(_segment(comm, sf.VALUES, _stored(p.values, dtype, item), *layouts[sf.VALUES]))
     if info.optional:
-        _write_segment(comm, staging, sf.VALIDITY, np.ascontiguousarray(p.valid_mask()),
-                       *layouts[sf.VALIDITY])
+        out.append(_segment(comm, sf.VALIDITY, np.ascontiguousarray(p.valid_mask()),
+                            *layouts[sf.VALIDITY]))
+    return out
 
 
 def _stored(values, dtype, item):
@@ -373,10 +377,14 @@ def _stored(values, dtype, item):
     return values.view(np.uint8).reshape(values.shape + (item,))
 
 
-def _write_segment(comm, staging, name, seg, starts, lengths, total, chunk) -> None:
+def _segment(comm, name, seg, starts, lengths, total, chunk) -> tuple:
     rows, first = align_segment(comm, np.ascontiguousarray(seg), starts, lengths, chunk, total)
-    region = [slice(first, first + len(rows))] + [slice(0, n) for n in rows.shape[1:]]
-    _write_region(staging, name, region, rows)
+    return name, (slice(first, first + len(rows)),), rows
+
+
+def _write_pieces(staging, pieces) -> None:
+    for name, region, data in pieces:
+        _write_region(staging, name, region, data)
 
 
 # -- rank 0: the switch ------------------------------------------------------------------
