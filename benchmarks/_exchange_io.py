@@ -1,53 +1,61 @@
-"""Save / load bandwidth of 1 GiB on 2 ranks against the disk's own (dd).
+"""Save / load bandwidth of 1 GiB on 2 ranks: the Zarr v3 store against the
+previous format's files and against the disk's own (dd).
 
-    .venv/bin/python benchmarks/_exchange_io.py       # launches mpiexec -n 2 itself
+    .venv/bin/python benchmarks/_exchange_io.py       # launches 2 ranks itself (XDAP_MPIEXEC)
 
 (run by benchmarks/exchange.py after its one-rank cases)
 
-In ONE ``mpiexec -n 2`` launch, repeated and interleaved (dd, xdap, dd,
-xdap, ...), in a temp dir on the repository's filesystem (``build/``,
-removed at the end):
+In ONE 2-rank launch, repeated and interleaved (dd, format 1, store, dd,
+...), in a temp dir on the repository's filesystem (``build/``, removed at
+the end):
 
-    dd write   ``dd if=/dev/zero of=F bs=16M count=64 conv=fdatasync`` (1 GiB)
-    dd read    ``dd if=F of=/dev/null bs=16M`` after dropping F from the page cache
-    save       ``a.save(path)`` of a 1 GiB float64 array, 512 MiB per rank,
-               block distributed: each rank writes + fsyncs its piece, rank 0
-               switches the manifest (barrier to barrier, slowest rank)
-    load       ``xdap.load(path)`` onto the same 2 ranks after dropping the
-               save's files from the page cache (CRC-32 verified over every
-               byte; the piece is mapped copy-on-write, not copied)
-    cleanup    (INFO) deleting the replaced generation's files, which ``save``
-               leaves to a background thread (waited for here, untimed by
-               ``save``; on this ext4, mounted with ``discard``, unlinking
-               1 GiB takes ~1.1 s -- dd's own file is deleted untimed too)
-    MPI-IO     (INFO) the alternative layout: both ranks ``Write_at_all`` into
-               ONE shared file + ``Sync``, same bytes
+    dd write    ``dd if=/dev/zero of=F bs=16M count=64 conv=fdatasync`` (1 GiB)
+    dd read     ``dd if=F of=/dev/null bs=16M`` after dropping F from the page cache
+    save        ``a.save(path)`` of a 1 GiB float64 array, 512 MiB per rank, block
+                distributed: a Zarr v3 store, 64 MiB chunks with CRC-32C, every
+                chunk fsynced, staging directory swapped in (barrier to barrier,
+                slowest rank)
+    load        ``xdap.load(path)`` onto the same 2 ranks after dropping the
+                store from the page cache (every chunk's CRC-32C verified; Zarr
+                decodes into new memory)
+    format-1    what xdap wrote before the store, by its own file helpers
+    save/load   (``xdap.io.files``): each rank one ``.npy`` piece, CRC-32 while
+                writing, fsync, rank 0 a manifest; load = the piece mapped
+                copy-on-write + CRC-32 pass (zero-copy)
+    cleanup     (INFO) deleting the replaced store, which ``save`` leaves to a
+                background thread (waited for here, untimed by ``save``)
 
 The page cache is dropped per file with ``posix_fadvise(DONTNEED)`` (after
 fsync the pages are clean, so the kernel does drop them; no root needed).
 The VM's host may still cache the disk below us; dd's read is measured the
-same way, so the ratio is like for like. Target: save and load at least 50%
-of dd's write / read bandwidth (median of the repetitions). Always exits 0;
-a missed target prints FAIL.
+same way, so the ratio is like for like. Targets: save and load at least
+50% of dd's write / read bandwidth, and at most 1.2x the format-1 time
+(median of the repetitions). Always exits 0; a missed target prints FAIL.
 """
 from __future__ import annotations
 
+import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
+from xdap.launcher import clean_environment, mpiexec_command
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GiB = 1 << 30
 REPS = 3
 TARGET = 0.5
+FORMAT1_TARGET = 1.2
 
 
 def drop_cache(path: str) -> None:
-    """Evict a file (or every file under a directory) from the page cache."""
-    names = [path] if os.path.isfile(path) else [os.path.join(path, n) for n in os.listdir(path)]
+    """Evict a file (or every file under a directory tree) from the page cache."""
+    names = [path] if os.path.isfile(path) else \
+        [os.path.join(root, n) for root, _, files in os.walk(path) for n in files]
     for name in names:
         fd = os.open(name, os.O_RDONLY)
         try:
@@ -71,6 +79,8 @@ def child(tmp: str) -> None:
     from xdap.array import DistArray
     from xdap.parts import Parts, container
     from xdap.distribution import Distribution
+    from xdap.io.files import map_verified, write_file
+    from xdap.io.npy import npy_header
     from xdap.io.store_writer import finish_cleanup
     from xdap.maps import BlockMap
     from xdap.types import type_info
@@ -83,8 +93,8 @@ def child(tmp: str) -> None:
     d = Distribution([BlockMap(n * P, P)], comm)
     a = DistArray(d, container(Parts(type_info(f"{n} * float64"), mine)))
     path = os.path.join(tmp, "a.xdap")
+    old = os.path.join(tmp, "old")
     ddfile = os.path.join(tmp, "dd.bin")
-    mpiio = os.path.join(tmp, "mpiio.bin")
 
     def timed(fn):
         comm.Barrier()
@@ -93,27 +103,49 @@ def child(tmp: str) -> None:
         comm.Barrier()
         return comm.allreduce(time.perf_counter() - t0, op=MPI.MAX), out
 
-    def mpiio_write():
-        fh = MPI.File.Open(comm, mpiio, MPI.MODE_WRONLY | MPI.MODE_CREATE)
-        fh.Write_at_all(rank * mine.nbytes, mine)
-        fh.Sync()
-        fh.Close()
+    def old_save():
+        """Format 1 as xdap wrote it: a checksummed, fsynced .npy piece per
+        rank, then rank 0's manifest (atomically renamed)."""
+        header = npy_header(mine.dtype, mine.shape)
+        rec = write_file(os.path.join(old, f"piece{rank}.npy"), [header, mine])
+        recs = comm.gather(dict(rec, header_bytes=len(header)), root=0)
+        if rank == 0:
+            tmpname = os.path.join(old, ".manifest.tmp")
+            write_file(tmpname, [json.dumps(recs).encode()])
+            os.replace(tmpname, os.path.join(old, "manifest.json"))
+        return recs
 
-    rows = {"dd write": [], "dd read": [], "save": [], "load": [], "cleanup": [],
-            "MPI-IO write": []}
+    def old_load(recs):
+        rec = recs[rank]
+        data = map_verified(old, rec)
+        return data[rec["header_bytes"]:].view(np.float64)
+
+    rows = {"dd write": [], "dd read": [], "save": [], "load": [], "format-1 save": [],
+            "format-1 load": [], "cleanup": []}
+    if rank == 0:
+        os.makedirs(old)
+    comm.Barrier()
     for rep in range(REPS):
         if rank == 0:
-            for f in (ddfile, mpiio):
-                if os.path.exists(f):
-                    os.remove(f)
+            if os.path.exists(ddfile):
+                os.remove(ddfile)
             rows["dd write"].append(dd(["if=/dev/zero", f"of={ddfile}", "bs=16M",
                                         f"count={GiB >> 24}", "conv=fdatasync"]))
             drop_cache(ddfile)
             rows["dd read"].append(dd([f"if={ddfile}", "of=/dev/null", "bs=16M"]))
             os.remove(ddfile)
+        t, recs = timed(old_save)
+        rows["format-1 save"].append(t)
+        recs = comm.bcast(recs, root=0)
+        if rank == 0:
+            drop_cache(old)
+        t, b = timed(lambda: old_load(recs))
+        rows["format-1 load"].append(t)
+        assert np.array_equal(b, mine), "format-1 data differs"
+        del b
         t, _ = timed(lambda: a.save(path))
         rows["save"].append(t)
-        t, _ = timed(finish_cleanup)       # deleting the replaced generation, in the background
+        t, _ = timed(finish_cleanup)       # deleting the replaced store, in the background
         rows["cleanup"].append(t)
         if rank == 0:
             drop_cache(path)
@@ -122,8 +154,6 @@ def child(tmp: str) -> None:
         ok = np.array_equal(np.asarray(b.local), mine)
         assert comm.allreduce(ok, op=MPI.LAND), "loaded data differs"
         del b
-        t, _ = timed(mpiio_write)
-        rows["MPI-IO write"].append(t)
     if rank == 0:
         med = {k: float(np.median(v)) for k, v in rows.items()}
         bw = {k: GiB / v / 1e9 for k, v in med.items()}
@@ -134,9 +164,14 @@ def child(tmp: str) -> None:
             r = bw[what] / bw[ref]
             print(f"RESULT io_{what}_vs_dd={r:.2f} ({what} {bw[what]:.2f} GB/s, {ref} "
                   f"{bw[ref]:.2f} GB/s, 1 GiB on {P} ranks) {'PASS' if r >= TARGET else 'FAIL'}")
-        r = bw["MPI-IO write"] / bw["dd write"]
-        print(f"RESULT io_mpiio_single_file_write_vs_dd={r:.2f} (one shared file, "
-              f"Write_at_all + Sync; xdap writes one file per rank instead) INFO")
+        for what in ("save", "load"):
+            r = med[what] / med["format-1 " + what]
+            print(f"RESULT io_{what}_zarr_vs_format1={r:.2f} (time; Zarr store {med[what]:.3f} s, "
+                  f"format-1 pieces {med['format-1 ' + what]:.3f} s) "
+                  f"{'PASS' if r <= FORMAT1_TARGET else 'FAIL'}")
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"RESULT io_peak_rss_rank0={rss:.0f} MiB (its share of the array: "
+              f"{mine.nbytes / 2**20:.0f} MiB; a load holds a second copy) INFO")
 
 
 def main() -> None:
@@ -146,12 +181,10 @@ def main() -> None:
     os.makedirs(os.path.join(REPO, "build"), exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="bench-io-", dir=os.path.join(REPO, "build"))
     try:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("PMI_", "HYDI_", "HYDRA_", "MPI_LOCAL"))}
-        mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+        env = clean_environment()
         print(f"save/load of 1 GiB float64 on 2 ranks vs dd, {REPS} interleaved repetitions, "
               f"in {os.path.relpath(tmp, REPO)}", flush=True)
-        res = subprocess.run([mpiexec, "-n", "2", sys.executable, os.path.abspath(__file__),
+        res = subprocess.run(mpiexec_command(2) + [sys.executable, os.path.abspath(__file__),
                               "--child", tmp], env=env, timeout=600)
         if res.returncode:
             print(f"RESULT io_benchmark=crashed (exit {res.returncode}) FAIL")

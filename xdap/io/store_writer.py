@@ -34,7 +34,6 @@ import threading
 
 import numpy as np
 
-from .. import __version__ as _version
 from .. import comm as _comm
 from ..distribution import Distribution
 from ..maps import BlockMap, index_digest
@@ -288,6 +287,16 @@ def _create_arrays(staging, info, shape, layouts, table_layouts, dtype, item, nr
                [f"indices{k}_index", "index_counts_here"], 0)
 
 
+def _xdap_version() -> str:
+    """The installed xdap's version (from its metadata: the engines do not
+    import the package's surface)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("xdap")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def _attributes(d, info, generation, digests) -> dict:
     maps = []
     for k, m in enumerate(d.maps):
@@ -304,7 +313,7 @@ def _attributes(d, info, generation, digests) -> dict:
     return {"format": sf.FORMAT, "version": sf.FORMAT_VERSION, "generation": generation,
             "type": info.global_type(d.global_shape), "kind": info.kind.value,
             "shape": list(d.global_shape), "numpy_descr": sf.describe_numpy(info),
-            "xdap_version": _version,
+            "xdap_version": _xdap_version(),
             "distribution": {"grid": list(d.grid),
                              "rank_coords": None if d.c_order else d.rank_coords.tolist(),
                              "maps": maps}}
