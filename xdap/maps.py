@@ -114,6 +114,8 @@ def as_slice(a):
     """An ascending run of consecutive ints as a slice; anything else as is."""
     if isinstance(a, slice):
         return a
+    if isinstance(a, range) and a.step == 1:    # never materialised: it may be huge
+        return slice(a.start, max(a.start, a.stop))
     a = np.asarray(a, np.int64)
     if a.size == 0:
         return slice(0, 0)

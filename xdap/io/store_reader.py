@@ -23,7 +23,7 @@ from ..movement.redistribute import move
 from ..parts import Parts, pack_validity
 from . import legacy_reader
 from . import store_format as sf
-from .chunks import chunk_ranges
+from .chunk_files import read_chunks
 from .store_writer import agreed_path, read_store_attrs, staging_names
 from .targets import default_distribution, requested_distribution
 
@@ -146,7 +146,11 @@ def _check_arrays(path, attrs, where) -> dict:
         if not any(isinstance(c, Crc32cCodec) for c in z.metadata.codecs):
             raise ValueError(f"{where}: array {name!r} has no crc32c codec: its chunks cannot "
                              "be verified (xdap writes one on every array)")
-        out[name] = (tuple(z.shape), tuple(z.metadata.chunk_grid.chunk_shape))
+        chunks = tuple(z.metadata.chunk_grid.chunk_shape)
+        if chunks[ndim:] != extra:
+            raise ValueError(f"{where}: array {name!r} is chunked {chunks} across its trailing "
+                             f"dims {extra}; xdap stores keep those whole")
+        out[name] = (tuple(z.shape), chunks, got_dt.str)
     extra = sorted(n for n in os.listdir(path) if n not in out and
                    os.path.isfile(os.path.join(path, n, "zarr.json")))
     if extra:
@@ -169,31 +173,17 @@ def _check_arrays(path, attrs, where) -> dict:
 
 # -- reading -----------------------------------------------------------------------------
 
-def _read(path, name, arrays, sels, out_dtype=None) -> np.ndarray:
+def _read(path, name, arrays, sels) -> np.ndarray:
     """The selection ``sels`` (slices or int arrays, one per leading dim) of
-    array ``name``: only the chunks it touches are read, and each must
-    exist (a missing chunk is an error, never the fill value)."""
-    import zarr
-    shape, chunks = arrays[name]
-    per_dim = [chunk_ranges(s, c) for s, c in zip(sels, chunks)]
-    for idx in np.ndindex(*[len(r) for r in per_dim]):
-        key = [str(r[i]) for r, i in zip(per_dim, idx)] + ["0"] * (len(chunks) - len(sels))
-        if not os.path.isfile(os.path.join(path, name, "c", *key)):
-            raise ValueError(f"xdap store {path!r}: chunk {'/'.join(key)} of array {name!r} is "
-                             "missing (a store xdap wrote has every chunk)")
-    z = zarr.open_array(os.path.join(path, name), mode="r", zarr_format=3)
+    array ``name``: only the chunks it touches are read, each verified
+    (``xdap.io.chunk_files``); a missing chunk is an error, never the fill
+    value."""
+    shape, chunks, dtype = arrays[name]
     try:
-        if all(isinstance(s, slice) for s in sels):
-            data = z[tuple(sels)]
-        else:
-            data = z.get_orthogonal_selection(tuple(sels))
+        return read_chunks(os.path.join(path, name), chunks, shape, sels, np.dtype(dtype),
+                           shape[len(sels):], name)
     except ValueError as e:
-        raise ValueError(f"xdap store {path!r}: array {name!r}: {e} (a chunk is corrupt: its "
-                         "CRC-32C does not match its bytes)") from None
-    except Exception as e:          # a truncated chunk fails inside the codec pipeline
-        raise ValueError(f"xdap store {path!r}: array {name!r}: a chunk cannot be decoded "
-                         f"({type(e).__name__}: {e})") from None
-    return np.asarray(data)
+        raise ValueError(f"xdap store {path!r}: {e}") from None
 
 
 def _leaves(data, info, item) -> np.ndarray:

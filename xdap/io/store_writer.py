@@ -39,7 +39,8 @@ from ..distribution import Distribution
 from ..maps import BlockMap, index_digest
 from ..movement.redistribute import move
 from . import store_format as sf
-from .chunks import CHUNK_BYTES, chunk_plan, chunk_ranges, segment_chunk
+from .chunk_files import write_chunks
+from .chunks import CHUNK_BYTES, chunk_plan, segment_chunk
 from .files import as_path, crash_point, fsync_dir
 from .segments import align_segment, layout
 
@@ -56,8 +57,9 @@ def save(d, p, path, chunk_bytes: int = CHUNK_BYTES) -> None:
     Crash-safe (see the module docstring); an existing xdap store at
     ``path`` is replaced, anything else there is refused.
 
-    Copies: Zarr encodes each chunk into a new buffer before writing it.
-    An array whose blocks are not chunk-aligned (cyclic, unstructured,
+    Copies: none for a chunk that is one contiguous run of a rank's buffer
+    (written from it); other chunks (edges, strided parts) go through one
+    chunk-sized buffer. An array whose blocks are not chunk-aligned (cyclic, unstructured,
     uneven blocks) is first moved into aligned blocks (one redistribution:
     O(N/P) more memory per rank); ragged data moves at most a chunk per
     rank to a neighbour.
@@ -321,36 +323,15 @@ def _attributes(d, info, generation, digests) -> dict:
 
 # -- every rank: its chunks --------------------------------------------------------------
 
-def _open(staging, name):
-    import zarr
-    return zarr.open_array(os.path.join(staging, name), mode="r+", zarr_format=3)
-
-
 def _write_region(staging, name, region, data) -> None:
-    """Write whole chunks: ``data`` into ``region`` (slices), then fsync
-    every chunk file written and the directories naming them."""
-    if any(s.stop <= s.start for s in region):
-        return
-    # every chunk is written, fill values too: a missing chunk is then an
-    # error on load, never silently the fill value
-    z = _open(staging, name).with_config({"write_empty_chunks": True})
-    z[tuple(region)] = data
+    """Write whole chunks of array ``name``: ``data`` into ``region``
+    (slices), fsynced (see ``xdap.io.chunk_files``)."""
+    import json
+    with open(os.path.join(staging, name, "zarr.json"), "rb") as f:
+        meta = json.load(f)
+    write_chunks(os.path.join(staging, name), meta["chunk_grid"]["configuration"]["chunk_shape"],
+                 meta["shape"], region, data, 0)
     crash_point("data")
-    chunks = z.metadata.chunk_grid.chunk_shape
-    dirs = set()
-    for idx in np.ndindex(*[len(r) for r in (chunk_ranges(s, c) for s, c in
-                                              zip(region, chunks))]):
-        key = [str(chunk_ranges(s, c)[i]) for s, c, i in zip(region, chunks, idx)]
-        key += ["0"] * (len(chunks) - len(region))          # the trailing item-byte dim
-        f = os.path.join(staging, name, "c", *key)
-        fd = os.open(f, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        dirs.add(os.path.dirname(f))
-    for dname in sorted(dirs, key=len, reverse=True):
-        fsync_dir(dname)
 
 
 def _pieces(comm, info, d, p, layouts, dtype, item) -> list:
