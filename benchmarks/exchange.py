@@ -17,10 +17,11 @@
    (buffer addresses).  The alternative, ``pa.array(a.local.value)`` (via
    Python lists), is timed on the 10^5 case only (it takes minutes at 10^7).
 
-3. Save and load of 1 GiB on 2 ranks against ``dd`` in the same run
-   (benchmarks/_exchange_io.py, launched with ``mpiexec -n 2`` when this
-   script runs as one process).  Target: at least 50% of dd's write / read
-   bandwidth.
+3. Save and load of 1 GiB on 2 ranks as a Zarr v3 store, against ``dd``
+   and against the previous format's files in the same run
+   (benchmarks/_exchange_io.py, launched on 2 ranks when this script runs
+   as one process).  Targets: at least 50% of dd's write / read bandwidth,
+   at most 1.2x the previous format's time.
 
 Medians of interleaved repetitions after a warm-up (see benchmarks/dap.py);
 under mpiexec the largest per-rank median.  Always exits 0; missed targets

@@ -31,7 +31,7 @@ LAYERS = [
     ("engines: (Distribution, Parts) in and out",
      ["xdap.codegen", "xdap._apply", "xdap.kernels", "xdap.create", "xdap.movement",
       "xdap.protocols", "xdap.io"]),
-    ("surface: DistArray", ["xdap.array", "xdap.printing", "xdap"]),
+    ("surface: DistArray", ["xdap.array", "xdap.printing", "xdap.pictures", "xdap"]),
     ("applications", ["xdap.cli", "xdap.demo", "xdap.__main__", "xdap.launcher"]),
 ]
 C_EXTENSIONS = ("xdap._xndbuf", "xdap._apply")

@@ -35,6 +35,7 @@ if _watch.timeout():
 # should not pay.
 _LAZY = {
     "Scatter": ("xdap.movement.scatter", "Scatter"),
+    "plot": ("xdap.pictures", "plot"),      # matplotlib: imported only to draw
 }
 _SUBMODULES = ("cache", "codegen", "io", "kernels", "movement", "protocols")
 
@@ -54,4 +55,4 @@ def __getattr__(name):
 __all__ = ["DistArray", "Distribution", "from_global", "from_local", "empty", "zeros", "full",
            "arange", "from_function", "make_distribution",
            "from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
-           "Scatter", "Partition", "CartesianPartition", "print", "__version__"]
+           "Scatter", "plot", "Partition", "CartesianPartition", "print", "__version__"]

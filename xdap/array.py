@@ -545,6 +545,21 @@ class DistArray:
         from .printing import show
         show(self, file=file, root=root)
 
+    def plot(self, ax=None, *, points=None, max_cells: int = 256, title=None):
+        """Draw who owns what (collective; rank 0 draws and gets the
+        matplotlib Axes, the others None): cells colored by owning rank,
+        halos hatched; ragged rows as bars of their lengths; with
+        ``points=`` (this rank's coordinates) unstructured data as points,
+        ghosts hollow. See ``xdap.plot``.
+
+        >>> import numpy as np, xdap
+        >>> from mpi4py import MPI
+        >>> ax = xdap.from_global(np.zeros(4), comm=MPI.COMM_SELF).plot()
+        >>> ax.figure.savefig(__import__("io").BytesIO(), format="png")
+        """
+        from .pictures import plot
+        return plot(self, ax, points=points, max_cells=max_cells, title=title)
+
 
 _UFUNCS: dict = {}
 

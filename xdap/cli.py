@@ -4,6 +4,7 @@
     xdap demo    the main job: run it under mpiexec (``make demo`` = 4 ranks)
     xdap kernel config HEADER.h [-o FILE.cfg]   skeleton kernel config
     xdap kernel build FILE.cfg [--out DIR]      build a gumath kernel module
+    xdap show STORE [-o picture.png]            draw how a saved array was distributed
 
 The demo (``xdap/demo.py``) walks through typed ragged data, kernels,
 reductions, redistribution, DAP/Arrow/``__partitioned__`` exchange,
@@ -66,6 +67,20 @@ def _kernel_build(args):
     return 0
 
 
+def _show(args):
+    """`xdap show STORE [-o picture.png]`: who owned what, from a saved store."""
+    from .pictures import plot_store
+    try:
+        ax = plot_store(args.store, max_cells=args.max_cells)
+    except (ValueError, TypeError, OSError) as e:
+        print(f"xdap show: {e}", file=sys.stderr)
+        return 2
+    out = args.output or "distribution.png"
+    ax.figure.savefig(out, dpi=120)
+    print(f"wrote {out}")
+    return 0
+
+
 def _add_kernel_commands(sub):
     kernel = sub.add_parser("kernel", help="author gumath kernels from C functions (docs/kernels.md)")
     ksub = kernel.add_subparsers(dest="kernel_command", required=True)
@@ -90,6 +105,12 @@ def main(argv=None) -> int:
     add_arguments(demo)
     demo.set_defaults(run=_demo)
     _add_kernel_commands(sub)
+    show = sub.add_parser("show", help="draw how a saved array was distributed (docs/format.md)")
+    show.add_argument("store", help="a store written by a.save(path)")
+    show.add_argument("-o", "--output", help="picture to write (default: distribution.png)")
+    show.add_argument("--max-cells", type=int, default=256,
+                      help="cells drawn along a dimension before sampling (default 256)")
+    show.set_defaults(run=_show)
     args = parser.parse_args(argv)
     return args.run(args)
 

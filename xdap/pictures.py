@@ -1,0 +1,367 @@
+"""Pictures of who owns what: ``xdap.plot(a)`` / ``a.plot()`` with matplotlib.
+
+Every rank calls it (collective); rank 0 draws and gets the Axes, the
+others get None. Only what the picture needs reaches rank 0:
+
+- **1-D and 2-D fixed arrays**: a grid of cells colored by owning rank,
+  computed on rank 0 from the maps alone (block and cyclic maps need no
+  data); an unstructured dimension sends rank 0 the indices it draws.
+  Communication padding (halos, ghost cells) is hatched in the color of
+  the rank holding the copy. Arrays larger than ``max_cells`` along a
+  dimension are drawn at every k-th index (the title says so): the
+  pattern stays visible, nothing of size N is gathered.
+- **ragged arrays**: one bar per row, its length the row's, colored by the
+  owning rank (rows sampled the same way when there are many).
+- **unstructured data at points**: pass ``points=`` (this rank's local
+  coordinates, one row per local element, 2 or more columns: the first two
+  are drawn): points colored by owner, copies held for other ranks (ghosts)
+  drawn as hollow circles in the holder's color.
+
+Headless: a ``matplotlib.figure.Figure`` is made without pyplot, so no
+display or backend is needed; ``ax.figure.savefig("x.png")`` writes it.
+
+>>> import numpy as np, xdap
+>>> from mpi4py import MPI
+>>> a = xdap.from_global(np.zeros((6, 8)), dist=("c", "b"), comm=MPI.COMM_SELF)
+>>> ax = xdap.plot(a)
+>>> ax.images[0].get_array().shape
+(6, 8)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import comm as _comm
+
+__all__ = ["plot", "owner_grid", "plot_store", "MAX_CELLS"]
+
+# Cells drawn along one dimension before the picture samples every k-th index.
+MAX_CELLS = 256
+
+
+def _colors(n: int):
+    """One color per rank: tab10 / tab20 while they last, then a hue circle."""
+    from matplotlib import colormaps
+    if n <= 10:
+        return [colormaps["tab10"](i) for i in range(n)]
+    if n <= 20:
+        return [colormaps["tab20"](i) for i in range(n)]
+    return [colormaps["hsv"](i / n) for i in range(n)]
+
+
+def _axes(ax, shape=(6, 4.5)):
+    if ax is not None:
+        return ax
+    from matplotlib.figure import Figure
+    return Figure(figsize=shape, layout="constrained").add_subplot()
+
+
+def _sample(n: int, max_cells: int) -> np.ndarray:
+    """The indices drawn along a dimension of n: all, or every k-th."""
+    step = max(1, -(-n // max_cells))
+    return np.arange(0, n, step, dtype=np.int64)
+
+
+def owner_grid(d, samples) -> np.ndarray:
+    """The owning rank of every sampled cell of a fixed array (rank 0's
+    picture; pure for block and cyclic maps). ``samples[k]``: the global
+    indices drawn along dim k; an unstructured dim is looked up through the
+    maps this process holds -- pass maps completed by :func:`plot`.
+
+    >>> from mpi4py import MPI
+    >>> from xdap.distribution import Distribution
+    >>> from xdap.maps import CyclicMap
+    >>> owner_grid(Distribution([CyclicMap(6, 1)], MPI.COMM_SELF), [np.arange(6)]).tolist()
+    [0, 0, 0, 0, 0, 0]
+    """
+    coords = [m.owners(s)[0] for m, s in zip(d.maps, samples)]
+    mesh = np.meshgrid(*coords, indexing="ij")
+    at = np.empty(d.grid, np.int64)
+    for r in range(d.size):
+        at[d.coords_of(r)] = r
+    return at[tuple(mesh)]
+
+
+def plot(a, ax=None, *, points=None, max_cells: int = MAX_CELLS, title=None):
+    """Draw who owns what of DistArray ``a`` (collective; see the module
+    docstring). Returns the Axes on rank 0, None elsewhere."""
+    comm = a.comm
+    d, p = a.distribution, a.parts
+    with _comm.agreement(comm, "plot") as ag:
+        ag.same("max_cells", max_cells)
+        ag.same("points given", points is not None)
+        if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 1:
+            raise TypeError(f"plot: max_cells must be an int >= 1, got {max_cells!r}")
+        if points is not None:
+            points = np.asarray(points, dtype=np.float64)
+            n = p.nrows if p.info.ragged else p.values.shape[0]
+            if points.ndim != 2 or points.shape[0] != n or points.shape[1] < 2:
+                raise ValueError(f"plot: points must be this rank's coordinates, one row of 2 or "
+                                 f"more per local element ({n} here), got shape {points.shape} "
+                                 f"on rank {comm.rank}")
+        elif not d.maps:
+            raise ValueError("plot: a 0-d array has nothing to draw")
+        elif not p.info.ragged and len(d.maps) > 2:
+            raise ValueError(f"plot: draws 1-D and 2-D arrays, this one is "
+                             f"{len(d.maps)}-D (plot a 2-D slice or pass points=)")
+    if points is not None:
+        return _plot_points(a, d, ax, points, title)
+    if p.info.ragged:
+        return _plot_rows(a, d, p, ax, max_cells, title)
+    return _plot_grid(a, d, ax, max_cells, title)
+
+
+# -- fixed arrays ---------------------------------------------------------------------------
+
+def _complete_maps(d, samples):
+    """The maps with every unstructured dim's sampled owners known on rank 0:
+    each rank sends the sampled indices it holds canonically (no one sends
+    more than its share of the samples)."""
+    from .maps import UnstructuredMap
+    comm = d.comm
+    maps = list(d.maps)
+    for k, m in enumerate(d.maps):
+        if m.dist_type != "u" or getattr(m, "complete", True):
+            continue
+        c = d.coords[k]
+        ids = np.asarray(m.global_indices(c))[m.canonical_positions(c)]
+        picked = ids[np.isin(ids, samples[k])]
+        got = comm.gather((c, picked), root=0)
+        if comm.rank == 0:
+            per = [np.zeros(0, np.int64) for _ in range(m.grid_size)]
+            for cc, ids_c in got:
+                per[cc] = np.union1d(per[cc], ids_c)
+            rest = np.setdiff1d(np.arange(m.size), np.concatenate(per))
+            per[0] = np.concatenate([per[0], rest])     # unsampled indices: any owner
+            maps[k] = UnstructuredMap(m.size, per, one_to_one=True)
+    return maps
+
+
+def _plot_grid(a, d, ax, max_cells, title):
+    from .distribution import Distribution
+    samples = [_sample(n, max_cells) for n in d.global_shape]
+    maps = _complete_maps(d, samples)
+    if d.comm.rank != 0:
+        return None
+    dd = Distribution.detached(maps, d.rank_coords if not d.c_order else None)
+    return _draw_grid(ax, dd, samples, str(a.type), title)
+
+
+def _draw_grid(ax, d, samples, type_str, title):
+    """Rank 0: the owner grid of (detached) distribution ``d`` at the sampled cells."""
+    shape = d.global_shape
+    owners = owner_grid(d, samples)
+    if owners.ndim == 1:
+        owners = owners[None, :]
+    ax = _axes(ax)
+    from matplotlib.colors import BoundaryNorm, ListedColormap
+    colors = _colors(d.size)
+    cmap = ListedColormap(colors)
+    norm = BoundaryNorm(np.arange(d.size + 1) - 0.5, d.size)
+    rows = samples[0] if len(shape) == 2 else np.array([0])
+    cols = samples[-1]
+    ax.imshow(owners, cmap=cmap, norm=norm, interpolation="nearest", aspect="auto",
+              extent=(-0.5, len(cols) - 0.5, len(rows) - 0.5, -0.5))
+    _halos(ax, d, samples, colors)
+    _ticks(ax, rows, cols, len(shape))
+    _legend(ax, colors)
+    sampled = any(len(s) < n for s, n in zip(samples, shape))
+    ax.set_title(title or f"{type_str}: {_describe(d)}" +
+                 ("\n(every " + " x ".join(str(int(s[1] - s[0]) if len(s) > 1 else 1)
+                                           for s in samples) + "-th index drawn)"
+                  if sampled else ""), fontsize="medium")
+    return ax
+
+
+def _legend(ax, colors):
+    from matplotlib.patches import Patch
+    ax.legend(handles=[Patch(color=c, label=f"rank {r}") for r, c in enumerate(colors)],
+              loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False)
+
+
+def _describe(d) -> str:
+    kinds = {"b": "block", "c": "cyclic", "u": "unstructured"}
+    parts = []
+    for m in d.maps:
+        name = kinds[m.dist_type] if m.grid_size > 1 else "n"
+        if m.dist_type == "c" and m.grid_size > 1 and m.block_size > 1:
+            name = f"block-cyclic({m.block_size})"
+        if any(lo or hi for lo, hi in m.padding):
+            name += " padded"
+        parts.append(name)
+    return f"({', '.join(parts)}) on a {' x '.join(map(str, d.grid))} grid"
+
+
+def _position(samples, g):
+    """Where global index g lands among the sampled cells (fractional)."""
+    return np.interp(g, samples, np.arange(len(samples))) if len(samples) > 1 else 0.0
+
+
+def _halos(ax, d, samples, colors):
+    """Hatch each rank's communication padding: its buffer beyond its owned range."""
+    from matplotlib.patches import Rectangle
+    if not any(m.dist_type == "b" and any(lo or hi for lo, hi in m.padding) for m in d.maps):
+        return
+    for r in range(d.size):
+        c = d.coords_of(r)
+        spans = []
+        for m, cc, s in zip(d.maps, c, samples):
+            if m.dist_type != "b":
+                spans.append(((0, m.size), (0, m.size)))
+                continue
+            lo, hi = m.bounds[cc], m.bounds[cc + 1]
+            clo, chi = m.comm_padding(cc)
+            spans.append(((lo, hi), (lo - clo, hi + chi)))
+        if len(spans) == 1:
+            spans.insert(0, ((0, 1), (0, 1)))
+            samples = [np.array([0])] + list(samples)
+        (orow, brow), (ocol, bcol) = spans
+        for (r0, r1), (c0, c1) in [((brow[0], orow[0]), bcol), ((orow[1], brow[1]), bcol),
+                                   (orow, (bcol[0], ocol[0])), (orow, (ocol[1], bcol[1]))]:
+            if r1 <= r0 or c1 <= c0:
+                continue
+            y0 = _position(samples[0], r0) - 0.5
+            y1 = _position(samples[0], r1 - 1) + 0.5
+            x0 = _position(samples[-1], c0) - 0.5
+            x1 = _position(samples[-1], c1 - 1) + 0.5
+            ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, hatch="///",
+                                   edgecolor=colors[r], linewidth=1.5))
+
+
+def _ticks(ax, rows, cols, ndim):
+    def few(idx):
+        pos = np.unique(np.linspace(0, len(idx) - 1, min(len(idx), 9)).astype(int))
+        return pos, [str(int(idx[i])) for i in pos]
+    pos, lab = few(cols)
+    ax.set_xticks(pos, lab)
+    ax.set_xlabel("dim 1" if ndim == 2 else "dim 0 (global index)")
+    if ndim == 2:
+        pos, lab = few(rows)
+        ax.set_yticks(pos, lab)
+        ax.set_ylabel("dim 0")
+    else:
+        ax.set_yticks([])
+
+
+# -- ragged arrays --------------------------------------------------------------------------
+
+def _plot_rows(a, d, p, ax, max_cells, title):
+    """One bar per (sampled) row: its length, in its owner's color."""
+    comm = d.comm
+    m, c = d.maps[0], d.coords[0]
+    rows = _sample(m.size, max_cells)
+    ids = np.asarray(m.global_indices(c))
+    canon = np.zeros(len(ids), bool)
+    canon[m.canonical_positions(c)] = True
+    want = canon & np.isin(ids, rows)
+    lengths = np.diff(p.offsets[1])[want]
+    got = comm.gather((ids[want], lengths, comm.rank), root=0)
+    if comm.rank != 0:
+        return None
+    rank_of_row = np.zeros(m.size, np.int64)
+    length_of_row = np.zeros(m.size, np.int64)
+    for g, n, r in got:
+        rank_of_row[g], length_of_row[g] = r, n
+    return _draw_rows(ax, rows, rank_of_row[rows], length_of_row[rows], d,
+                      title or f"{a.type}: {m.size} rows, {_describe(d)}")
+
+
+def _draw_rows(ax, rows, owners, lengths, d, title):
+    """Rank 0: one bar per drawn row, its length, in its owner's color."""
+    colors = _colors(d.size)
+    ax = _axes(ax, (6, max(2.5, min(9, 0.12 * len(rows)))))
+    ax.barh(np.arange(len(rows)), lengths, height=0.8, color=[colors[r] for r in owners])
+    ax.invert_yaxis()
+    pos = np.unique(np.linspace(0, len(rows) - 1, min(len(rows), 9)).astype(int))
+    ax.set_yticks(pos, [str(int(rows[i])) for i in pos])
+    n = d.global_shape[0]
+    ax.set_ylabel("row" + (f" (every {int(rows[1] - rows[0])}-th)" if len(rows) < n else ""))
+    ax.set_xlabel("items in the row")
+    _legend(ax, colors)
+    ax.set_title(title, fontsize="medium")
+    return ax
+
+
+# -- unstructured data at points ------------------------------------------------------------
+
+def _plot_points(a, d, ax, points, title):
+    """Points colored by owner; copies held for other ranks hollow."""
+    comm = d.comm
+    m, c = d.maps[0], d.coords[0]
+    canon = np.zeros(len(points), bool)
+    canon[m.canonical_positions(c)] = True
+    got = comm.gather((points[:, :2], canon, comm.rank), root=0)
+    if comm.rank != 0:
+        return None
+    colors = _colors(d.size)
+    ax = _axes(ax, (6, 5))
+    for xy, own, r in got:
+        ax.scatter(xy[own, 0], xy[own, 1], s=12, color=colors[r], label=f"rank {r}")
+        if (~own).any():
+            ax.scatter(xy[~own, 0], xy[~own, 1], s=40, facecolors="none",
+                       edgecolors=colors[r], linewidths=1.2)
+    ax.set_aspect("equal")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False,
+              markerscale=1.5)
+    ghosts = sum(int((~own).sum()) for _, own, _ in got)
+    ax.set_title(title or f"{a.type}: {m.size} points on {d.size} ranks"
+                 + (f", {ghosts} ghost copies (hollow)" if ghosts else ""), fontsize="medium")
+    return ax
+
+
+# -- a saved store --------------------------------------------------------------------------
+
+def plot_store(path, ax=None, max_cells: int = MAX_CELLS):
+    """Draw how the array saved at ``path`` was distributed (one process,
+    no MPI traffic): from the store's ``xdap`` attribute, plus the row
+    offsets of a ragged store and the index tables of unstructured dims
+    (only the sampled rows are read).
+
+    >>> import tempfile, os, numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> path = os.path.join(tempfile.mkdtemp(), "a")
+    >>> xdap.from_global(np.zeros(10), comm=MPI.COMM_SELF).save(path)
+    >>> plot_store(path).images[0].get_array().tolist()
+    [[0, 0, 0, 0, 0, 0, 0, 0, 0, 0]]
+    """
+    import os
+
+    from .distribution import Distribution
+    from .io import store_format as sf
+    from .io.chunk_files import read_chunks
+    from .io.store_writer import read_store_attrs
+    from .maps import Map, UnstructuredMap
+    attrs = read_store_attrs(path)
+    if attrs is None:
+        raise ValueError(f"show: {path!r} is not an xdap store (no zarr.json)")
+    sf.validate(attrs, f"xdap store {path!r}")
+    dist = attrs["distribution"]
+
+    def array(name, sel):
+        import json
+        with open(os.path.join(path, name, "zarr.json")) as f:
+            meta = json.load(f)
+        shape = tuple(meta["shape"])
+        dt = np.dtype(np.int64)
+        return read_chunks(os.path.join(path, name),
+                           tuple(meta["chunk_grid"]["configuration"]["chunk_shape"]), shape,
+                           [sel], dt, shape[1:], name)
+
+    maps = []
+    for k, j in enumerate(dist["maps"]):
+        if j["dist_type"] != "u":
+            maps.append(Map.from_json(j))
+            continue
+        table = array(sf.indices_name(k), slice(0, sum(j["counts"])))
+        ends = np.cumsum(j["counts"])
+        per = [table[e - n:e][table[e - n:e, 1] == 1, 0] for e, n in zip(ends, j["counts"])]
+        maps.append(UnstructuredMap(j["size"], per, one_to_one=True))
+    d = Distribution.detached(maps, dist["rank_coords"])
+    if attrs["kind"] != "ragged":
+        samples = [_sample(n, max_cells) for n in d.global_shape]
+        return _draw_grid(ax, d, samples, attrs["type"], None)
+    rows = _sample(d.global_shape[0], max_cells)
+    lo, hi = array(sf.offsets_name(0), rows), array(sf.offsets_name(0), rows + 1)
+    return _draw_rows(ax, rows, d.maps[0].owners(rows)[0] if d.size == d.grid[0] else
+                      owner_grid(d, [rows]), hi - lo, d,
+                      f"{attrs['type']}: {d.global_shape[0]} rows, {_describe(d)}")
