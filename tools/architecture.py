@@ -25,7 +25,7 @@ PACKAGE = ROOT / "xdap"
 # Bottom to top.  A module belongs to the first layer with a matching prefix.
 LAYERS = [
     ("core: what things are", ["xdap.dtypes", "xdap.types", "xdap.maps", "xdap.cache", "xdap.arraylike",
-                                "xdap.abort", "xdap.watch"]),
+                                "xdap.abort", "xdap.watch", "xdap.progress"]),
     ("core: where they live", ["xdap.comm", "xdap.exchange", "xdap.parts", "xdap._xndbuf",
                                "xdap.distribution", "xdap.directory", "xdap.heap"]),
     ("engines: (Distribution, Parts) in and out",

@@ -263,11 +263,18 @@ def run(args) -> int:
     rep = Report(comm)
     rep.say(f"xdap {xdap.__version__} demo on {comm.size} MPI rank(s)")
     t0 = time.perf_counter()
-    serial, a, c, means = stage_ragged(rep, comm, args)
-    stage_exchange(rep, comm, serial, a, c, means)
-    stage_save_load(rep, comm, serial, a)
-    stage_heat(rep, comm, args.grid, args.steps)
-    stage_mesh(rep, comm, args.mesh)
+    from .progress import bar                 # rank 0, on a terminal only
+    with bar(comm, 5, "demo", "stage") as progress:
+        serial, a, c, means = stage_ragged(rep, comm, args)
+        progress.update(1)
+        stage_exchange(rep, comm, serial, a, c, means)
+        progress.update(1)
+        stage_save_load(rep, comm, serial, a)
+        progress.update(1)
+        stage_heat(rep, comm, args.grid, args.steps)
+        progress.update(1)
+        stage_mesh(rep, comm, args.mesh)
+        progress.update(1)
     rep.say(f"\nresult: {'all checks passed' if rep.ok else 'FAILED'} "
             f"({time.perf_counter() - t0:.1f} s)")
     return 0 if rep.ok else 1

@@ -54,11 +54,12 @@ def _write_file(name: str, raw: np.ndarray) -> None:
         os.close(fd)
 
 
-def write_chunks(array_dir: str, chunks, shape, region, data, fill) -> None:
+def write_chunks(array_dir: str, chunks, shape, region, data, fill, progress=None) -> None:
     """Write every chunk of ``region`` (slices, one per dim, starting at
     chunk boundaries and ending at one or at the array's end) from ``data``
     (the region's values, little endian) and fsync them and their
-    directories. Trailing dims of ``data`` beyond ``region`` are whole."""
+    directories. Trailing dims of ``data`` beyond ``region`` are whole.
+    ``progress.update(n)`` hears of each chunk's bytes of ``data``."""
     data = np.asarray(data)
     region = tuple(region) + tuple(slice(0, n) for n in shape[len(region):])
     if any(s.stop <= s.start for s in region):
@@ -75,12 +76,15 @@ def write_chunks(array_dir: str, chunks, shape, region, data, fill) -> None:
         lo = [i * c for i, c in zip(idx, chunks)]
         hi = [min(a + c, n) for a, c, n in zip(lo, chunks, shape)]
         part = data[tuple(slice(a - s.start, b - s.start) for a, b, s in zip(lo, hi, region))]
+        nbytes = part.nbytes
         if part.shape != tuple(chunks) or not part.flags.c_contiguous:
             full = np.full(chunks, fill, data.dtype)       # an edge chunk, or a strided part
             full[tuple(slice(0, b - a) for a, b in zip(lo, hi))] = part
             part = full
         _write_file(os.path.join(array_dir, *chunk_key(idx).split("/")),
                     part.reshape(-1).view(np.uint8))
+        if progress is not None:
+            progress.update(nbytes)
 
     _each(one, items, data.nbytes >= _PARALLEL_BYTES)
     for d in sorted(dirs, key=len, reverse=True):
@@ -99,12 +103,14 @@ def _overlap(sel, lo, hi):
     return mine, sel[mine] - lo
 
 
-def read_chunks(array_dir: str, chunks, shape, sels, dtype, trailing, what: str) -> np.ndarray:
+def read_chunks(array_dir: str, chunks, shape, sels, dtype, trailing, what: str,
+                progress=None) -> np.ndarray:
     """The selection ``sels`` (a slice or an int array per leading dim) of
     the array of ``shape`` and chunk shape ``chunks`` (whole along the
     ``trailing`` dims), reading only the chunks it touches and verifying each one's
     CRC-32C. A missing, short or corrupt chunk is a ValueError naming it
-    (``what`` names the array)."""
+    (``what`` names the array). ``progress.update(n)`` hears of the bytes
+    of the result each chunk fills."""
     sels = list(sels) + [slice(0, n) for n in shape[len(sels):len(shape) - len(trailing)]]
     sizes = [s.stop - s.start if isinstance(s, slice) else len(s) for s in sels]
     out = np.empty(tuple(sizes) + tuple(trailing), dtype)
@@ -160,6 +166,10 @@ def read_chunks(array_dir: str, chunks, shape, sels, dtype, trailing, what: str)
             raise ValueError(f"chunk {key[2:]} of array {what!r} is corrupt: its CRC-32C "
                              f"{crc:#010x} does not match the stored "
                              f"{int(stored.view('<u4')[0]):#010x}")
+        if progress is not None:
+            progress.update(int(np.prod([p.stop - p.start if isinstance(p, slice) else len(p)
+                                         for p in dest_sel], dtype=np.int64))
+                            * out.itemsize * max(1, int(np.prod(trailing, dtype=np.int64))))
 
     items = list(itertools.product(*[chunk_ranges(s, c) for s, c in zip(sels, chunks)]))
     _each(one, items, nbytes * len(items) >= _PARALLEL_BYTES)

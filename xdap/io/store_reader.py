@@ -21,6 +21,7 @@ from ..maps import (BlockMap, Map, UnstructuredMap, as_slice, index_digest,
                     unstructured_fingerprint)
 from ..movement.redistribute import move
 from ..parts import Parts, pack_validity
+from ..progress import bar
 from . import legacy_reader
 from . import store_format as sf
 from .chunk_files import read_chunks
@@ -173,7 +174,7 @@ def _check_arrays(path, attrs, where) -> dict:
 
 # -- reading -----------------------------------------------------------------------------
 
-def _read(path, name, arrays, sels) -> np.ndarray:
+def _read(path, name, arrays, sels, progress=None) -> np.ndarray:
     """The selection ``sels`` (slices or int arrays, one per leading dim) of
     array ``name``: only the chunks it touches are read, each verified
     (``xdap.io.chunk_files``); a missing chunk is an error, never the fill
@@ -181,7 +182,7 @@ def _read(path, name, arrays, sels) -> np.ndarray:
     shape, chunks, dtype = arrays[name]
     try:
         return read_chunks(os.path.join(path, name), chunks, shape, sels, np.dtype(dtype),
-                           shape[len(sels):], name)
+                           shape[len(sels):], name, progress)
     except ValueError as e:
         raise ValueError(f"xdap store {path!r}: {e}") from None
 
@@ -204,10 +205,13 @@ def _load(path, attrs, arrays, comm, dist, grid, per_dim) -> tuple:
             local, d = _read_ragged(path, attrs, arrays, info, item, d)
         else:
             need = [as_slice(m.buffer_indices(c)) for m, c in zip(d.maps, d.coords)]
-            values = _leaves(_read(path, sf.VALUES, arrays, need), info, item)
-            validity = None
-            if info.optional:
-                validity = pack_validity(_read(path, sf.VALIDITY, arrays, need))
+            n = int(np.prod(d.local_shape, dtype=np.int64))
+            with bar(d.comm, n * (info.numpy_dtype.itemsize + info.optional), "load", "B",
+                     scale=True) as progress:
+                values = _leaves(_read(path, sf.VALUES, arrays, need, progress), info, item)
+                validity = None
+                if info.optional:
+                    validity = pack_validity(_read(path, sf.VALIDITY, arrays, need, progress))
             local = Parts(info.with_shape(d.local_shape), np.ascontiguousarray(values), validity)
         if _generation_now(path) != attrs["generation"]:
             # a save swapped another store in while this rank read: what it

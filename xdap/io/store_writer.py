@@ -38,6 +38,7 @@ from .. import comm as _comm
 from ..distribution import Distribution
 from ..maps import BlockMap, index_digest
 from ..movement.redistribute import move
+from ..progress import bar
 from . import store_format as sf
 from .chunk_files import write_chunks
 from .chunks import CHUNK_BYTES, chunk_plan, segment_chunk
@@ -105,7 +106,7 @@ def save(d, p, path, chunk_bytes: int = CHUNK_BYTES) -> None:
 
     error = None
     try:
-        _write_pieces(staging, pieces)
+        _write_pieces(comm, staging, pieces)
     except Exception as e:      # MemoryError too: every rank must reach the agreement
         error = ValueError(f"save to {path!r}: writing this rank's chunks failed: "
                            f"{type(e).__name__}: {e}")
@@ -323,14 +324,14 @@ def _attributes(d, info, generation, digests) -> dict:
 
 # -- every rank: its chunks --------------------------------------------------------------
 
-def _write_region(staging, name, region, data) -> None:
+def _write_region(staging, name, region, data, progress=None) -> None:
     """Write whole chunks of array ``name``: ``data`` into ``region``
     (slices), fsynced (see ``xdap.io.chunk_files``)."""
     import json
     with open(os.path.join(staging, name, "zarr.json"), "rb") as f:
         meta = json.load(f)
     write_chunks(os.path.join(staging, name), meta["chunk_grid"]["configuration"]["chunk_shape"],
-                 meta["shape"], region, data, 0)
+                 meta["shape"], region, data, 0, progress)
     crash_point("data")
 
 
@@ -372,9 +373,11 @@ def _segment(comm, name, seg, starts, lengths, total, chunk) -> tuple:
     return name, (slice(first, first + len(rows)),), rows
 
 
-def _write_pieces(staging, pieces) -> None:
-    for name, region, data in pieces:
-        _write_region(staging, name, region, data)
+def _write_pieces(comm, staging, pieces) -> None:
+    with bar(comm, sum(np.asarray(data).nbytes for _, _, data in pieces), "save", "B",
+             scale=True) as progress:
+        for name, region, data in pieces:
+            _write_region(staging, name, region, data, progress)
 
 
 # -- rank 0: the switch ------------------------------------------------------------------

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..progress import bar
 from .. import comm as _comm
 from .. import exchange
 from ..arraylike import is_distributed, unwrap, wrap_like
@@ -89,16 +90,21 @@ def migrate(d, p: Parts, dest) -> tuple:
     rows = own[order]
     send = np.bincount(dest[own], minlength=comm.size).astype(np.int64)
     ones = np.ones(comm.size, np.int64)
-    recv = exchange.alltoallv(comm, send, ones, ones)
-    ids = exchange.alltoallv(comm, m.global_indices(d.coords[0])[rows], send, recv)
-    with _comm.agreement(comm, "migrate", share=True) as ag:
-        ag.share((len(ids), index_digest(ids)))
-    counts = [c for c, _ in ag.shared]
-    fp = unstructured_fingerprint(m.size, True, counts, [g for _, g in ag.shared])
-    new = UnstructuredMap.partial(m.size, counts, {comm.rank: ids}, True, fp)
-    target = Distribution((new,) + d.maps[1:], comm)
-    plan = MigrationPlan(d, target, rows, send, recv)
-    return (target, _move_rows(comm, p, rows, send, recv)), plan
+    with bar(comm, 3, "migrate", "step") as progress:
+        recv = exchange.alltoallv(comm, send, ones, ones)
+        ids = exchange.alltoallv(comm, m.global_indices(d.coords[0])[rows], send, recv)
+        progress.update(1)
+        with _comm.agreement(comm, "migrate", share=True) as ag:
+            ag.share((len(ids), index_digest(ids)))
+        counts = [c for c, _ in ag.shared]
+        fp = unstructured_fingerprint(m.size, True, counts, [g for _, g in ag.shared])
+        new = UnstructuredMap.partial(m.size, counts, {comm.rank: ids}, True, fp)
+        target = Distribution((new,) + d.maps[1:], comm)
+        plan = MigrationPlan(d, target, rows, send, recv)
+        progress.update(1)
+        moved = _move_rows(comm, p, rows, send, recv)
+        progress.update(1)
+    return (target, moved), plan
 
 
 def _move_rows(comm, p: Parts, rows, send, recv) -> Parts:
