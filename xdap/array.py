@@ -356,6 +356,21 @@ class DistArray:
         from .protocols import partitioned
         return partitioned.export(self.distribution, self.parts)
 
+    def partitioned(self, dialect: str = "spec") -> dict:
+        """The ``__partitioned__`` dict, in the spec's form or, with
+        ``dialect="heat"``, in the form heat reads: ``ht.from_partition_dict(
+        a.partitioned(dialect="heat"))`` (see
+        ``xdap.protocols.partitioned.export``; zero-copy).
+
+        >>> import numpy as np, xdap
+        >>> from mpi4py import MPI
+        >>> a = xdap.from_global(np.arange(4.0), comm=MPI.COMM_SELF)
+        >>> a.partitioned(dialect="heat")["partitions"][(0,)]["location"]
+        [0]
+        """
+        from .protocols import partitioned
+        return partitioned.export(self.distribution, self.parts, dialect)
+
     def to_arrow(self):
         """This rank's owned part as a pyarrow array (zero-copy; see
         ``xdap.protocols.arrow``)."""
