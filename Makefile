@@ -1,7 +1,19 @@
 # xdap: `make test` and `make demo` do all the set-up on a fresh machine.
+# MPI=wheel (default): MPICH and mpi4py from the package index, in .venv.
+# MPI=system: the MPI on PATH (mpicc, mpiexec; e.g. a site's Open MPI), with
+# mpi4py built against it, in .venv-system -- both can live side by side.
+MPI    ?= wheel
+ifeq ($(MPI),system)
+VENV   := .venv-system
+export XDAP_MPI := system
+export XDAP_VENV := $(VENV)
+# the system launcher with the flags this machine needs (tools/system_mpiexec.sh)
+export XDAP_MPIEXEC ?= $(shell tools/system_mpiexec.sh)
+else
 VENV   := .venv
+endif
 PY     := $(VENV)/bin/python
-# XDAP_MPIEXEC: the launcher with its flags (xdap.launcher), e.g. a site's Open MPI
+# XDAP_MPIEXEC: the launcher with its flags (xdap.launcher), used by everything
 MPIEXEC := $(if $(XDAP_MPIEXEC),$(XDAP_MPIEXEC),$(VENV)/bin/mpiexec)
 # 4 ranks on a 2-core machine: oversubscription is expected.
 RANKS  ?= 4
@@ -24,4 +36,4 @@ clean:
 	rm -rf build *.egg-info xdap/*.so .pytest_cache .hypothesis
 
 distclean: clean
-	rm -rf $(VENV) wheelhouse
+	rm -rf .venv .venv-system wheelhouse

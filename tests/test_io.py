@@ -9,14 +9,13 @@ included) with the global data at that position's global index.
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 import zlib
 
-from xdap.launcher import clean_environment, mpiexec_command
+from xdap.launcher import clean_environment, kill_session, mpiexec_command
 
 import numpy as np
 import pytest
@@ -673,7 +672,7 @@ def start_writer(path, seed, ranks, loops=1, **env):
 
 
 def kill(proc):
-    os.killpg(proc.pid, signal.SIGKILL)
+    kill_session(proc.pid)              # the launcher and every rank, under any MPI
     proc.wait()
 
 

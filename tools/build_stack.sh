@@ -16,7 +16,10 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-venv=.venv
+venv=${XDAP_VENV:-.venv}
+# XDAP_MPI=system (make test MPI=system): mpi4py built against the MPI on
+# PATH (mpicc), no mpich wheel; the default takes both from the index.
+mpi=${XDAP_MPI:-wheel}
 wheelhouse=wheelhouse
 py=${PYTHON:-python3}
 stack=(ndtypes xnd gumath)
@@ -32,7 +35,12 @@ command -v gcc >/dev/null || die "gcc not found; install a C compiler (Debian: a
 incdir=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 [ -f "$incdir/Python.h" ] || die "Python headers missing ($incdir/Python.h); install them (Debian: apt-get install python3.11-dev)"
 
-stamp_inputs=$(cat tools/build_stack.sh tools/stack.sha256 tools/build-requirements.txt requirements.txt setup.py | sha256sum | cut -c1-16)
+case "$mpi" in
+    wheel) ;;
+    system) command -v mpicc >/dev/null || die "XDAP_MPI=system needs the site's MPI with its compiler wrapper (mpicc) on PATH (Debian: apt-get install libopenmpi-dev openmpi-bin)" ;;
+    *) die "XDAP_MPI must be 'wheel' or 'system', got '$mpi'" ;;
+esac
+stamp_inputs=$( (cat tools/build_stack.sh tools/stack.sha256 tools/build-requirements.txt requirements.txt setup.py; echo "$mpi") | sha256sum | cut -c1-16)
 stamp="$venv/.xdap-env-$stamp_inputs"
 if [ -f "$stamp" ] && [ "${1:-}" != "--force" ]; then
     # Environment is current; only (re)build our own extensions if sources changed.
@@ -86,9 +94,22 @@ fi
 echo "build_stack: installing the stack wheels and requirements.txt"
 "$vpy" -m pip install -q --disable-pip-version-check --no-deps \
     "$wheelhouse"/ndtypes-0.2.0.dev3-*.whl "$wheelhouse"/xnd-0.2.0.dev3-*.whl "$wheelhouse"/gumath-0.2.0.dev3-*.whl
-"$vpy" -m pip install -q --disable-pip-version-check -r requirements.txt
+if [ "$mpi" = system ]; then
+    # The same pins without the MPI wheels; mpi4py from its sdist, compiled
+    # with the system's mpicc, so it links the site's MPI library.
+    reqs=$(mktemp)
+    grep -v -E '^(mpich|mpi4py)==' requirements.txt > "$reqs"
+    "$vpy" -m pip install -q --disable-pip-version-check -r "$reqs"
+    rm -f "$reqs"
+    mpi4py_pin=$(grep -E '^mpi4py==' requirements.txt)
+    echo "build_stack: building $mpi4py_pin against $(command -v mpicc) ($(mpiexec --version 2>&1 | head -1))"
+    MPICC=$(command -v mpicc) "$vpy" -m pip install -q --disable-pip-version-check \
+        --no-binary mpi4py --no-cache-dir "$mpi4py_pin"
+else
+    "$vpy" -m pip install -q --disable-pip-version-check -r requirements.txt
+fi
 echo "build_stack: building xdap (editable)"
 "$vpy" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
-"$vpy" -c "import xdap, gumath, mpi4py; print('build_stack: ok, xdap', xdap.__version__)"
+"$vpy" -c "import xdap, gumath, mpi4py; from mpi4py import MPI; print('build_stack: ok, xdap', xdap.__version__, 'on', MPI.Get_library_version().splitlines()[0])"
 rm -f "$venv"/.xdap-env-*
 touch "$stamp"

@@ -24,7 +24,7 @@ import os
 import shlex
 import sys
 
-__all__ = ["mpiexec_command", "clean_environment", "LAUNCHER_PREFIXES"]
+__all__ = ["mpiexec_command", "clean_environment", "kill_session", "LAUNCHER_PREFIXES"]
 
 LAUNCHER_PREFIXES = ("PMI_", "PMIX_", "HYDI_", "HYDRA_", "MPI_LOCALNRANKS", "MPI_LOCALRANKID",
                      "OMPI_", "OPAL_", "PRTE_", "PRRTE_")
@@ -46,3 +46,23 @@ def clean_environment(env=None, **extra) -> dict:
     out = {k: v for k, v in env.items() if not k.startswith(LAUNCHER_PREFIXES)}
     out.update(extra)
     return out
+
+
+def kill_session(sid: int, sig: int = 9) -> int:
+    """Send ``sig`` (SIGKILL) to every process of session ``sid`` -- a job
+    started with ``start_new_session=True`` has ``sid == proc.pid`` -- and
+    return how many were signalled. ``os.killpg`` is not enough: Open MPI's
+    launcher puts each rank in a process group of its own (MPICH's hydra
+    keeps them in its group), so killing the launcher's group leaves the
+    ranks running, orphaned. Linux only (reads /proc)."""
+    hit = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if os.getsid(int(name)) == sid:
+                os.kill(int(name), sig)
+                hit += 1
+        except (ProcessLookupError, PermissionError):
+            pass
+    return hit

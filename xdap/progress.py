@@ -1,8 +1,11 @@
 """Progress bars for long collective work: save, load, migrate, the demo.
 
-Rank 0 shows one (tqdm) when its standard output is a terminal; every
-other rank, and rank 0 writing to a file or a pipe (a batch job's log),
-gets a bar that does nothing. ``XDAP_PROGRESS=0`` turns bars off, ``=1``
+Rank 0 shows one (tqdm) when its standard output is a terminal and no MPI
+launcher started it; every other rank, and rank 0 writing to a file or a
+pipe (a batch job's log), gets a bar that does nothing. Under ``mpiexec``
+a rank cannot tell whether the user watches a terminal (MPICH gives it a
+pipe, Open MPI a pseudo-terminal even for a batch log), so there bars are
+off unless asked for. ``XDAP_PROGRESS=0`` turns bars off, ``=1``
 forces them on (to stderr, as tqdm writes). A bar counts this rank's
 (rank 0's) own share of the work: no communication is spent on it.
 
@@ -34,12 +37,20 @@ class _Silent:
         return False
 
 
+# Set in every rank a launcher starts. Under a launcher, a rank's stdout
+# says nothing about the user's terminal: MPICH's hydra hands it a pipe,
+# Open MPI's a pseudo-terminal of its own even when writing to a file.
+_LAUNCHED = ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK")
+
+
 def _wanted(comm) -> bool:
     setting = os.environ.get(ENV, "").strip()
     if setting == "0" or comm.rank != 0:
         return False
     if setting == "1":
         return True
+    if any(k in os.environ for k in _LAUNCHED):
+        return False                            # under mpiexec: ask with XDAP_PROGRESS=1
     try:
         return sys.stdout.isatty()
     except (AttributeError, ValueError):       # replaced or closed stdout
