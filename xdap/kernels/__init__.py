@@ -22,6 +22,13 @@ xnd([0.8414709848078965, 0.9092974268256817], type='2 * float64')
 xdap.kernels is also what NumPy's ufuncs run on a DistArray (``np.sin(a)``,
 ``a + 1``: ``DistArray.__array_ufunc__``).
 """
+# This environment's libgumath, loaded through its Python package before any
+# extension of ours links it. Ours are built in place, so their runpath names
+# the environment that built them last (make test MPI=system puts a second
+# one beside .venv); loaded first, the library is reused by its soname,
+# never a second copy from elsewhere, with tables of its own.
+import gumath as _gumath  # noqa: F401
+
 from .apply import apply
 from .library import *  # noqa: F401,F403  (the kernel functions)
 from .library import BINARY, COMPARE, UNARY, gufunc
