@@ -30,7 +30,7 @@ LAYERS = [
                                "xdap.distribution", "xdap.directory", "xdap.heap"]),
     ("engines: (Distribution, Parts) in and out",
      ["xdap.codegen", "xdap._apply", "xdap.kernels", "xdap.create", "xdap.movement",
-      "xdap.protocols", "xdap.io"]),
+      "xdap.protocols", "xdap.io", "xdap.mesh"]),
     ("surface: DistArray", ["xdap.array", "xdap.printing", "xdap.pictures", "xdap"]),
     ("applications", ["xdap.cli", "xdap.demo", "xdap.__main__", "xdap.launcher"]),
 ]
