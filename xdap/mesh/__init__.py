@@ -1,11 +1,14 @@
 """Unstructured meshes in pieces (the mesh pipeline, issue 16; growing).
 
-``hilbert`` -- Hilbert-curve keys of points (pure NumPy); ``partition`` --
+``graph`` -- the dual graph of a distributed simplex mesh (cells sharing a
+facet), its edge cut, and METIS on it; ``hilbert`` -- Hilbert-curve keys
+of points (pure NumPy); ``partition`` --
 a distributed geometric partitioner: Hilbert keys of cell centroids cut
 into equal pieces by a distributed sample sort (the idea of Zoltan's HSFC
 and p4est), which never gathers the points or the mesh.
 """
+from .graph import dual_graph, edge_cut, metis_partition
 from .hilbert import hilbert_keys
 from .partition import hilbert_partition
 
-__all__ = ["hilbert_keys", "hilbert_partition"]
+__all__ = ["hilbert_keys", "hilbert_partition", "dual_graph", "edge_cut", "metis_partition"]
