@@ -103,7 +103,8 @@ def relaunch(script: str, ranks: int, timeout: float = 600) -> bool:
         return False
     from xdap.launcher import clean_environment, mpiexec_command
     env = clean_environment(**{CHILD_FLAG: "1"})
-    r = subprocess.run(mpiexec_command(ranks) + [sys.executable, os.path.abspath(script)],
+    r = subprocess.run(mpiexec_command(ranks) + [sys.executable, os.path.abspath(script)]
+                       + sys.argv[1:],
                        env=env, timeout=timeout)
     if r.returncode:
         print(f"(mpiexec -n {ranks} {os.path.basename(script)} exited with {r.returncode})")
