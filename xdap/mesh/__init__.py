@@ -1,5 +1,7 @@
 """Unstructured meshes in pieces (the mesh pipeline, issue 16; growing).
 
+``files`` -- a mesh file read in pieces (XDMF + HDF5 slices per rank; other
+meshio formats read on rank 0 and scattered), and a gmsh test mesh;
 ``graph`` -- the dual graph of a distributed simplex mesh (cells sharing a
 facet), its edge cut, and METIS on it; ``hilbert`` -- Hilbert-curve keys
 of points (pure NumPy); ``partition`` --
@@ -7,8 +9,10 @@ a distributed geometric partitioner: Hilbert keys of cell centroids cut
 into equal pieces by a distributed sample sort (the idea of Zoltan's HSFC
 and p4est), which never gathers the points or the mesh.
 """
+from .files import MeshBlock, generate_box, read_block, read_points
 from .graph import dual_graph, edge_cut, metis_partition
 from .hilbert import hilbert_keys
 from .partition import hilbert_partition
 
-__all__ = ["hilbert_keys", "hilbert_partition", "dual_graph", "edge_cut", "metis_partition"]
+__all__ = ["hilbert_keys", "hilbert_partition", "dual_graph", "edge_cut", "metis_partition",
+           "generate_box", "read_block", "read_points", "MeshBlock"]

@@ -1,0 +1,74 @@
+"""Reading a mesh in pieces (xdap.mesh.files), against meshio reading the
+whole file on one process."""
+import os
+
+import numpy as np
+import pytest
+
+from xdap.mesh import files
+
+
+@pytest.fixture(scope="module")
+def box(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("mesh") / "box.xdmf")
+
+
+def shared_box(comm, tmp_path_factory, tets=2000):
+    path = comm.bcast(str(tmp_path_factory.mktemp("mesh") / "box.xdmf") if comm.rank == 0
+                      else None)
+    return files.generate_box(path, tets, comm)
+
+
+def whole(path):
+    import meshio
+    m = meshio.read(path)
+    return m.points, m.cells_dict["tetra"], m.cell_data["rho"][0]
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3, 4))
+def test_blocks_cover_the_mesh_once_and_match_meshio(comm, tmp_path_factory):
+    path = shared_box(comm, tmp_path_factory)
+    points, cells, rho = whole(path)
+    for p in (path, None):
+        if p is None:                                # the same mesh as a format read whole
+            p = comm.bcast(path[:-5] + ".vtu" if comm.rank == 0 else None)
+            if comm.rank == 0:
+                import meshio
+                meshio.write(p, meshio.read(path))
+            comm.Barrier()
+        b = files.read_block(p, comm)
+        assert b.ncells == len(cells) and b.nnodes == len(points)
+        np.testing.assert_array_equal(b.cells, cells[b.ids])
+        np.testing.assert_array_equal(b.cell_data["rho"], rho[b.ids])     # NaN where missing
+        everyone = np.concatenate(comm.allgather(b.ids))
+        assert sorted(everyone.tolist()) == list(range(len(cells)))
+        np.testing.assert_array_equal(files.read_points(b, b.cells.ravel(), comm),
+                                      points[b.cells.ravel()])
+    assert 1500 <= len(cells) <= 3000, len(cells)                 # about the tets asked for
+    assert 0 < np.isnan(rho).sum() < 0.2 * len(rho)
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_bad_mesh_files_raise_on_every_rank(comm, tmp_path_factory):
+    d = comm.bcast(str(tmp_path_factory.mktemp("bad")) if comm.rank == 0 else None)
+    with pytest.raises(ValueError, match="does not exist"):
+        files.read_block(os.path.join(d, "nothing.xdmf"), comm)
+    junk = os.path.join(d, "junk.vtu")
+    if comm.rank == 0:
+        open(junk, "w").write("not a mesh")
+    comm.Barrier()
+    with pytest.raises(ValueError, match="meshio cannot read"):
+        files.read_block(junk, comm)
+    # a cell naming a node that does not exist, in the last rank's block
+    path = shared_box(comm, tmp_path_factory, 300)
+    if comm.rank == 0:
+        import h5py
+        with h5py.File(path[:-5] + ".h5", "r+") as f:
+            topo = [k for k in f if f[k].ndim == 2 and f[k].shape[1] == 4 and
+                    f[k].dtype.kind == "i"][0]
+            f[topo][-1, 2] = 10 ** 6
+    comm.Barrier()
+    with pytest.raises(ValueError, match="dangling node reference"):
+        files.read_block(path, comm)
+    with pytest.raises(ValueError, match="tets must be an int"):
+        files.generate_box(os.path.join(d, "z.xdmf"), 0, comm)

@@ -1,0 +1,233 @@
+"""Meshes on disk, read in pieces: each rank reads its block of cells and
+only the nodes they use.
+
+An XDMF + HDF5 mesh (what meshio writes) is read in parallel without any
+rank seeing the whole: the XDMF names the HDF5 datasets of the topology,
+the geometry and the cell data, and h5py reads slices of them -- rank ``r``
+its block of cells, then exactly the node rows those cells name. Any other
+format meshio reads (``.msh``, ``.vtu``, ...) can only be read whole: rank
+0 reads it and scatters each rank's block with ``Scatterv`` (buffers, never
+pickles). ``generate_box`` makes a test mesh with gmsh.
+
+>>> import tempfile, os
+>>> from mpi4py import MPI
+>>> path = generate_box(os.path.join(tempfile.mkdtemp(), "box.xdmf"), 500, MPI.COMM_SELF)
+>>> block = read_block(path, MPI.COMM_SELF)
+>>> block.cells.shape[1], block.cells.shape[0] == block.ncells, sorted(block.cell_data)
+(4, True, ['rho'])
+"""
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import comm as _comm
+from .. import exchange
+
+__all__ = ["generate_box", "read_block", "read_points", "MeshBlock"]
+
+
+@dataclass
+class MeshBlock:
+    """This rank's block of a mesh file: global cell ids ``ids``, their
+    node ids ``cells`` (``(n, k)``), cell data (NaN in a float field is a
+    missing value), and the whole mesh's counts."""
+    ids: np.ndarray
+    cells: np.ndarray
+    cell_data: dict = field(default_factory=dict)
+    ncells: int = 0
+    nnodes: int = 0
+    path: str = ""
+    geometry: tuple | None = None        # (h5 file, dataset) when nodes are read in slices
+    points: np.ndarray | None = None     # every node, when the format is read whole (rank 0)
+    dim: int = 3                         # coordinates per node
+
+
+def generate_box(path, tets: int, comm=None, missing: float = 0.05, seed: int = 0) -> str:
+    """Mesh the unit cube with gmsh into about ``tets`` tetrahedra and write
+    it with meshio as XDMF + HDF5 at ``path`` (rank 0; collective: every rank
+    returns once the file is complete). One cell field, ``rho``, with a
+    fraction ``missing`` of its values NaN (missing). Reuses an existing
+    file of the same request (the mesh is a cache, not a result)."""
+    comm = _comm.resolve(comm)
+    path = os.fspath(path)
+    with _comm.agreement(comm, "generate_box") as ag:
+        if isinstance(tets, bool) or not isinstance(tets, (int, np.integer)) or tets < 1:
+            raise ValueError(f"generate_box: tets must be an int >= 1, got {tets!r}")
+        ag.same("path and tets", (path, int(tets)))
+        if comm.rank == 0:
+            stamp = path + ".request"
+            want = f"{int(tets)} {missing} {seed}"
+            if not (os.path.exists(path) and os.path.exists(stamp) and
+                    open(stamp).read() == want):
+                _write_box(path, int(tets), missing, seed)
+                with open(stamp, "w") as f:
+                    f.write(want)
+    return path
+
+
+def _write_box(path, tets, missing, seed):
+    import gmsh
+    import meshio
+    gmsh.initialize()
+    try:
+        gmsh.option.setNumber("General.Terminal", 0)
+        gmsh.model.add("box")
+        gmsh.model.occ.addBox(0, 0, 0, 1, 1, 1)
+        gmsh.model.occ.synchronize()
+        # measured: a size h gives about 4.7 / h**3 tetrahedra in the unit cube
+        gmsh.option.setNumber("Mesh.MeshSizeMax", (4.7 / tets) ** (1 / 3))
+        gmsh.model.mesh.generate(3)
+        tags, coords, _ = gmsh.model.mesh.getNodes()
+        types, _, nodes = gmsh.model.mesh.getElements(3)
+    finally:
+        gmsh.finalize()
+    order = np.argsort(tags)
+    cells = np.searchsorted(tags[order], nodes[list(types).index(4)]).reshape(-1, 4)
+    rng = np.random.default_rng(seed)
+    rho = rng.random(len(cells)) + 1.0
+    rho[rng.random(len(cells)) < missing] = np.nan
+    tmp = path + ".writing.xdmf"
+    meshio.write(tmp, meshio.Mesh(coords.reshape(-1, 3)[order], [("tetra", cells.astype(np.int64))],
+                                  cell_data={"rho": [rho]}))
+    # meshio names the HDF5 file after the XDMF: move both into place
+    os.replace(os.path.splitext(tmp)[0] + ".h5", os.path.splitext(path)[0] + ".h5")
+    text = open(tmp).read().replace(os.path.basename(os.path.splitext(tmp)[0]) + ".h5",
+                                    os.path.basename(os.path.splitext(path)[0]) + ".h5")
+    with open(path, "w") as f:
+        f.write(text)
+    os.remove(tmp)
+
+
+def _xdmf(path):
+    """(topology (h5, dataset, shape), geometry (...), {name: cell data (...)})."""
+    root = ET.parse(path).getroot()
+    grid = root.find(".//Grid")
+    if grid is None:
+        raise ValueError("no Grid in the XDMF file")
+
+    def item(node, what):
+        di = node.find("DataItem") if node is not None else None
+        if di is None or di.get("Format") != "HDF" or ":" not in (di.text or ""):
+            raise ValueError(f"its {what} is not an HDF5 DataItem (only HDF5-backed XDMF is "
+                             "read in pieces)")
+        h5, name = di.text.strip().split(":", 1)
+        return (os.path.join(os.path.dirname(os.path.abspath(path)), h5), name,
+                tuple(int(x) for x in di.get("Dimensions").split()))
+    topo = grid.find("Topology")
+    if topo is None or topo.get("TopologyType", "").lower() not in ("tetrahedron", "triangle"):
+        raise ValueError(f"topology {None if topo is None else topo.get('TopologyType')!r} is "
+                         "not one of tetrahedra or triangles")
+    data = {a.get("Name"): item(a, f"attribute {a.get('Name')!r}")
+            for a in grid.findall("Attribute") if a.get("Center") == "Cell"}
+    return item(topo, "topology"), item(grid.find("Geometry"), "geometry"), data
+
+
+def read_block(path, comm=None) -> MeshBlock:
+    """This rank's block of the cells of the mesh file ``path`` (collective;
+    see the module docstring). A file that does not exist or that meshio
+    cannot read, and cells naming nodes that do not exist, raise the same
+    ValueError on every rank."""
+    comm = _comm.resolve(comm)
+    path = os.fspath(path)
+    kind = None
+    with _comm.agreement(comm, "read mesh", share=True) as ag:
+        ag.same("path", path)
+        if comm.rank == 0:
+            if not os.path.isfile(path):
+                raise ValueError(f"mesh file {path!r} does not exist")
+            kind = "xdmf" if path.endswith(".xdmf") else "whole"
+            if kind == "xdmf":
+                try:
+                    _xdmf(path)
+                except (ET.ParseError, ValueError, TypeError, AttributeError) as e:
+                    raise ValueError(f"mesh file {path!r} cannot be read in pieces: {e}") \
+                        from None
+    kind = comm.bcast(kind, root=0)
+    return (_read_xdmf_block if kind == "xdmf" else _read_whole_block)(path, comm)
+
+
+def _block(n, comm):
+    return n * comm.rank // comm.size, n * (comm.rank + 1) // comm.size
+
+
+def _read_xdmf_block(path, comm) -> MeshBlock:
+    import h5py
+    (th5, tname, tshape), (gh5, gname, gshape), data = _xdmf(path)
+    lo, hi = _block(tshape[0], comm)
+    with _comm.agreement(comm, "read mesh"):
+        with h5py.File(th5, "r") as f:
+            cells = np.asarray(f[tname][lo:hi], np.int64)
+        fields = {}
+        for name, (h5, ds, _) in data.items():
+            with h5py.File(h5, "r") as f:
+                fields[name] = np.asarray(f[ds][lo:hi])
+        if cells.size and (cells.min() < 0 or cells.max() >= gshape[0]):
+            bad = int(cells[(cells < 0) | (cells >= gshape[0])][0])
+            raise ValueError(f"mesh file {path!r}: a cell names node {bad}, but the mesh has "
+                             f"{gshape[0]} nodes (a dangling node reference)")
+    return MeshBlock(np.arange(lo, hi, dtype=np.int64), cells, fields, tshape[0], gshape[0],
+                     path, (gh5, gname))
+
+
+def _read_whole_block(path, comm) -> MeshBlock:
+    """Rank 0 reads the file whole with meshio; each rank gets its block (Scatterv)."""
+    meta, cells_all, points, fields_all = None, None, None, {}
+    with _comm.agreement(comm, "read mesh"):
+        if comm.rank == 0:
+            import meshio
+            try:
+                mesh = meshio.read(path)
+            except (Exception, SystemExit) as e:   # meshio raises many kinds, or exits (!)
+                raise ValueError(f"meshio cannot read mesh file {path!r}: "
+                                 f"{type(e).__name__}: {e}") from None
+            blocks = [(b.type, b.data) for b in mesh.cells if b.type in ("tetra", "triangle")]
+            if not blocks:
+                raise ValueError(f"mesh file {path!r} holds no tetrahedra or triangles")
+            ctype = blocks[0][0]
+            which = [i for i, b in enumerate(mesh.cells) if b.type == ctype]
+            cells_all = np.concatenate([mesh.cells[i].data for i in which]).astype(np.int64)
+            points = np.asarray(mesh.points, np.float64)
+            if cells_all.min() < 0 or cells_all.max() >= len(points):
+                raise ValueError(f"mesh file {path!r}: a cell names node "
+                                 f"{int(cells_all.max())}, but the mesh has {len(points)} nodes "
+                                 "(a dangling node reference)")
+            for name, per_block in mesh.cell_data.items():
+                fields_all[name] = np.concatenate([np.asarray(per_block[i], np.float64)
+                                                   for i in which])
+            meta = (len(cells_all), cells_all.shape[1], len(points), sorted(fields_all),
+                    points.shape[1])
+    ncells, k, nnodes, names, dim = comm.bcast(meta, root=0)
+    counts = np.diff([ncells * r // comm.size for r in range(comm.size + 1)])
+    lo, hi = _block(ncells, comm)
+    flat = exchange.scatterv(comm, None if cells_all is None else cells_all.reshape(-1),
+                             [c * k for c in counts], (hi - lo) * k, 0, np.int64)
+    fields = {name: exchange.scatterv(comm, fields_all.get(name), counts, hi - lo, 0, np.float64)
+              for name in names}
+    return MeshBlock(np.arange(lo, hi, dtype=np.int64), flat.reshape(-1, k), fields, ncells,
+                     nnodes, path, None, points, dim)
+
+
+def read_points(block: MeshBlock, node_ids, comm=None) -> np.ndarray:
+    """The coordinates of nodes ``node_ids`` (sorted unique ids are read;
+    any order is returned) -- from HDF5 slices of exactly those rows for a
+    file read in pieces (no communication), or, for a file read whole, sent
+    by rank 0 (collective then)."""
+    ids = np.asarray(node_ids, np.int64)
+    uniq, back = np.unique(ids, return_inverse=True)
+    if block.geometry is not None:
+        import h5py
+        h5, ds = block.geometry
+        with h5py.File(h5, "r") as f:
+            got = np.asarray(f[ds][uniq]) if len(uniq) else np.zeros((0, f[ds].shape[1]))
+        return got[back]
+    comm = _comm.resolve(comm)
+    counts = np.array(comm.allgather(len(uniq)), np.int64)
+    wanted = exchange.gatherv(comm, uniq, counts, 0)
+    d = block.dim
+    rows = None if comm.rank else block.points[wanted].reshape(-1)
+    got = exchange.scatterv(comm, rows, counts * d, len(uniq) * d, 0, np.float64)
+    return got.reshape(-1, d)[back]
