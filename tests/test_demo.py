@@ -20,3 +20,37 @@ def test_mesh_areas_cover_the_square():
     xy, cells = demo.triangulated_square(8)
     assert len(xy) == 81 and cells.shape == (128, 3)
     assert abs(demo.triangle_areas(xy, cells).sum() - 1.0) < 1e-12
+
+
+def mesh_args(out, **kw):
+    base = dict(tets=3000, mesh=None, partitioner="hilbert", out=out, check_limit=200_000)
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+@pytest.mark.mpi(ranks=(1, 2, 4))
+@pytest.mark.parametrize("partitioner", ["hilbert", "metis"])
+def test_mesh_pipeline_checks_pass(comm, capsys, tmp_path_factory, partitioner):
+    import os
+    from xdap import demo_mesh
+    out = comm.bcast(str(tmp_path_factory.mktemp("mesh")) if comm.rank == 0 else None)
+    assert demo_mesh.run(mesh_args(out, partitioner=partitioner)) == 0
+    text = capsys.readouterr().out
+    if comm.rank == 0:
+        assert "all checks passed" in text and "FAIL" not in text, text
+        assert text.count("OK  ") == 8
+        assert open(os.path.join(out, "partition.png"), "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+        import zarr
+        assert zarr.open_group(os.path.join(out, "result.xdap"), mode="r")["values"].ndim == 1
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_mesh_pipeline_bad_input_raises_on_every_rank(comm, tmp_path_factory):
+    import os
+    from xdap import demo_mesh
+    out = comm.bcast(str(tmp_path_factory.mktemp("mesh")) if comm.rank == 0 else None)
+    with pytest.raises(ValueError, match="does not exist"):
+        demo_mesh.run(mesh_args(out, mesh=os.path.join(out, "nothing.xdmf")))
+    with pytest.raises(ValueError, match="tets must be"):
+        demo_mesh.run(mesh_args(out, tets=0))
+    assert comm.bcast(sorted(os.listdir(out)) if comm.rank == 0 else None) == []

@@ -32,7 +32,7 @@ LAYERS = [
      ["xdap.codegen", "xdap._apply", "xdap.kernels", "xdap.create", "xdap.movement",
       "xdap.protocols", "xdap.io", "xdap.mesh"]),
     ("surface: DistArray", ["xdap.array", "xdap.printing", "xdap.pictures", "xdap"]),
-    ("applications", ["xdap.cli", "xdap.demo", "xdap.__main__", "xdap.launcher"]),
+    ("applications", ["xdap.cli", "xdap.demo", "xdap.demo_mesh", "xdap.__main__", "xdap.launcher"]),
 ]
 C_EXTENSIONS = ("xdap._xndbuf", "xdap._apply")
 

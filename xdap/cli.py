@@ -2,6 +2,7 @@
 
     xdap info    versions of xdap, the xnd stack and MPI
     xdap demo    the main job: run it under mpiexec (``make demo`` = 4 ranks)
+    xdap demo mesh [--tets N] [--mesh FILE] [--out DIR]   the mesh pipeline
     xdap kernel config HEADER.h [-o FILE.cfg]   skeleton kernel config
     xdap kernel build FILE.cfg [--out DIR]      build a gumath kernel module
     xdap show STORE [-o picture.png]            draw how a saved array was distributed
@@ -36,6 +37,11 @@ def _info(_args):
 def _demo(args):
     from . import demo
     return demo.run(args)
+
+
+def _demo_mesh(args):
+    from . import demo_mesh
+    return demo_mesh.run(args)
 
 
 def _kernel_config(args):
@@ -104,6 +110,12 @@ def main(argv=None) -> int:
     from .demo import add_arguments
     add_arguments(demo)
     demo.set_defaults(run=_demo)
+    demo_sub = demo.add_subparsers(dest="demo_what")
+    mesh = demo_sub.add_parser("mesh", help="the mesh pipeline: read in pieces, partition, "
+                               "migrate, ghosts, compute, save, show (run under mpiexec)")
+    from .demo_mesh import add_arguments as mesh_arguments
+    mesh_arguments(mesh)
+    mesh.set_defaults(run=_demo_mesh)
     _add_kernel_commands(sub)
     show = sub.add_parser("show", help="draw how a saved array was distributed (docs/format.md)")
     show.add_argument("store", help="a store written by a.save(path)")

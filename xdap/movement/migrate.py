@@ -46,18 +46,37 @@ class MigrationPlan:
         self._send, self._recv = send_counts, recv_counts
 
     def apply(self, x, p: Parts | None = None):
-        """Move another array of the source distribution the same way: an
-        array of ``x``'s kind (a DistArray), or the target's Parts when ``x``
-        is the source Distribution and ``p`` its Parts."""
+        """Move another array whose rows are distributed as the source's the
+        same way -- any other trailing shape or type: a mesh's connectivity
+        ``N * 4 * int64``, a cell field ``N * ?float64`` and coordinates
+        ``N * 3 * float64`` all follow one plan. Returns an array of ``x``'s
+        kind (a DistArray), or the target's Parts when ``x`` is a
+        Distribution and ``p`` its Parts."""
         if is_distributed(x):
             d, q = unwrap(x)
-            return wrap_like(x, self.target, self.apply(d, q))
+            return wrap_like(x, self.target_for(d), self.apply(d, q))
         d, q = x, p
         with _comm.agreement(d.comm, "MigrationPlan.apply"):
-            if d is not self.source and d != self.source:
-                raise ValueError("MigrationPlan.apply: the array's distribution differs from "
-                                 "the one the plan was made for")
+            self._check(d)
         return _move_rows(d.comm, q, self._rows, self._send, self._recv)
+
+    def _check(self, d) -> None:
+        if d is self.source or d == self.source:
+            return
+        src = self.source
+        if d.comm is not src.comm and d.comm != src.comm or not d.maps or \
+                d.maps[0] != src.maps[0] or any(g != 1 for g in d.grid[1:]) or \
+                d.coords[0] != src.coords[0]:
+            raise ValueError("MigrationPlan.apply: the array's rows are not distributed as the "
+                             f"plan's source's (dim 0: {d.maps[0] if d.maps else None!r} on a "
+                             f"{d.grid} grid, the plan's {src.maps[0]!r} on {src.grid})")
+
+    def target_for(self, d):
+        """The target distribution of an array of distribution ``d``: the
+        plan's rows, ``d``'s trailing dimensions."""
+        if d is self.source or d == self.source:
+            return self.target
+        return Distribution((self.target.maps[0],) + tuple(d.maps[1:]), self.target.comm)
 
 
 def migrate(d, p: Parts, dest) -> tuple:
