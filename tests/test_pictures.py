@@ -86,6 +86,14 @@ def test_points_with_ghosts(comm):
         filled = [c for c in ax.collections if len(c.get_facecolors())]
         assert sorted(x for c in filled for x in np.asarray(c.get_offsets())[:, 0]) == list(g)
         assert f"{P} ghost copies" in ax.get_title()
+    # NaN points are not drawn, and beyond max_cells**2 points every k-th is
+    pts = xy[a.global_indices(0)].copy()
+    pts[::2] = np.nan
+    ax = a.plot(points=pts, max_cells=3)
+    if comm.rank == 0:
+        drawn = sum(len(c.get_offsets()) for c in ax.collections)
+        finite = (n + P) // 2                     # roughly: half of every rank's points
+        assert 0 < drawn <= 9 + P and "-th of" in ax.get_title(), (drawn, finite)
 
 
 @pytest.mark.mpi(ranks=(2, 3))

@@ -13,7 +13,7 @@ NumPy computation of the same thing on the same data:
 5. exchange  -- the Distributed Array Protocol (a consumer that knows only
    the spec, and ``xdap.from_distarray``, zero-copy), an Arrow view and
    ``__partitioned__``;
-6. save/load -- crash-safe checksummed save, loaded back cyclic on all ranks
+6. save/load -- a crash-safe, checksummed Zarr v3 store, loaded back cyclic on all ranks
    and on a sub-communicator of half the ranks;
 7. halo exchange -- Jacobi iterations of the heat equation on a block x block
    grid with one ghost layer;
@@ -188,7 +188,7 @@ def stage_exchange(rep: Report, comm, serial: Parts, a, c, means):
 
 
 def stage_save_load(rep: Report, comm, serial: Parts, a):
-    rep.say("\n[6] save / load (atomic switch, checksums)")
+    rep.say("\n[6] save / load (a Zarr v3 store: staged, swapped in atomically, CRC-32C per chunk)")
     where = comm.bcast(tempfile.mkdtemp(prefix="xdap-demo-") if comm.rank == 0 else None)
     path = os.path.join(where, "dataset.xdap")
     try:

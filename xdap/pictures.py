@@ -14,8 +14,9 @@ others get None. Only what the picture needs reaches rank 0:
   owning rank (rows sampled the same way when there are many).
 - **unstructured data at points**: pass ``points=`` (this rank's local
   coordinates, one row per local element, 2 or more columns: the first two
-  are drawn): points colored by owner, copies held for other ranks (ghosts)
-  drawn as hollow circles in the holder's color.
+  are drawn; NaN rows are skipped, e.g. to draw a slice): points colored by
+  owner, copies held for other ranks (ghosts) drawn as hollow circles in
+  the holder's color; beyond ``max_cells**2`` points, every k-th.
 
 Headless: a ``matplotlib.figure.Figure`` is made without pyplot, so no
 display or backend is needed; ``ax.figure.savefig("x.png")`` writes it.
@@ -105,7 +106,7 @@ def plot(a, ax=None, *, points=None, max_cells: int = MAX_CELLS, title=None):
             raise ValueError(f"plot: draws 1-D and 2-D arrays, this one is "
                              f"{len(d.maps)}-D (plot a 2-D slice or pass points=)")
     if points is not None:
-        return _plot_points(a, d, ax, points, title)
+        return _plot_points(a, d, ax, points, title, max_cells)
     if p.info.ragged:
         return _plot_rows(a, d, p, ax, max_cells, title)
     return _plot_grid(a, d, ax, max_cells, title)
@@ -284,13 +285,19 @@ def _draw_rows(ax, rows, owners, lengths, d, title):
 
 # -- unstructured data at points ------------------------------------------------------------
 
-def _plot_points(a, d, ax, points, title):
-    """Points colored by owner; copies held for other ranks hollow."""
+def _plot_points(a, d, ax, points, title, max_cells):
+    """Points colored by owner; copies held for other ranks hollow. Points
+    with a NaN coordinate are not drawn (pass NaN to draw a slice); at most
+    ``max_cells**2`` points in all reach rank 0 (every k-th beyond that)."""
     comm = d.comm
     m, c = d.maps[0], d.coords[0]
     canon = np.zeros(len(points), bool)
     canon[m.canonical_positions(c)] = True
-    got = comm.gather((points[:, :2], canon, comm.rank), root=0)
+    keep = np.flatnonzero(np.isfinite(points[:, :2]).all(axis=1))
+    total = comm.allreduce(len(keep))
+    step = max(1, -(-total // (max_cells * max_cells)))
+    keep = keep[::step]
+    got = comm.gather((points[keep, :2], canon[keep], comm.rank), root=0)
     if comm.rank != 0:
         return None
     colors = _colors(d.size)
@@ -304,8 +311,10 @@ def _plot_points(a, d, ax, points, title):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False,
               markerscale=1.5)
     ghosts = sum(int((~own).sum()) for _, own, _ in got)
-    ax.set_title(title or f"{a.type}: {m.size} points on {d.size} ranks"
-                 + (f", {ghosts} ghost copies (hollow)" if ghosts else ""), fontsize="medium")
+    ax.set_title((title or f"{a.type}: {m.size} points on {d.size} ranks"
+                  + (f", {ghosts} ghost copies (hollow)" if ghosts else ""))
+                 + (f"\n(every {step}-th of {total:,} points drawn)" if step > 1 else ""),
+                 fontsize="medium")
     return ax
 
 
