@@ -136,6 +136,12 @@ class Scatter:
                         self._send_counts)
         self._row_shape = tuple(d.local_shape[1:])
         self._copies = None            # the refresh plan, built on first use
+        # needed distinct, ascending and owners in rank order (a ghost layer
+        # of block-numbered nodes): values arrive in needed's order, no
+        # permutation afterwards
+        ramp = np.arange(self._n_uniq)
+        self._in_order = (self.n_needed == self._n_uniq and np.array_equal(self._order, ramp)
+                          and np.array_equal(self._inverse, ramp))
 
     # -- the one collective -------------------------------------------------
     def _alltoallv(self, send, scounts, recv, rcounts):
@@ -177,6 +183,8 @@ class Scatter:
         send = values[self._send_local]
         got = np.empty((self._n_uniq,) + values.shape[1:], values.dtype)
         self._alltoallv(send, self._send_counts, got, self._recv_counts)
+        if self._in_order:
+            return got
         uniq_vals = np.empty_like(got)
         uniq_vals[self._order] = got
         return uniq_vals[self._inverse]
