@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 __all__ = ["install", "ENV"]
 
 ENV = "XDAP_ABORT_ON_ERROR"
+_GRACE = 0.3         # seconds between the last output and the abort
 
 
 def install() -> bool:
@@ -40,6 +42,11 @@ def install() -> bool:
                                  f"aborting the MPI job ({ENV}=0 leaves the other ranks "
                                  "running)\n")
                 sys.stderr.flush()
+                # The launcher forwards a rank's output through a pipe; an
+                # abort can end the forwarding before the pipe is drained
+                # (seen under load: the traceback cut after its first line).
+                # A moment's grace lets the traceback reach the user.
+                time.sleep(_GRACE)
                 MPI.COMM_WORLD.Abort(1)
         except Exception:          # never hide the original error
             pass
