@@ -150,6 +150,9 @@ def run(args) -> int:
         ax.figure.savefig(os.path.join(out, "partition.png"), dpi=90)
     stage("save + picture", t0)
     say(f"  pipeline (read .. save): {comm.allreduce(time.perf_counter() - t_all, op=MPI.MAX):.2f} s")
+    import resource
+    rss = comm.allgather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    say(f"  peak memory per rank: {', '.join(f'{r:.0f}' for r in rss)} MiB")
 
     # checks
     say("\n[checks]")
