@@ -579,6 +579,14 @@ def test_every_rank_writes_whole_chunks_of_its_own(comm):
         step = -(-4000 // comm.size)         # the aligned blocks' length
         assert z.chunks[0] <= 100 and step % z.chunks[0] == 0, (z.chunks, step)
         check_global(xdap.load(tmp + "/b", comm=comm), (np.arange(4000.0), None))
+        # the unstructured index table is chunked by chunk_bytes too (it was not: 3 ranks failed)
+        u = xdap.from_global(np.arange(5000.0), dist=("u",), comm=comm,
+                             indices=([np.arange(r, 5000, comm.size) for r in range(comm.size)],))
+        save(u.distribution, u.parts, tmp + "/u", chunk_bytes=800)
+        assert zarr.open_array(tmp + "/u/indices0", mode="r").chunks == (50, 2)
+        back = xdap.load(tmp + "/u", comm=comm)
+        assert back.distribution == u.distribution
+        check_global(back, (np.arange(5000.0), None))
 
 
 @pytest.mark.mpi(ranks=(1, 2, 4))

@@ -86,22 +86,22 @@ def save(d, p, path, chunk_bytes: int = CHUNK_BYTES) -> None:
     width = dtype.itemsize * (item or 1)
     layouts, d_write, p_write = _write_layouts(d, p, info, width, chunk_bytes)
     tables = _index_tables(d)
-    table_layouts = {k: layout(comm, len(t) if t is not None else 0, start)
-                     for k, (t, start) in tables.items()}
+    table_layouts = {}              # {dim: (starts, lengths, total, chunk)}, as for segments
+    for k, (t, start) in tables.items():
+        starts, lengths, total = layout(comm, len(t) if t is not None else 0, start)
+        table_layouts[k] = (starts, lengths, total, segment_chunk(total, comm.size, 16,
+                                                                  chunk_bytes))
     # Everything that communicates happens before any file is touched, so a
     # rank whose writing fails cannot leave the others in a collective.
     pieces = _pieces(comm, info, d_write, p_write, layouts, dtype, item)
     for k, (t, _) in tables.items():
-        starts, lengths, total = table_layouts[k]
         pieces.append(_segment(comm, sf.indices_name(k), np.zeros((0, 2), np.int64)
-                               if t is None else t, starts, lengths, total,
-                               segment_chunk(total, comm.size, 16, chunk_bytes)))
+                               if t is None else t, *table_layouts[k]))
     staged = None
     with _comm.agreement(comm):
         if comm.rank == 0:
             staged = _prepare(path)
-            _create_arrays(staged[0], info, d.global_shape, layouts, table_layouts, dtype, item,
-                           comm.size)
+            _create_arrays(staged[0], info, d.global_shape, layouts, table_layouts, dtype, item)
     staging, generation = comm.bcast(staged, root=0)
 
     error = None
@@ -259,7 +259,7 @@ def _prepare(path: str) -> tuple:
     return staging, generation
 
 
-def _create_arrays(staging, info, shape, layouts, table_layouts, dtype, item, nranks) -> None:
+def _create_arrays(staging, info, shape, layouts, table_layouts, dtype, item) -> None:
     """The group and every array's metadata, in the staging directory."""
     import zarr
     from zarr.codecs import BytesCodec, Crc32cCodec
@@ -285,8 +285,8 @@ def _create_arrays(staging, info, shape, layouts, table_layouts, dtype, item, nr
             extra = trailing if name == sf.VALUES else ()
             create(name, (total,) + extra, (chunk,) + extra, dt,
                    [name + "_index"] + (tail_names if extra else []), 0)
-    for k, (_, _, total) in table_layouts.items():
-        create(sf.indices_name(k), (total, 2), (segment_chunk(total, nranks, 16), 2), np.int64,
+    for k, (_, _, total, chunk) in table_layouts.items():
+        create(sf.indices_name(k), (total, 2), (chunk, 2), np.int64,
                [f"indices{k}_index", "index_counts_here"], 0)
 
 
