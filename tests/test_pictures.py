@@ -39,6 +39,21 @@ def test_grid_colors_are_the_owners(comm):
     assert "block-cyclic(2)" in ax.get_title() or grid[1] == 1
 
 
+@pytest.mark.mpi(ranks=(2, 3))
+def test_born_distributed_unstructured_owners(comm):
+    """No rank holds the whole index map: rank 0 learns the owners of the
+    drawn indices only, and draws them right."""
+    n = 1000
+    owner = (np.arange(n) * 7) % comm.size                  # the rule, independent of xdap
+    mine = np.flatnonzero(owner == comm.rank)[::-1].copy()  # any order
+    a = xdap.from_local(np.zeros(len(mine)), dist="u", indices=mine, comm=comm)
+    assert not getattr(a.distribution.maps[0], "complete", True)
+    ax = a.plot(max_cells=100)
+    if comm.rank == 0:
+        np.testing.assert_array_equal(np.asarray(ax.images[0].get_array())[0],
+                                      owner[np.arange(0, n, 10)])
+
+
 @pytest.mark.mpi(ranks=(2, 4))
 def test_halos_are_hatched_and_big_arrays_sampled(comm):
     P = comm.size

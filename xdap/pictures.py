@@ -63,19 +63,17 @@ def _sample(n: int, max_cells: int) -> np.ndarray:
     return np.arange(0, n, step, dtype=np.int64)
 
 
-def owner_grid(d, samples) -> np.ndarray:
-    """The owning rank of every sampled cell of a fixed array (rank 0's
-    picture; pure for block and cyclic maps). ``samples[k]``: the global
-    indices drawn along dim k; an unstructured dim is looked up through the
-    maps this process holds -- pass maps completed by :func:`plot`.
+def owner_grid(d, coords) -> np.ndarray:
+    """The owning rank of every drawn cell of a fixed array (rank 0's
+    picture; pure). ``coords[k]``: the grid coordinate along dim k of each
+    index drawn along it.
 
-    >>> from mpi4py import MPI
     >>> from xdap.distribution import Distribution
     >>> from xdap.maps import CyclicMap
-    >>> owner_grid(Distribution([CyclicMap(6, 1)], MPI.COMM_SELF), [np.arange(6)]).tolist()
-    [0, 0, 0, 0, 0, 0]
+    >>> d = Distribution.detached([CyclicMap(6, 2)])
+    >>> owner_grid(d, [d.maps[0].owners(np.arange(6))[0]]).tolist()
+    [0, 1, 0, 1, 0, 1]
     """
-    coords = [m.owners(s)[0] for m, s in zip(d.maps, samples)]
     mesh = np.meshgrid(*coords, indexing="ij")
     at = np.empty(d.grid, np.int64)
     for r in range(d.size):
@@ -114,44 +112,42 @@ def plot(a, ax=None, *, points=None, max_cells: int = MAX_CELLS, title=None):
 
 # -- fixed arrays ---------------------------------------------------------------------------
 
-def _complete_maps(d, samples):
-    """The maps with every unstructured dim's sampled owners known on rank 0:
-    each rank sends the sampled indices it holds canonically (no one sends
-    more than its share of the samples)."""
-    from .maps import UnstructuredMap
+def _sample_coords(d, samples) -> list:
+    """The grid coordinate owning each sampled index, per dim, on rank 0
+    (collective). Block and cyclic maps answer themselves; along a
+    distributed unstructured dim each rank sends only the sampled indices
+    it holds canonically -- O(samples) on rank 0, never O(size)."""
     comm = d.comm
-    maps = list(d.maps)
-    for k, m in enumerate(d.maps):
+    coords = []
+    for k, (m, s) in enumerate(zip(d.maps, samples)):
         if m.dist_type != "u" or getattr(m, "complete", True):
+            coords.append(m.owners(s)[0])
             continue
         c = d.coords[k]
         ids = np.asarray(m.global_indices(c))[m.canonical_positions(c)]
-        picked = ids[np.isin(ids, samples[k])]
-        got = comm.gather((c, picked), root=0)
+        got = comm.gather((c, ids[np.isin(ids, s)]), root=0)
+        at = None
         if comm.rank == 0:
-            per = [np.zeros(0, np.int64) for _ in range(m.grid_size)]
-            for cc, ids_c in got:
-                per[cc] = np.union1d(per[cc], ids_c)
-            rest = np.setdiff1d(np.arange(m.size), np.concatenate(per))
-            per[0] = np.concatenate([per[0], rest])     # unsampled indices: any owner
-            maps[k] = UnstructuredMap(m.size, per, one_to_one=True)
-    return maps
+            at = np.zeros(len(s), np.int64)
+            for cc, picked in got:
+                at[np.searchsorted(s, picked)] = cc
+        coords.append(at)
+    return coords
 
 
 def _plot_grid(a, d, ax, max_cells, title):
-    from .distribution import Distribution
     samples = [_sample(n, max_cells) for n in d.global_shape]
-    maps = _complete_maps(d, samples)
+    coords = _sample_coords(d, samples)
     if d.comm.rank != 0:
         return None
-    dd = Distribution.detached(maps, d.rank_coords if not d.c_order else None)
-    return _draw_grid(ax, dd, samples, str(a.type), title)
+    return _draw_grid(ax, d, coords, samples, str(a.type), title)
 
 
-def _draw_grid(ax, d, samples, type_str, title):
-    """Rank 0: the owner grid of (detached) distribution ``d`` at the sampled cells."""
+def _draw_grid(ax, d, coords, samples, type_str, title):
+    """Rank 0: the owners of the sampled cells of distribution ``d``
+    (``coords``: see :func:`owner_grid`)."""
     shape = d.global_shape
-    owners = owner_grid(d, samples)
+    owners = owner_grid(d, coords)
     if owners.ndim == 1:
         owners = owners[None, :]
     ax = _axes(ax)
@@ -203,6 +199,7 @@ def _halos(ax, d, samples, colors):
     from matplotlib.patches import Rectangle
     if not any(m.dist_type == "b" and any(lo or hi for lo, hi in m.padding) for m in d.maps):
         return
+    rows = samples[0] if len(samples) == 2 else np.array([0])     # a 1-d array is one row
     for r in range(d.size):
         c = d.coords_of(r)
         spans = []
@@ -215,14 +212,13 @@ def _halos(ax, d, samples, colors):
             spans.append(((lo, hi), (lo - clo, hi + chi)))
         if len(spans) == 1:
             spans.insert(0, ((0, 1), (0, 1)))
-            samples = [np.array([0])] + list(samples)
         (orow, brow), (ocol, bcol) = spans
         for (r0, r1), (c0, c1) in [((brow[0], orow[0]), bcol), ((orow[1], brow[1]), bcol),
                                    (orow, (bcol[0], ocol[0])), (orow, (ocol[1], bcol[1]))]:
             if r1 <= r0 or c1 <= c0:
                 continue
-            y0 = _position(samples[0], r0) - 0.5
-            y1 = _position(samples[0], r1 - 1) + 0.5
+            y0 = _position(rows, r0) - 0.5
+            y1 = _position(rows, r1 - 1) + 0.5
             x0 = _position(samples[-1], c0) - 0.5
             x1 = _position(samples[-1], c1 - 1) + 0.5
             ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, hatch="///",
@@ -322,9 +318,10 @@ def _plot_points(a, d, ax, points, title, max_cells):
 
 def plot_store(path, ax=None, max_cells: int = MAX_CELLS):
     """Draw how the array saved at ``path`` was distributed (one process,
-    no MPI traffic): from the store's ``xdap`` attribute, plus the row
-    offsets of a ragged store and the index tables of unstructured dims
-    (only the sampled rows are read).
+    no MPI traffic): from the store's ``xdap`` attribute, plus the sampled
+    rows' offsets of a ragged store and, for an unstructured dim, its whole
+    index table (O(size) on this one process: the indices are in no order
+    a sample could be read by).
 
     >>> import tempfile, os, numpy as np, xdap
     >>> from mpi4py import MPI
@@ -366,11 +363,11 @@ def plot_store(path, ax=None, max_cells: int = MAX_CELLS):
         per = [table[e - n:e][table[e - n:e, 1] == 1, 0] for e, n in zip(ends, j["counts"])]
         maps.append(UnstructuredMap(j["size"], per, one_to_one=True))
     d = Distribution.detached(maps, dist["rank_coords"])
+    samples = [_sample(n, max_cells) for n in d.global_shape]
+    coords = [m.owners(s)[0] for m, s in zip(d.maps, samples)]
     if attrs["kind"] != "ragged":
-        samples = [_sample(n, max_cells) for n in d.global_shape]
-        return _draw_grid(ax, d, samples, attrs["type"], None)
-    rows = _sample(d.global_shape[0], max_cells)
+        return _draw_grid(ax, d, coords, samples, attrs["type"], None)
+    rows = samples[0]
     lo, hi = array(sf.offsets_name(0), rows), array(sf.offsets_name(0), rows + 1)
-    return _draw_rows(ax, rows, d.maps[0].owners(rows)[0] if d.size == d.grid[0] else
-                      owner_grid(d, [rows]), hi - lo, d,
+    return _draw_rows(ax, rows, owner_grid(d, coords), hi - lo, d,
                       f"{attrs['type']}: {d.global_shape[0]} rows, {_describe(d)}")
