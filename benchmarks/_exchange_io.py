@@ -82,6 +82,7 @@ def child(tmp: str) -> None:
     from xdap.io.files import map_verified, write_file
     from xdap.io.npy import npy_header
     from xdap.io.store_writer import finish_cleanup
+    from _harness import timed
     from xdap.maps import BlockMap
     from xdap.types import type_info
 
@@ -95,13 +96,6 @@ def child(tmp: str) -> None:
     path = os.path.join(tmp, "a.xdap")
     old = os.path.join(tmp, "old")
     ddfile = os.path.join(tmp, "dd.bin")
-
-    def timed(fn):
-        comm.Barrier()
-        t0 = time.perf_counter()
-        out = fn()
-        comm.Barrier()
-        return comm.allreduce(time.perf_counter() - t0, op=MPI.MAX), out
 
     def old_save():
         """Format 1 as xdap wrote it: a checksummed, fsynced .npy piece per

@@ -71,6 +71,17 @@ def bench(fns, budget: float = 0.6, warmup: int = 3, min_reps: int = 10,
     return med, low, reps
 
 
+def timed(fn, comm=None):
+    """``(seconds, fn())`` of one collective call, barrier to barrier, the
+    slowest rank's time (the same on every rank)."""
+    comm = COMM if comm is None else comm
+    comm.Barrier()
+    t0 = time.perf_counter()
+    out = fn()
+    comm.Barrier()
+    return comm.allreduce(time.perf_counter() - t0, op=MPI.MAX), out
+
+
 def ragged_partition(nvalues: int, mean_len: int = 10, seed: int = 7):
     """A ``var * var * float64`` DistArray with one partition of exactly
     ``nvalues`` leaves per rank (rows of mean length ``mean_len``, block rows),

@@ -28,13 +28,12 @@ import itertools
 import os
 import resource
 import sys
-import time
 
 import numpy as np
 from mpi4py import MPI
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _harness import COMM, P, relaunch, run_main, say, verdict  # noqa: E402
+from _harness import COMM, P, relaunch, run_main, say, timed, verdict  # noqa: E402
 
 from xdap.mesh import dual_graph, edge_cut, hilbert_partition, metis_partition  # noqa: E402
 
@@ -110,14 +109,6 @@ def ghost_update(cells, ids, parts, n):
     say(f"RESULT mesh_ghost_update_vs_neighbor_alltoallv={r:.2f} (xdap Scatter.forward "
         f"{1e3 * med[0]:.3f} ms / {1e3 * med[1]:.3f} ms, medians of {reps}; of minima "
         f"{low[0] / low[1]:.2f}; target <= 1.1) {verdict(r <= 1.1 and bool(ok))}")
-
-
-def timed(fn):
-    COMM.Barrier()
-    t0 = time.perf_counter()
-    out = fn()
-    COMM.Barrier()
-    return COMM.allreduce(time.perf_counter() - t0, op=MPI.MAX), out
 
 
 def main():

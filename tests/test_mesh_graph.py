@@ -5,7 +5,6 @@ import itertools
 
 import numpy as np
 import pytest
-from mpi4py import MPI
 
 from xdap.mesh import dual_graph, edge_cut, hilbert_partition, metis_partition
 

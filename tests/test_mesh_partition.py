@@ -9,7 +9,6 @@ for equal counts and for being runs of the key order.
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
-from mpi4py import MPI
 
 from xdap.mesh import hilbert_keys, hilbert_partition
 from xdap.mesh.hilbert import max_bits

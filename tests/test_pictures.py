@@ -10,7 +10,6 @@ import sys
 
 import numpy as np
 import pytest
-from mpi4py import MPI
 
 import xdap
 from xdap.launcher import clean_environment, mpiexec_command

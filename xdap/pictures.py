@@ -334,7 +334,7 @@ def plot_store(path, ax=None, max_cells: int = MAX_CELLS):
 
     from .distribution import Distribution
     from .io import store_format as sf
-    from .io.chunk_files import read_chunks
+    from .io.chunk_files import array_layout, read_chunks
     from .io.store_writer import read_store_attrs
     from .maps import Map, UnstructuredMap
     attrs = read_store_attrs(path)
@@ -343,15 +343,10 @@ def plot_store(path, ax=None, max_cells: int = MAX_CELLS):
     sf.validate(attrs, f"xdap store {path!r}")
     dist = attrs["distribution"]
 
-    def array(name, sel):
-        import json
-        with open(os.path.join(path, name, "zarr.json")) as f:
-            meta = json.load(f)
-        shape = tuple(meta["shape"])
-        dt = np.dtype(np.int64)
-        return read_chunks(os.path.join(path, name),
-                           tuple(meta["chunk_grid"]["configuration"]["chunk_shape"]), shape,
-                           [sel], dt, shape[1:], name)
+    def array(name, sel):                   # int64 arrays: offsets, index tables
+        shape, chunks = array_layout(os.path.join(path, name))
+        return read_chunks(os.path.join(path, name), chunks, shape, [sel], np.dtype(np.int64),
+                           shape[1:], name)
 
     maps = []
     for k, j in enumerate(dist["maps"]):

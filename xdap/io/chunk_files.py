@@ -30,9 +30,18 @@ import numpy as np
 from .chunks import chunk_ranges
 from .files import fsync_dir
 
-__all__ = ["chunk_key", "write_chunks", "read_chunks"]
+__all__ = ["chunk_key", "array_layout", "write_chunks", "read_chunks"]
 
 _CRC = 4
+
+
+def array_layout(array_dir: str) -> tuple:
+    """``(shape, chunk shape)`` of the Zarr v3 array at ``array_dir``, from
+    its ``zarr.json`` (the regular chunk grid xdap writes)."""
+    import json
+    with open(os.path.join(array_dir, "zarr.json"), "rb") as f:
+        meta = json.load(f)
+    return tuple(meta["shape"]), tuple(meta["chunk_grid"]["configuration"]["chunk_shape"])
 
 
 def chunk_key(idx) -> str:

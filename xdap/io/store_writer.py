@@ -40,7 +40,7 @@ from ..maps import BlockMap, index_digest
 from ..movement.redistribute import move
 from ..progress import bar
 from . import store_format as sf
-from .chunk_files import write_chunks
+from .chunk_files import array_layout, write_chunks
 from .chunks import CHUNK_BYTES, chunk_plan, segment_chunk
 from .files import as_path, crash_point, fsync_dir
 from .segments import align_segment, layout
@@ -327,11 +327,8 @@ def _attributes(d, info, generation, digests) -> dict:
 def _write_region(staging, name, region, data, progress=None) -> None:
     """Write whole chunks of array ``name``: ``data`` into ``region``
     (slices), fsynced (see ``xdap.io.chunk_files``)."""
-    import json
-    with open(os.path.join(staging, name, "zarr.json"), "rb") as f:
-        meta = json.load(f)
-    write_chunks(os.path.join(staging, name), meta["chunk_grid"]["configuration"]["chunk_shape"],
-                 meta["shape"], region, data, 0, progress)
+    shape, chunks = array_layout(os.path.join(staging, name))
+    write_chunks(os.path.join(staging, name), chunks, shape, region, data, 0, progress)
     crash_point("data")
 
 
