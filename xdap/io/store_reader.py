@@ -46,7 +46,9 @@ def load(path, comm=None, dist=None, grid=None, **per_dim) -> tuple:
     uniform padding and periodic flag. ``dist``, ``grid`` and ``per_dim``
     (as in ``xdap.from_global``) ask for any other distribution. Each rank
     reads only the chunks holding its buffer's global indices (padding
-    included), decoded by Zarr into new memory (a copy).
+    included), each verified against its CRC-32C, into new memory: a chunk
+    that is one contiguous run of the buffer straight into place, others
+    through a chunk-sized buffer (``xdap.io.chunk_files``).
 
     >>> import tempfile, os
     >>> from mpi4py import MPI
@@ -197,12 +199,12 @@ def _leaves(data, info, item) -> np.ndarray:
 def _load(path, attrs, arrays, comm, dist, grid, per_dim) -> tuple:
     info = sf.info_of(attrs)
     _, item = sf.storage(info)
-    local, error = None, None
+    local, error, read_as = None, None, None
     with _comm.agreement(comm, "load"):
         d = _target(path, attrs, arrays, comm, dist, grid, per_dim)
     try:
         if info.ragged:
-            local, d = _read_ragged(path, attrs, arrays, info, item, d)
+            local, read_as = _read_ragged(path, attrs, arrays, info, item, d)
         else:
             need = [as_slice(m.buffer_indices(c)) for m, c in zip(d.maps, d.coords)]
             n = int(np.prod(d.local_shape, dtype=np.int64))
@@ -221,15 +223,15 @@ def _load(path, attrs, arrays, comm, dist, grid, per_dim) -> tuple:
         error = e if isinstance(e, (ValueError, TypeError)) else \
             ValueError(f"xdap store {path!r}: {type(e).__name__}: {e}")
     _comm.agree(comm, error)
-    if isinstance(d, tuple):        # ragged rows read as blocks, now moved to the target
-        return move(d[0], local, d[1])
+    if info.ragged and read_as is not d:    # rows read as blocks, now moved to the target
+        return move(read_as, local, d)
     return d, local
 
 
 def _read_ragged(path, attrs, arrays, info, item, d):
-    """This rank's rows: read directly when they are one run of rows; else
-    read balanced blocks and return ``(blocks, target)`` to move them."""
-    target = d
+    """``(Parts, the distribution they were read in)``: this rank's rows of
+    ``d`` directly when every rank's rows are one run; else balanced blocks,
+    which the caller moves into ``d``."""
     if not d.maps[0].contiguous:    # the same decision on every rank: the map's kind
         d = Distribution([BlockMap(attrs["shape"][0], d.comm.size)], d.comm)
     rows = as_slice(d.maps[0].buffer_indices(d.coords[0]))
@@ -256,8 +258,7 @@ def _read_ragged(path, attrs, arrays, info, item, d):
     validity = None
     if info.optional:
         validity = pack_validity(_read(path, sf.VALIDITY, arrays, [slice(lo, hi)]))
-    p = Parts(info, np.ascontiguousarray(values), validity, tuple(offsets))
-    return p, (d if target is d else (d, target))
+    return Parts(info, np.ascontiguousarray(values), validity, tuple(offsets)), d
 
 
 # -- the distribution to load onto -------------------------------------------------------
@@ -284,7 +285,7 @@ def _saved(path, attrs, arrays, comm) -> Distribution:
     maps = []
     for k, j in enumerate(dist["maps"]):
         if j["dist_type"] != "u":
-            maps.append(Map.from_json({key: v for key, v in j.items()}))
+            maps.append(Map.from_json(j))
             continue
         counts = j["counts"]
         c = int(coords[k])
