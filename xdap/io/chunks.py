@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..maps import BlockMap
 
 __all__ = ["CHUNK_BYTES", "ChunkPlan", "chunk_plan", "segment_chunk", "chunk_ranges"]
@@ -120,5 +122,4 @@ def chunk_ranges(sel, chunk: int):
         if sel.stop <= sel.start:
             return range(0)
         return range(sel.start // chunk, (sel.stop - 1) // chunk + 1)
-    import numpy as np
     return np.unique(np.asarray(sel) // chunk)
