@@ -191,3 +191,37 @@ def test_forward_on_equal_array_objects_that_differ_between_ranks(comm):
     b = xdap.from_global(np.arange(12.0) * 10, dist=("c",), comm=comm)
     np.testing.assert_array_equal(s.forward(a if comm.rank == 0 else b), [110.0, 0.0, 50.0])
     s.reverse(np.ones(3), into=a if comm.rank == 0 else b, mode="add")
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_forward_into_kept_buffer(comm):
+    # a repeated ghost update into one buffer: in needed's order whatever the
+    # owners' order, through fields of two dtypes and a trailing dim, and a
+    # wrong `out` on one rank is the same error on every rank
+    rng = np.random.default_rng(comm.rank)
+    G = np.arange(40.0) * 3
+    a = xdap.from_global(G, dist=("c",), comm=comm)
+    orders = {"ascending distinct": np.arange(comm.rank, 40, 3),
+              "shuffled with repeats": rng.integers(0, 40, 25)}
+    for what, need in orders.items():
+        s = xdap.Scatter(a, need)
+        out = np.full(len(need), -1.0)
+        for step in range(3):
+            a.local_numpy()[...] += step          # new values each update
+            G = G + step
+            got = s.forward(a, out=out)
+            assert got is out, what
+            np.testing.assert_array_equal(out, G[need], err_msg=what)
+        ints = xdap.from_global(np.arange(40, dtype=np.int32), dist=("c",), comm=comm)
+        np.testing.assert_array_equal(s.forward(ints, out=np.empty(len(need), np.int32)),
+                                      need.astype(np.int32))
+        np.testing.assert_array_equal(s.forward(a), G[need])      # a new array still
+    s = xdap.Scatter(a, [3, 1])
+    wrong = np.empty(3) if comm.rank == comm.size - 1 else np.empty(2)
+    with pytest.raises(ValueError, match=r"out must be a float64 array of shape \(2,\).*rank"):
+        s.forward(a, out=wrong)
+    with pytest.raises(ValueError, match="out must be"):
+        s.forward(a, out=np.empty(2, np.float32))
+    with pytest.raises(ValueError, match="C-contiguous and writable"):
+        s.forward(a, out=np.empty(4)[::2])
+    np.testing.assert_array_equal(s.forward(a, out=np.empty(2)), G[[3, 1]])

@@ -72,6 +72,14 @@ def _name_digest(what: str, share: bool) -> bytes:
     return _digest((what, share, []))
 
 
+@functools.lru_cache(maxsize=1024)
+def _str_digest(what: str, share: bool, items: tuple) -> bytes:
+    """The digest of an agreement whose ``same`` values are all strings
+    (memoised: a repeated call -- a ghost update -- hashes nothing; exact
+    ``str`` only, so equal values of different types never share an entry)."""
+    return _digest((what, share, list(items)))
+
+
 class Agreement:
     """One collective entry point's agreement (use ``agreement(...)``).
 
@@ -97,6 +105,7 @@ class Agreement:
         self._share = share
         self._same: dict = {}
         self._value = None
+        self._meanwhile = None
         self.shared = None
 
     def same(self, name: str, value) -> None:
@@ -110,6 +119,14 @@ class Agreement:
         if not self._share:
             raise RuntimeError("Agreement.share needs agreement(..., share=True)")
         self._value = value
+
+    def meanwhile(self, work) -> None:
+        """Run ``work()`` -- purely local, e.g. packing a send buffer --
+        while the vote is in flight, if this rank's checks passed: it hides
+        the packing behind the vote's latency.  Data still moves between
+        ranks only after every rank has agreed.  ``work`` must not fail (the
+        other ranks have been told this one is fine)."""
+        self._meanwhile = work
 
     def _prefix(self) -> str:
         return f"{self.what}: " if self.what else ""
@@ -145,6 +162,8 @@ class Agreement:
             if error is not None:
                 self._raise(0, (isinstance(error, TypeError), str(error)), error)
             self.shared = [self._value] if self._share else None
+            if self._meanwhile is not None:
+                self._meanwhile()
             return
         if _watch.LIMIT:                     # debug mode: a missing rank is reported
             _watch.checkpoint(comm, self.what)
@@ -162,6 +181,8 @@ class Agreement:
         # the nonblocking call picks MPICH's faster small-message algorithm
         # (measured on 4 ranks: 26 us against 32 for the blocking Allreduce)
         request = comm.Iallreduce(buf, out, op=MPI.MIN)
+        if error is None and self._meanwhile is not None:
+            self._meanwhile()
         while not request.Test():   # waiting, let a rank sharing this core run (no spin)
             os.sched_yield()
         if out == buf and error is None:     # the common case: all agree, nobody failed
@@ -182,6 +203,8 @@ class Agreement:
         """One digest of the collective's name and every ``same`` value."""
         if not self._same:
             return _name_digest(self.what, self._share)
+        if all(type(v) is str for v in self._same.values()):     # e.g. a dtype name
+            return _str_digest(self.what, self._share, tuple(self._same.items()))
         try:
             return _digest((self.what, self._share, list(self._same.items())))
         except Exception as e:

@@ -136,12 +136,19 @@ class Scatter:
                         self._send_counts)
         self._row_shape = tuple(d.local_shape[1:])
         self._copies = None            # the refresh plan, built on first use
+        # the repeated exchange of forward, counts worked out once
+        self._gather = exchange.AlltoallvPattern(comm, self._send_counts, self._recv_counts)
+        self._buffers = {}             # kept send/receive buffers, per element type
         # needed distinct, ascending and owners in rank order (a ghost layer
         # of block-numbered nodes): values arrive in needed's order, no
-        # permutation afterwards
+        # permutation afterwards; else one take puts the arrivals in order
         ramp = np.arange(self._n_uniq)
         self._in_order = (self.n_needed == self._n_uniq and np.array_equal(self._order, ramp)
                           and np.array_equal(self._inverse, ramp))
+        if not self._in_order:
+            arrival = np.empty(self._n_uniq, np.int64)
+            arrival[self._order] = ramp
+            self._arrival = arrival[self._inverse]
 
     # -- the one collective -------------------------------------------------
     def _alltoallv(self, send, scounts, recv, rcounts):
@@ -175,19 +182,41 @@ class Scatter:
         return p.values
 
     # -- gather -------------------------------------------------------------
-    def forward(self, a) -> np.ndarray:
+    def forward(self, a, out: np.ndarray | None = None) -> np.ndarray:
         """The owners' values of ``a`` at ``needed``, in that order: an array
-        of shape ``(len(needed),) + a.shape[1:]`` (collective; a new array)."""
+        of shape ``(len(needed),) + a.shape[1:]`` (collective).  A new array,
+        or ``out`` (C-contiguous, writable, that shape and ``a``'s dtype)
+        filled in place: a repeated ghost update into a kept buffer then
+        allocates nothing -- the send buffer is kept by the plan and packed
+        while the ranks agree."""
         with _comm.agreement(self.comm, "Scatter.forward") as ag:
             values = self._check_array(a, "forward", ag)
-        send = values[self._send_local]
-        got = np.empty((self._n_uniq,) + values.shape[1:], values.dtype)
-        self._alltoallv(send, self._send_counts, got, self._recv_counts)
+            shape = (self.n_needed,) + values.shape[1:]
+            if out is not None:
+                if not isinstance(out, np.ndarray) or out.shape != shape or \
+                        out.dtype != values.dtype:
+                    raise ValueError(f"Scatter.forward: out must be a {values.dtype} array of "
+                                     f"shape {shape}, got "
+                                     + (f"{out.dtype} {out.shape}" if isinstance(out, np.ndarray)
+                                        else type(out).__name__))
+                if not (out.flags.c_contiguous and out.flags.writeable):
+                    raise ValueError("Scatter.forward: out must be C-contiguous and writable")
+            send = self._buffer("send", values, len(self._send_local))
+            ag.meanwhile(lambda: np.take(values, self._send_local, axis=0, out=send))
+        if out is None:
+            out = np.empty(shape, values.dtype)
         if self._in_order:
-            return got
-        uniq_vals = np.empty_like(got)
-        uniq_vals[self._order] = got
-        return uniq_vals[self._inverse]
+            return self._gather.run(send, out)
+        got = self._gather.run(send, self._buffer("recv", values, self._n_uniq))
+        return np.take(got, self._arrival, axis=0, out=out)
+
+    def _buffer(self, kind: str, like: np.ndarray, rows: int) -> np.ndarray:
+        """A kept C-contiguous buffer of ``rows`` rows shaped like ``like``'s."""
+        key = (kind, like.dtype, like.shape[1:])
+        buf = self._buffers.get(key)
+        if buf is None:
+            buf = self._buffers[key] = np.empty((rows,) + like.shape[1:], like.dtype)
+        return buf
 
     # -- scatter ------------------------------------------------------------
     def reverse(self, values, into, mode: str = "add", refresh: bool = True) -> None:
