@@ -45,7 +45,23 @@ def test_blocks_cover_the_mesh_once_and_match_meshio(comm, tmp_path_factory):
         np.testing.assert_array_equal(files.read_points(b, b.cells.ravel(), comm),
                                       points[b.cells.ravel()])
     assert 1500 <= len(cells) <= 3000, len(cells)                 # about the tets asked for
+    assert len(points) > 300
     assert 0 < np.isnan(rho).sum() < 0.2 * len(rho)
+
+
+@pytest.mark.mpi(ranks=(1, 3))
+@pytest.mark.parametrize("rows_per_read", [1, 7, 64, 1 << 16])
+def test_points_read_in_slices_any_order(comm, tmp_path_factory, monkeypatch, rows_per_read):
+    # node rows come in slices of at most ROWS_PER_READ rows (not h5py's
+    # per-id selection); ids in any order, repeated, or none
+    monkeypatch.setattr(files, "ROWS_PER_READ", rows_per_read)
+    path = shared_box(comm, tmp_path_factory)
+    points, _, _ = whole(path)
+    b = files.read_block(path, comm)
+    rng = np.random.default_rng(comm.rank)
+    for ids in (rng.integers(0, len(points), 500), np.arange(len(points))[::-1],
+                np.array([len(points) - 1, 0, 0]), np.zeros(0, np.int64)):
+        np.testing.assert_array_equal(files.read_points(b, ids, comm), points[ids].reshape(-1, 3))
 
 
 @pytest.mark.mpi(ranks=(2, 3))

@@ -25,6 +25,7 @@ Every result is checked against numpy on the whole mesh when it has at most
 from __future__ import annotations
 
 import os
+import resource
 import tempfile
 import time
 
@@ -65,7 +66,9 @@ def run(args) -> int:
 
     def stage(name, t0):
         dt = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
-        say(f"  [{name}: {dt:.2f} s]")
+        peak = comm.allgather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        say(f"  [{name}: {dt:.2f} s; peak memory so far per rank "
+            f"{', '.join(f'{r:.0f}' for r in peak)} MiB]")
 
     out = args.out or comm.bcast(tempfile.mkdtemp(prefix="xdap-mesh-") if comm.rank == 0
                                  else None)
@@ -150,7 +153,6 @@ def run(args) -> int:
         ax.figure.savefig(os.path.join(out, "partition.png"), dpi=90)
     stage("save + picture", t0)
     say(f"  pipeline (read .. save): {comm.allreduce(time.perf_counter() - t_all, op=MPI.MAX):.2f} s")
-    import resource
     rss = comm.allgather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     say(f"  peak memory per rank: {', '.join(f'{r:.0f}' for r in rss)} MiB")
 
