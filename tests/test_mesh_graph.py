@@ -103,3 +103,102 @@ def test_bad_meshes_raise_on_every_rank(comm):
         dual_graph(tets[mine][:, :3 if comm.rank else 4], mine, comm)
     with pytest.raises(ValueError, match="one id per cell"):
         dual_graph(tets[mine], mine[:-1] if comm.rank == 1 else mine, comm)
+
+
+def mixed_mesh_3d(n):
+    """Hexahedra and wedges (meshio node order): an n**3 grid of hexahedra
+    whose columns with i + j even are each cut into two wedges along a
+    vertical diagonal plane -- conforming, quadrilateral and triangle faces."""
+    node = lambda i, j, k: (i * (n + 1) + j) * (n + 1) + k        # noqa: E731
+    cells = []
+    for i, j, k in itertools.product(range(n), repeat=3):
+        h = [node(i, j, k), node(i + 1, j, k), node(i + 1, j + 1, k), node(i, j + 1, k),
+             node(i, j, k + 1), node(i + 1, j, k + 1), node(i + 1, j + 1, k + 1),
+             node(i, j + 1, k + 1)]
+        if (i + j) % 2:
+            cells.append(h)
+        else:
+            cells.append([h[0], h[1], h[2], h[4], h[5], h[6]])
+            cells.append([h[0], h[2], h[3], h[4], h[6], h[7]])
+    return cells
+
+
+def mixed_mesh_2d(n):
+    """Quadrilaterals and triangles: an n**2 grid, every other cell cut in two."""
+    node = lambda i, j: i * (n + 1) + j                             # noqa: E731
+    cells = []
+    for i, j in itertools.product(range(n), repeat=2):
+        q = [node(i, j), node(i + 1, j), node(i + 1, j + 1), node(i, j + 1)]
+        cells += [q] if (i + j) % 2 else [[q[0], q[1], q[2]], [q[0], q[2], q[3]]]
+    return cells
+
+
+def sharing_reference(cells, dim):
+    """Serial and independent of any facet table: two cells of these
+    conforming meshes share a facet exactly when they share >= dim nodes."""
+    sets = [set(c) for c in cells]
+    by_node = {}
+    for c, nodes in enumerate(cells):
+        for v in nodes:
+            by_node.setdefault(v, set()).add(c)
+    ref = {}
+    for c, nodes in enumerate(cells):
+        near = set().union(*(by_node[v] for v in nodes)) - {c}
+        ref[c] = sorted(o for o in near if len(sets[c] & sets[o]) >= dim)
+    return ref
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3, 4))
+@pytest.mark.parametrize("dim", [2, 3])
+def test_mixed_element_kinds_ragged(comm, dim):
+    import xdap
+    cells = mixed_mesh_3d(3) if dim == 3 else mixed_mesh_2d(6)
+    ref = sharing_reference(cells, dim)
+    assert len({len(c) for c in cells}) == 2
+    mine = my_cells(comm, len(cells), "scattered")
+    offsets = np.concatenate([[0], np.cumsum([len(cells[c]) for c in mine])])
+    flat = np.array([v for c in mine for v in cells[c]], np.int64)
+    got_off, nbrs = dual_graph((offsets, flat), mine, comm, dim=dim)
+    for i, c in enumerate(mine):
+        assert nbrs[got_off[i]:got_off[i + 1]].tolist() == ref[c], c
+    # as DistArrays: ragged cells in, a var * var * int64 neighbour array out
+    a = xdap.from_local([cells[c] for c in mine], type="var * var * int64", dist="u",
+                        indices=mine, size=len(cells), comm=comm)
+    graph = dual_graph(a, dim=dim)
+    assert str(graph.type) == "var * var * int64"
+    assert graph.to_global().value == [ref[c] for c in range(len(cells))]
+    part = np.asarray(mine) % 2
+    want = sum(part_of != part_nb for part_of, part_nb in
+               ((c % 2, o % 2) for c, v in ref.items() for o in v if c < o))
+    assert edge_cut(a, part, dim=dim) == want
+    assert edge_cut((offsets, flat), part, comm, dim=dim) == want
+
+
+@pytest.mark.mpi(ranks=(1, 3))
+def test_tetrahedra_as_a_distarray(comm):
+    import xdap
+    _, tets = cube_tets(2)
+    ref = reference_graph(tets)
+    mine = my_cells(comm, len(tets), "scattered")
+    a = xdap.from_local(tets[mine], dist="u", indices=mine, size=len(tets), comm=comm)
+    graph = dual_graph(a)                            # simplices: no dim needed
+    assert graph.to_global().value == [ref[c] for c in range(len(tets))]
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_bad_mixed_cells_raise_on_every_rank(comm):
+    cells = mixed_mesh_3d(2)
+    mine = my_cells(comm, len(cells), "blocks")
+    offsets = np.concatenate([[0], np.cumsum([len(cells[c]) for c in mine])])
+    flat = np.array([v for c in mine for v in cells[c]], np.int64)
+    with pytest.raises(ValueError, match="ragged cells need dim="):
+        dual_graph((offsets, flat), mine, comm)
+    bad = (offsets, flat)
+    if comm.rank == 1:      # its last cell gains a node: 7 or 9 is no 3-D kind
+        bad = (np.append(offsets[:-1], offsets[-1] + 1), np.append(flat, 0))
+    with pytest.raises(ValueError, match=r"has (7|9) nodes: no 3-D cell kind.*\(rank 1\)"):
+        dual_graph(bad, mine, comm, dim=3)
+    with pytest.raises(ValueError, match="offsets must rise"):
+        dual_graph((offsets + (comm.rank == 0), flat), mine, comm, dim=3)
+    with pytest.raises(ValueError, match="dim must be"):
+        dual_graph((offsets, flat), mine, comm, dim=4)

@@ -25,28 +25,116 @@ from mpi4py import MPI
 
 from .. import comm as _comm
 from .. import exchange
+from ..arraylike import is_distributed, unwrap, wrap_like
+from ..distribution import Distribution
 
-__all__ = ["dual_graph", "edge_cut", "metis_partition"]
+# leaf types a cell's node ids may have
+INTEGER_LEAVES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+__all__ = ["dual_graph", "edge_cut", "metis_partition", "local_cells", "FACETS"]
 
 
-def _check_cells(cells, comm, what):
+# The facets of each cell kind, by its number of nodes, in meshio's (VTK's)
+# node order: faces of 3-D cells, edges of 2-D ones.
+FACETS = {
+    3: {4: [(0, 1, 2), (0, 1, 3), (0, 2, 3), (1, 2, 3)],                        # tetrahedron
+        5: [(0, 1, 2, 3), (0, 1, 4), (1, 2, 4), (2, 3, 4), (3, 0, 4)],          # pyramid
+        6: [(0, 1, 2), (3, 4, 5), (0, 1, 4, 3), (1, 2, 5, 4), (2, 0, 3, 5)],    # wedge
+        8: [(0, 1, 2, 3), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6),
+            (3, 0, 4, 7)]},                                                     # hexahedron
+    2: {3: [(0, 1), (1, 2), (2, 0)],                                            # triangle
+        4: [(0, 1), (1, 2), (2, 3), (3, 0)]},                                   # quadrilateral
+}
+
+
+class CellList:
+    """This rank's cells as node-id lists: ``nodes`` flat, cell ``i`` is
+    ``nodes[starts[i]:starts[i] + sizes[i]]`` (a view when the cells are
+    an ``(n, k)`` array); ``width`` is ``k`` for uniform cells, else None."""
+
+    def __init__(self, nodes, sizes, width=None):
+        self.nodes, self.sizes, self.width = nodes, sizes, width
+        self.starts = np.zeros(len(sizes), np.int64)
+        np.cumsum(sizes[:-1], out=self.starts[1:])
+
+    def __len__(self):
+        return len(self.sizes)
+
+
+def _cell_list(cells, comm, what, dim) -> CellList:
+    """Checked cells (collective agreement): an ``(n, k)`` integer array, or
+    ragged ``(offsets, node_ids)`` (CSR: cell ``i`` is ``node_ids[offsets[i]:
+    offsets[i + 1]]``), e.g. mixed element types."""
     with _comm.agreement(comm, what) as ag:
-        cells = np.asarray(cells)
-        if cells.ndim != 2 or cells.shape[1] < 2 or (cells.size and cells.dtype.kind not in "iu"):
-            raise ValueError(f"{what}: cells must be an (n, k) integer array of node ids (k >= 2: "
-                             f"simplices), got shape {cells.shape} dtype {cells.dtype} on rank "
-                             f"{comm.rank}")
-        ag.same("nodes per cell", cells.shape[1])
-        if cells.size and cells.min() < 0:
-            raise ValueError(f"{what}: negative node id {int(cells.min())} on rank {comm.rank}")
-    return cells.astype(np.int64, copy=False)
+        ag.same("dim", dim)
+        if dim not in (None, 2, 3):
+            raise ValueError(f"{what}: dim must be None (simplices), 2 or 3, got {dim!r}")
+        if isinstance(cells, tuple):
+            offsets, nodes = (np.asarray(x) for x in cells)
+            if offsets.ndim != 1 or len(offsets) < 1 or nodes.ndim != 1 or \
+                    (offsets.size and offsets.dtype.kind not in "iu") or \
+                    (nodes.size and nodes.dtype.kind not in "iu"):
+                raise ValueError(f"{what}: ragged cells must be (offsets, node_ids), two 1-d "
+                                 f"integer arrays, on rank {comm.rank}")
+            sizes = np.diff(offsets.astype(np.int64))
+            if (sizes < 0).any() or offsets[0] != 0 or offsets[-1] != len(nodes):
+                raise ValueError(f"{what}: offsets must rise from 0 to len(node_ids) "
+                                 f"({len(nodes)}) on rank {comm.rank}")
+            ag.same("the cells' kind", "ragged")
+            width = None
+            nodes = nodes.astype(np.int64, copy=False)
+        else:
+            arr = np.asarray(cells)
+            if arr.ndim != 2 or arr.shape[1] < 2 or (arr.size and arr.dtype.kind not in "iu"):
+                raise ValueError(f"{what}: cells must be an (n, k) integer array of node ids "
+                                 f"(k >= 2), or ragged (offsets, node_ids); got shape "
+                                 f"{arr.shape} dtype {arr.dtype} on rank {comm.rank}")
+            ag.same("nodes per cell", arr.shape[1])
+            width = arr.shape[1]
+            nodes = arr.astype(np.int64, copy=False).reshape(-1)
+            sizes = np.full(len(arr), width, np.int64)
+        if width is None and dim is None:
+            raise ValueError(f"{what}: ragged cells need dim= (2 or 3) to name their kinds")
+        if dim is not None:
+            unknown = np.setdiff1d(np.unique(sizes), list(FACETS[dim]))
+            if len(unknown):
+                i = int(np.flatnonzero(sizes == unknown[0])[0])
+                raise ValueError(f"{what}: cell {i} on rank {comm.rank} has {int(unknown[0])} "
+                                 f"nodes: no {dim}-D cell kind has that many (known: "
+                                 f"{sorted(FACETS[dim])})")
+        if nodes.size and nodes.min() < 0:
+            raise ValueError(f"{what}: negative node id {int(nodes.min())} on rank {comm.rank}")
+    return CellList(nodes, sizes, width)
 
 
-def _facets(cells):
-    """Every cell's facets as sorted node-id rows ``(n * k, k - 1)``, in cell order."""
-    n, k = cells.shape
-    pick = np.array(list(itertools.combinations(range(k), k - 1)))
-    return np.sort(cells[:, pick], axis=2).reshape(n * len(pick), k - 1), len(pick)
+def _facets(cells: CellList, dim):
+    """Every cell's facets as sorted node-id rows, in cell order, and the
+    number of facets of each cell. Simplices (``dim`` None): every
+    ``k - 1`` of a cell's ``k`` nodes. Else the kinds' facets from
+    ``FACETS``, padded to the widest with -1 (so a triangle never matches
+    a quadrilateral)."""
+    if dim is None:
+        k = cells.width
+        pick = np.array(list(itertools.combinations(range(k), k - 1)))
+        rows = np.sort(cells.nodes.reshape(-1, k)[:, pick], axis=2).reshape(-1, k - 1)
+        return rows, np.full(len(cells), len(pick), np.int64)
+    table = FACETS[dim]
+    wide = max(len(f) for kind in table.values() for f in kind)
+    per = np.array([len(table[s]) if s in table else 0 for s in range(max(table) + 1)])
+    counts = per[cells.sizes]
+    rows = np.full((int(counts.sum()), wide), -1, np.int64)
+    first = np.zeros(len(cells), np.int64)             # each cell's first facet row
+    np.cumsum(counts[:-1], out=first[1:])
+    for size, facets in table.items():
+        which = np.flatnonzero(cells.sizes == size)
+        if not len(which):
+            continue
+        for j, facet in enumerate(facets):
+            at = first[which] + j
+            for c, corner in enumerate(facet):
+                rows[at, wide - len(facet) + c] = cells.nodes[cells.starts[which] + corner]
+    rows.sort(axis=1)
+    return rows, counts
 
 
 def _owner(facets, P):
@@ -57,13 +145,13 @@ def _owner(facets, P):
     return (h % np.uint64(P)).astype(np.int64)
 
 
-def _shared_facets(cells, payload, comm):
+def _shared_facets(cells: CellList, dim, payload, comm):
     """At each facet's owner rank, the interior facets met there:
     ``(payload of one side, payload of the other, rank of one, rank of the
     other)``. ``payload``: one int64 per cell. Raises (on every rank) for a
     facet of more than two cells."""
     P = comm.size
-    facets, per = _facets(cells)
+    facets, per = _facets(cells, dim)
     k = facets.shape[1]
     dest = _owner(facets, P)
     order = np.argsort(dest, kind="stable")
@@ -88,20 +176,34 @@ def _shared_facets(cells, payload, comm):
     return got[first, k], got[first + 1, k], src[first], src[first + 1]
 
 
-def dual_graph(cells, cell_ids, comm=None) -> tuple:
-    """``(offsets, neighbours)`` of this rank's cells (collective): cell ``i``
-    (global id ``cell_ids[i]``) borders the cells ``neighbours[offsets[i]:
-    offsets[i + 1]]`` (global ids, ascending) -- the CSR form METIS and
-    ragged ``var * var * int64`` arrays share. ``cells``: ``(n, k)`` global
-    node ids of simplices (k = 3 triangles, 4 tetrahedra)."""
+def dual_graph(cells, cell_ids=None, comm=None, *, dim=None):
+    """The neighbours of this rank's cells: the cells sharing a facet with
+    each (collective).
+
+    With NumPy cells -- ``(n, k)`` node ids of simplices (k = 3 triangles,
+    4 tetrahedra), or of one kind of ``dim``-D cell, or ragged ``(offsets,
+    node_ids)`` of mixed kinds with ``dim`` (tetrahedra, pyramids, wedges,
+    hexahedra; triangles, quadrilaterals; node orders as meshio's) -- and
+    their global ``cell_ids``: returns ``(offsets, neighbours)``, cell ``i``
+    bordering ``neighbours[offsets[i]:offsets[i + 1]]`` (global ids,
+    ascending), the CSR form METIS and ragged arrays share.
+
+    With a DistArray of cells (``N * k * int64``, or ``var * var * int64``
+    for mixed kinds; rows distributed, no ghost rows): returns the graph as
+    a ``var * var * int64`` DistArray with the cells' row distribution --
+    row ``i`` lists cell ``i``'s neighbours.  ndtypes has no ``N * var``,
+    so the rows are ragged.
+    """
+    if is_distributed(cells):
+        return _dual_graph_array(cells, dim)
     comm = _comm.resolve(comm)
-    cells = _check_cells(cells, comm, "dual_graph")
-    ids = np.asarray(cell_ids, np.int64)
+    cells = _cell_list(cells, comm, "dual_graph", dim)
+    ids = np.asarray(cell_ids if cell_ids is not None else [], np.int64)
     with _comm.agreement(comm, "dual_graph"):
         if ids.shape != (len(cells),):
             raise ValueError(f"dual_graph: cell_ids needs one id per cell ({len(cells)}), got "
                              f"shape {ids.shape} on rank {comm.rank}")
-    a, b, ra, rb = _shared_facets(cells, ids, comm)
+    a, b, ra, rb = _shared_facets(cells, dim, ids, comm)
     P = comm.size
     # each end of every edge goes to the rank holding its cell: (cell, neighbour)
     ends = np.concatenate([np.stack([a, b], 1), np.stack([b, a], 1)])
@@ -118,12 +220,56 @@ def dual_graph(cells, cell_ids, comm=None) -> tuple:
     return offsets, np.ascontiguousarray(mine[order, 1])
 
 
-def edge_cut(cells, parts, comm=None) -> int:
+def local_cells(cells, what: str = "mesh"):
+    """This rank's rows of a DistArray of cells as NumPy: an ``(n, k)`` array
+    (``N * k * int64``) or ragged ``(offsets, node_ids)`` (``var * var *
+    int64``), with their global ids (collective: agreed checks)."""
+    d, p = unwrap(cells)
+    m = d.maps[0] if d.maps else None
+    with _comm.agreement(d.comm, what):
+        ragged = p.info.ragged
+        if m is None or (ragged and len(p.offsets) != 2) or \
+                (not ragged and (len(p.shape) != 2 or any(g != 1 for g in d.grid[1:]))) or \
+                p.info.optional or p.info.leaf not in INTEGER_LEAVES:
+            raise TypeError(f"{what}: cells must be an N * k * int64 or var * var * int64 array "
+                            f"distributed by rows, got '{p.info.type_string()}' on a {d.grid} "
+                            "grid")
+        if m.has_copies:
+            raise ValueError(f"{what}: the cells' distribution holds copies of rows (ghosts or "
+                             "padding); pass each cell once")
+    ids = np.asarray(m.global_indices(d.coords[0]), np.int64)
+    if not ragged:
+        return np.asarray(p.values), ids
+    inner = np.asarray(p.offsets[1], np.int64)
+    return (inner - inner[0], np.asarray(p.values)[inner[0]:inner[-1]]), ids
+
+
+def _dual_graph_array(cells, dim):
+    """``dual_graph`` of a DistArray of cells: a ragged DistArray back."""
+    import pyarrow as pa
+    from ..protocols.arrow import parts_from_arrow
+    d, _ = unwrap(cells)
+    mine, ids = local_cells(cells, "dual_graph")
+    offsets, nbrs = dual_graph(mine, ids, d.comm, dim=dim)
+    rows = parts_from_arrow(pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(nbrs)))
+    return wrap_like(cells, Distribution((d.maps[0],), d.comm), rows)
+
+
+def edge_cut(cells, parts, comm=None, *, dim=None) -> int:
     """The number of dual-graph edges (shared facets) whose two cells lie in
-    different parts (collective; the same int on every rank)."""
+    different parts (collective; the same int on every rank). ``cells`` as
+    for ``dual_graph`` (NumPy or a DistArray); ``parts``: one per local cell."""
+    if is_distributed(cells):
+        comm = cells.distribution.comm
+        cells, _ = local_cells(cells, "edge_cut")
     comm = _comm.resolve(comm)
-    cells = _check_cells(cells, comm, "edge_cut")
-    a, b, _, _ = _shared_facets(cells, np.asarray(parts, np.int64), comm)
+    cells = _cell_list(cells, comm, "edge_cut", dim)
+    parts = np.asarray(parts, np.int64)
+    with _comm.agreement(comm, "edge_cut"):
+        if parts.shape != (len(cells),):
+            raise ValueError(f"edge_cut: parts needs one part per cell ({len(cells)}), got "
+                             f"shape {parts.shape} on rank {comm.rank}")
+    a, b, _, _ = _shared_facets(cells, dim, parts, comm)
     return int(comm.allreduce(int((a != b).sum()), op=MPI.SUM))
 
 
