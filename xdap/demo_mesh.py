@@ -1,4 +1,4 @@
-"""``xdap demo mesh``: the mesh pipeline on real ranks (issue 16; growing).
+"""``xdap demo mesh``: the mesh pipeline on real ranks.
 
     .venv/bin/mpiexec -n 4 .venv/bin/python -m xdap demo mesh [--tets N] [--mesh FILE]
         [--partitioner hilbert|metis] [--out DIR]
@@ -7,18 +7,20 @@
    meshio as XDMF + HDF5 and cached; or any meshio-readable FILE): each rank
    reads its block of cells and the cell field ``rho`` (``?float64``, NaN in
    the file = missing) -- never the whole mesh;
-2. partition -- the dual graph (cells sharing a face) and either the
-   distributed Hilbert partitioner (never gathers) or METIS (the graph
-   alone gathered to one rank); edge cut and balance printed;
+2. partition -- the dual graph (``var * var * int64``: each cell's
+   neighbours across a face), then the distributed Hilbert partitioner
+   (never gathers) or METIS (the graph alone gathered to one rank); edge
+   cut and balance printed;
 3. migrate -- the cells and every field by one reusable plan
-   (``a.migrate`` then ``plan.apply``); node coordinates read for the
-   cells each rank now holds;
-4. ghosts and compute -- cell volumes (a kernel), node volumes assembled on
-   the nodes' owners (``xdap.Scatter`` reverse ``add``), the ghost layer
-   updated (forward), a reduction (the cube's volume: 1);
+   (``xdap.mesh.migrate_mesh``), the ghost layer of the nodes they use
+   (``xdap.mesh.ghost_layer``), and those nodes' coordinates read once;
+4. compute -- cell volumes, a kernel (mass = rho * volume, NA stays NA),
+   node volumes assembled on the nodes' owners, the ghosts updated, two
+   reductions (the cube's volume: 1);
 5. save and show -- a Zarr store of the results that plain zarr opens, and
-   ``partition.png`` (a slice of cell centroids colored by owner).
+   ``partition.png`` (the cells crossing a slice, colored by owner).
 
+Each stage prints its time and the peak memory per rank so far.
 Every result is checked against numpy on the whole mesh when it has at most
 ``--check-limit`` cells (default 200,000), and the demo says so.
 """
@@ -33,8 +35,9 @@ import numpy as np
 from mpi4py import MPI
 
 import xdap
-from xdap.mesh import (dual_graph, edge_cut, generate_box, hilbert_partition, metis_partition,
-                       read_block, read_points)
+from xdap.mesh import (cell_centroids, dual_graph, edge_cut, generate_box, ghost_layer,
+                       hilbert_partition, local_cells, metis_partition, migrate_mesh, read_block,
+                       read_points)
 
 
 def add_arguments(parser) -> None:
@@ -90,54 +93,59 @@ def run(args) -> int:
     N = block.ncells
     say(f"\n[1] read {os.path.basename(path)}: {N:,} cells, {block.nnodes:,} nodes; "
         f"this rank read {len(block.ids):,} cells")
-    xyz = read_points(block, block.cells.ravel(), comm).reshape(-1, block.cells.shape[1], 3)
+    centroids = cell_centroids(block, comm)
     stage("read", t0)
 
-    # 2. partition
+    # 2. the dual graph, partitioned
     t0 = time.perf_counter()
-    offsets, nbrs = dual_graph(block.cells, block.ids, comm)
+    cells = xdap.from_local(block.cells, comm=comm)
+    graph = dual_graph(cells)              # var * var * int64: each cell's neighbours
+    (offsets, nbrs), ids = local_cells(graph)
+    say(f"\n[2] dual graph ({graph.type}): {comm.allreduce(len(nbrs)) // 2:,} shared faces")
+    stage("dual graph", t0)
+    t0 = time.perf_counter()
     if args.partitioner == "metis":
-        dest = metis_partition(offsets, nbrs, block.ids, comm)
+        dest = metis_partition(offsets, nbrs, ids, comm)
     else:
-        dest = hilbert_partition(xyz.mean(axis=1), comm)
+        dest = hilbert_partition(centroids, comm)
+    del graph, offsets, nbrs
     counts = comm.allreduce(np.bincount(dest, minlength=comm.size))
     cut = edge_cut(block.cells, dest, comm)
-    before = edge_cut(block.cells, np.full(len(block.ids), comm.rank), comm)
-    say(f"\n[2] {args.partitioner} partition: edge cut {cut:,} faces (file order: {before:,}), "
-        f"cells per rank {counts.tolist()} (imbalance {counts.max() / counts.mean():.3f})")
+    say(f"    {args.partitioner} partition: edge cut {cut:,} faces, cells per rank "
+        f"{counts.tolist()} (imbalance {counts.max() / counts.mean():.3f})")
     if comm.size > 1 and counts.min() == 0:
         raise ValueError(f"demo mesh: the partition leaves a rank without cells ({counts.tolist()});"
                          " use fewer ranks or more cells")
-    stage("dual graph + partition", t0)
+    stage(f"{args.partitioner} partition + edge cut", t0)
 
-    # 3. migrate cells and fields by one plan
+    # 3. migrate cells and fields by one plan; the ghost layer of their nodes
     t0 = time.perf_counter()
-    cells = xdap.from_local(block.cells, comm=comm)
     rho_in = block.cell_data.get("rho", np.ones(len(block.ids)))
     rho = xdap.from_local(np.ma.array(rho_in, mask=np.isnan(rho_in)), comm=comm)
-    mcells, plan = cells.migrate(dest)
-    mrho = plan.apply(rho)
-    mine = np.asarray(mcells.local_numpy())
-    mxyz = read_points(block, mine.ravel(), comm).reshape(-1, mine.shape[1], 3)
+    mesh = migrate_mesh(cells, dest, {"rho": rho})
+    mine = np.asarray(mesh.cells.local_numpy())
+    nodes = xdap.zeros(block.nnodes, comm=comm)
+    layer = ghost_layer(nodes, mesh.cells)
+    xyz = read_points(block, layer.needed, comm)        # each node this rank uses, once
+    ghosts = comm.allgather(layer.ghosts)
     say(f"\n[3] migrated {comm.allreduce(len(mine)):,} cells and their field by one plan; "
-        f"this rank holds {len(mine):,}")
-    stage("migrate", t0)
+        f"this rank holds {len(mine):,}; ghost nodes per rank {ghosts}")
+    stage("migrate + ghost layer", t0)
 
-    # 4. ghosts and compute
+    # 4. compute, assemble, update ghosts, reduce
     t0 = time.perf_counter()
-    vol = tet_volumes(mxyz)
+    vol = tet_volumes(xyz[layer.local_cells])
+    mrho = mesh.fields["rho"]
     vol_da = mrho.copy()
     vol_da.local_numpy()[...] = vol
     mass = mrho * vol_da                                  # a gumath kernel; NA stays NA
-    nodes = xdap.zeros(block.nnodes, comm=comm)
-    needed = mine.ravel()
-    scatter = xdap.Scatter(nodes, needed)
-    scatter.reverse(np.repeat(vol / 4, 4), into=nodes, mode="add")   # assemble on the owners
-    ghosts = scatter.forward(nodes)                                  # the ghost layer
+    layer.assemble_corners(np.repeat(vol / 4, 4), into=nodes)   # node volumes, on the owners
+    needed = layer.needed
+    at_needed = layer.update(nodes)                             # the ghost update
     total = nodes.sum()
     mass_total = mass.sum()
-    say(f"\n[4] node volumes assembled, ghost layer of {len(np.unique(needed)):,} nodes here "
-        f"updated; volume {float(total):.12f}, mass {float(mass_total):.6f} (NA skipped)")
+    say(f"\n[4] node volumes assembled and {sum(ghosts):,} ghost values updated; volume "
+        f"{float(total):.12f}, mass {float(mass_total):.6f} (NA skipped)")
     stage("compute + ghosts + reduce", t0)
 
     # 5. save and show
@@ -145,7 +153,7 @@ def run(args) -> int:
     store = os.path.join(out, "result.xdap")
     nodes.save(store)
     mass.save(os.path.join(out, "mass.xdap"))
-    cen = mxyz.mean(axis=1)
+    cen = xyz[layer.local_cells].mean(axis=1)
     slab = np.where(np.abs(cen[:, 1] - 0.3) < 0.04, 1.0, np.nan)[:, None] * cen[:, [0, 2]]
     ax = mrho.plot(points=slab, title=f"{args.partitioner} partition of {N:,} tets on "
                    f"{comm.size} ranks (cell centroids near y = 0.3; x, z)")
@@ -159,7 +167,7 @@ def run(args) -> int:
     # checks
     say("\n[checks]")
     check("every cell moved once", comm.allreduce(len(mine)) == N and
-          len(np.unique(np.concatenate(comm.allgather(np.asarray(mcells.global_indices(0)))
+          len(np.unique(np.concatenate(comm.allgather(np.asarray(mesh.cells.global_indices(0)))
                                        if N <= args.check_limit else [np.arange(N)]))) == N)
     z_shape = None
     if comm.rank == 0:
@@ -180,12 +188,12 @@ def run(args) -> int:
         got_nodes = np.asarray(nodes.to_global())
         check("node volumes == serial numpy", np.allclose(got_nodes, ref_nodes, rtol=1e-12,
                                                           atol=1e-15))
-        check("ghost values == serial", np.allclose(ghosts, ref_nodes[needed], rtol=1e-12,
-                                                    atol=1e-15))
+        check("ghost values == serial", np.allclose(at_needed, ref_nodes[needed], rtol=1e-12,
+                                                       atol=1e-15))
         check("total volume == serial == 1", np.isclose(float(total), vols.sum(), rtol=1e-12)
               and (args.mesh is not None or np.isclose(vols.sum(), 1.0, rtol=1e-9)))
         check("mass (NA skipped) == serial", np.isclose(float(mass_total), ref_mass, rtol=1e-12))
-        gids = np.asarray(mcells.global_indices(0))
+        gids = np.asarray(mesh.cells.global_indices(0))
         mr = mrho.local_numpy()
         check("migrated cells and field == the file's", np.array_equal(mine, allcells[gids]) and
               np.array_equal(np.ma.getmaskarray(mr), np.isnan(rho_all[gids])) and

@@ -7,12 +7,16 @@ facet), its edge cut, and METIS on it; ``hilbert`` -- Hilbert-curve keys
 of points (pure NumPy); ``partition`` --
 a distributed geometric partitioner: Hilbert keys of cell centroids cut
 into equal pieces by a distributed sample sort (the idea of Zoltan's HSFC
-and p4est), which never gathers the points or the mesh.
+and p4est), which never gathers the points or the mesh; ``distributed`` --
+the cells and all their fields moved by one plan (``migrate_mesh``) and the
+ghost layer of the nodes they use (``ghost_layer``).
 """
-from .files import MeshBlock, generate_box, read_block, read_points
-from .graph import dual_graph, edge_cut, metis_partition
+from .distributed import GhostLayer, MigratedMesh, ghost_layer, migrate_mesh
+from .files import MeshBlock, cell_centroids, generate_box, read_block, read_points
+from .graph import FACETS, dual_graph, edge_cut, local_cells, metis_partition
 from .hilbert import hilbert_keys
 from .partition import hilbert_partition
 
 __all__ = ["hilbert_keys", "hilbert_partition", "dual_graph", "edge_cut", "metis_partition",
-           "generate_box", "read_block", "read_points", "MeshBlock"]
+           "local_cells", "FACETS", "generate_box", "read_block", "read_points", "cell_centroids", "MeshBlock",
+           "migrate_mesh", "MigratedMesh", "ghost_layer", "GhostLayer"]

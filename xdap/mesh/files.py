@@ -27,7 +27,7 @@ import numpy as np
 from .. import comm as _comm
 from .. import exchange
 
-__all__ = ["generate_box", "read_block", "read_points", "MeshBlock"]
+__all__ = ["generate_box", "read_block", "read_points", "cell_centroids", "MeshBlock"]
 
 
 @dataclass
@@ -252,3 +252,16 @@ def read_points(block: MeshBlock, node_ids, comm=None) -> np.ndarray:
     rows = None if comm.rank else block.points[wanted].reshape(-1)
     got = exchange.scatterv(comm, rows, counts * d, len(uniq) * d, 0, np.float64)
     return got.reshape(-1, d)[back]
+
+
+def cell_centroids(block: MeshBlock, comm=None) -> np.ndarray:
+    """The centroids ``(n, dim)`` of this rank's block of cells -- what a
+    geometric partitioner needs (collective when the file is read whole).
+    Each node is read once; no ``(n, k, dim)`` corner array is made."""
+    uniq, at = np.unique(block.cells, return_inverse=True)
+    xyz = read_points(block, uniq, comm)
+    at = at.reshape(block.cells.shape)
+    total = np.zeros((len(at), xyz.shape[1]))
+    for corner in range(at.shape[1]):
+        total += xyz[at[:, corner]]
+    return total / max(at.shape[1], 1)

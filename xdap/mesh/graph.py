@@ -27,6 +27,8 @@ from .. import comm as _comm
 from .. import exchange
 from ..arraylike import is_distributed, unwrap, wrap_like
 from ..distribution import Distribution
+from ..parts import Parts
+from ..types import TypeInfo
 
 # leaf types a cell's node ids may have
 INTEGER_LEAVES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -246,12 +248,15 @@ def local_cells(cells, what: str = "mesh"):
 
 def _dual_graph_array(cells, dim):
     """``dual_graph`` of a DistArray of cells: a ragged DistArray back."""
-    import pyarrow as pa
-    from ..protocols.arrow import parts_from_arrow
     d, _ = unwrap(cells)
     mine, ids = local_cells(cells, "dual_graph")
     offsets, nbrs = dual_graph(mine, ids, d.comm, dim=dim)
-    rows = parts_from_arrow(pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(nbrs)))
+    if len(nbrs) >= 2 ** 31:
+        raise ValueError(f"dual_graph: {len(nbrs):,} neighbour entries on rank {d.comm.rank}, "
+                         "more than a ragged array's int32 offsets hold; use more ranks")
+    # xnd's ragged layout: the rows of this rank, then each row's neighbours
+    rows = Parts(TypeInfo.of_ragged(2, "int64", False), nbrs,
+                 offsets=(np.array([0, len(ids)], np.int32), offsets.astype(np.int32)))
     return wrap_like(cells, Distribution((d.maps[0],), d.comm), rows)
 
 

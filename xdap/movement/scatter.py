@@ -86,6 +86,9 @@ class Scatter:
                        dimension 0 may be distributed)
     needed             the global indices (along dimension 0) this rank
                        needs, 1-d integers, any order, repeats allowed
+
+    ``owner_ranks``: the rank answering for each distinct needed index, in
+    ascending index order (a ghost is one another rank owns).
     """
 
     def __init__(self, a_or_distribution, needed):
@@ -126,6 +129,7 @@ class Scatter:
         rank_of = np.array([d.rank_of((q,) + (0,) * (d.ndim - 1)) for q in range(m.grid_size)],
                            dtype=np.int64)
         owner = rank_of[grank]
+        self.owner_ranks = owner       # the rank answering for each distinct needed index
         self._order = np.argsort(owner, kind="stable")     # requests grouped by owner
         self._recv_counts = np.bincount(owner, minlength=comm.size).astype(np.int64)
         ones = np.ones(comm.size, np.int64)
