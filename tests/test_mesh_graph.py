@@ -6,7 +6,8 @@ import itertools
 import numpy as np
 import pytest
 
-from xdap.mesh import dual_graph, edge_cut, hilbert_partition, metis_partition
+from xdap.mesh import (dual_graph, edge_cut, hilbert_partition, metis_partition,
+                       partition_interface)
 
 
 def cube_tets(n):
@@ -85,6 +86,11 @@ def test_edge_cut_and_both_partitioners(comm):
         assert counts.min() > 0 and counts.max() <= 1.1 * len(tets) / comm.size + 1, (name, counts)
         want = sum(everyone[a] != everyone[b] for a, b in edges)
         assert edge_cut(tets[mine], part, comm) == want, name
+        cut, interface = partition_interface(tets[mine], mine, part, comm)
+        assert cut == want, name
+        ref_interface = [any(everyone[o] != everyone[c] for o in ref[c]) for c in mine]
+        assert interface.tolist() == ref_interface, name
+        assert comm.allreduce(int(interface.sum())) > 0
 
 
 @pytest.mark.mpi(ranks=(2, 3))

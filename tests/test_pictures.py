@@ -110,6 +110,35 @@ def test_points_with_ghosts(comm):
         assert 0 < drawn <= 9 + P and "-th of" in ax.get_title(), (drawn, finite)
 
 
+@pytest.mark.mpi(ranks=(1, 2, 4))
+def test_mesh_slice_polygons_colored_by_owner(comm):
+    # a slice of a tetrahedral cube: each cut cell a polygon in its owner's
+    # color, interface cells outlined; owners from numpy.array_split blocks
+    from xdap.mesh.geometry import slice_polygons
+    from test_mesh_graph import cube_tets
+    pts, tets = cube_tets(3)
+    owner = block_owner(len(tets), comm.size)
+    a = xdap.from_global(tets, comm=comm)
+    mine = np.asarray(a.global_indices(0))
+    poly = slice_polygons(pts[tets[mine]], axis=1, at=0.4)
+    outline = mine % 5 == 0
+    ax = a.plot(polygons=poly, outline=outline)
+    if comm.rank:
+        assert ax is None
+        return
+    cut = np.isfinite(slice_polygons(pts[tets], axis=1, at=0.4)[:, 0, 0])
+    colors = {}
+    filled = [c for c in ax.collections if len(c.get_facecolors())]
+    edged = [c for c in ax.collections if not len(c.get_facecolors())]
+    for c in filled:
+        colors[c.get_label()] = len(c.get_paths())
+    want = {f"rank {r}": int((cut & (owner == r)).sum()) for r in range(comm.size)}
+    assert {k: v for k, v in colors.items() if v} == {k: v for k, v in want.items() if v}
+    assert sum(len(c.get_paths()) for c in edged) == int((cut & (np.arange(len(tets)) % 5 == 0))
+                                                         .sum())
+    assert sum(want.values()) == int(cut.sum()) > 0
+
+
 @pytest.mark.mpi(ranks=(2, 3))
 def test_bad_calls_raise_on_every_rank(comm):
     a = xdap.from_global(np.zeros((2, 2, 2)), comm=comm)
@@ -121,6 +150,11 @@ def test_bad_calls_raise_on_every_rank(comm):
         b.plot(points=pts)
     with pytest.raises(TypeError, match="max_cells"):
         b.plot(max_cells=0)
+    poly = np.zeros((len(b.local) + (comm.rank == comm.size - 1), 3, 2))
+    with pytest.raises(ValueError, match=r"polygons must be \(n, m, 2\) vertices.*rank"):
+        b.plot(polygons=poly)
+    with pytest.raises(ValueError, match="outline= goes with polygons="):
+        b.plot(outline=np.zeros(len(b.local), bool))
 
 
 @pytest.mark.mpi(ranks=(3,))

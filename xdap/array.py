@@ -560,12 +560,14 @@ class DistArray:
         from .printing import show
         show(self, file=file, root=root)
 
-    def plot(self, ax=None, *, points=None, max_cells: int = 256, title=None):
+    def plot(self, ax=None, *, points=None, polygons=None, outline=None, max_cells: int = 256,
+             title=None):
         """Draw who owns what (collective; rank 0 draws and gets the
         matplotlib Axes, the others None): cells colored by owning rank,
         halos hatched; ragged rows as bars of their lengths; with
         ``points=`` (this rank's coordinates) unstructured data as points,
-        ghosts hollow. See ``xdap.plot``.
+        ghosts hollow; with ``polygons=`` mesh cells (e.g. a slice) filled
+        in the owner's color, ``outline=`` ones edged. See ``xdap.plot``.
 
         >>> import numpy as np, xdap
         >>> from mpi4py import MPI
@@ -573,7 +575,8 @@ class DistArray:
         >>> ax.figure.savefig(__import__("io").BytesIO(), format="png")
         """
         from .pictures import plot
-        return plot(self, ax, points=points, max_cells=max_cells, title=title)
+        return plot(self, ax, points=points, polygons=polygons, outline=outline,
+                    max_cells=max_cells, title=title)
 
 
 _UFUNCS: dict = {}

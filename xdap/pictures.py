@@ -17,6 +17,12 @@ others get None. Only what the picture needs reaches rank 0:
   are drawn; NaN rows are skipped, e.g. to draw a slice): points colored by
   owner, copies held for other ranks (ghosts) drawn as hollow circles in
   the holder's color; beyond ``max_cells**2`` points, every k-th.
+- **cells as polygons**: pass ``polygons=`` (one polygon per local
+  element, ``(n, m, 2)`` vertices, NaN-padded; an all-NaN polygon is not
+  drawn -- e.g. the cells a slice plane misses, from
+  ``xdap.mesh.geometry.slice_polygons``): filled in the owner's color;
+  ``outline=`` (a bool per local element) draws chosen cells with a black
+  edge, e.g. the cells on a partition's interface that ghost layers copy.
 
 Headless: a ``matplotlib.figure.Figure`` is made without pyplot, so no
 display or backend is needed; ``ax.figure.savefig("x.png")`` writes it.
@@ -81,7 +87,8 @@ def owner_grid(d, coords) -> np.ndarray:
     return at[tuple(mesh)]
 
 
-def plot(a, ax=None, *, points=None, max_cells: int = MAX_CELLS, title=None):
+def plot(a, ax=None, *, points=None, polygons=None, outline=None, max_cells: int = MAX_CELLS,
+         title=None):
     """Draw who owns what of DistArray ``a`` (collective; see the module
     docstring). Returns the Axes on rank 0, None elsewhere."""
     comm = a.comm
@@ -89,22 +96,41 @@ def plot(a, ax=None, *, points=None, max_cells: int = MAX_CELLS, title=None):
     with _comm.agreement(comm, "plot") as ag:
         ag.same("max_cells", max_cells)
         ag.same("points given", points is not None)
+        ag.same("polygons given", polygons is not None)
         if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 1:
             raise TypeError(f"plot: max_cells must be an int >= 1, got {max_cells!r}")
+        n = p.nrows if p.info.ragged else (p.values.shape[0] if p.values.ndim else 0)
+        if points is not None and polygons is not None:
+            raise ValueError("plot: pass points= or polygons=, not both")
+        if polygons is not None and not d.maps:
+            raise ValueError("plot: a 0-d array has nothing to draw")
+        if polygons is not None:
+            polygons = np.asarray(polygons, dtype=np.float64)
+            if polygons.ndim != 3 or polygons.shape[0] != n or polygons.shape[2] != 2:
+                raise ValueError(f"plot: polygons must be (n, m, 2) vertices, one polygon per "
+                                 f"local element ({n} here), got shape {polygons.shape} on "
+                                 f"rank {comm.rank}")
+            outline = np.zeros(n, bool) if outline is None else np.asarray(outline, bool)
+            if outline.shape != (n,):
+                raise ValueError(f"plot: outline must be one bool per local element ({n} here), "
+                                 f"got shape {outline.shape} on rank {comm.rank}")
+        elif outline is not None:
+            raise ValueError("plot: outline= goes with polygons=")
         if points is not None:
             points = np.asarray(points, dtype=np.float64)
-            n = p.nrows if p.info.ragged else p.values.shape[0]
             if points.ndim != 2 or points.shape[0] != n or points.shape[1] < 2:
                 raise ValueError(f"plot: points must be this rank's coordinates, one row of 2 or "
                                  f"more per local element ({n} here), got shape {points.shape} "
                                  f"on rank {comm.rank}")
         elif not d.maps:
             raise ValueError("plot: a 0-d array has nothing to draw")
-        elif not p.info.ragged and len(d.maps) > 2:
+        elif polygons is None and not p.info.ragged and len(d.maps) > 2:
             raise ValueError(f"plot: draws 1-D and 2-D arrays, this one is "
                              f"{len(d.maps)}-D (plot a 2-D slice or pass points=)")
     if points is not None:
         return _plot_points(a, d, ax, points, title, max_cells)
+    if polygons is not None:
+        return _plot_polygons(a, d, ax, polygons, outline, title, max_cells)
     if p.info.ragged:
         return _plot_rows(a, d, p, ax, max_cells, title)
     return _plot_grid(a, d, ax, max_cells, title)
@@ -310,6 +336,46 @@ def _plot_points(a, d, ax, points, title, max_cells):
     ax.set_title((title or f"{a.type}: {m.size} points on {d.size} ranks"
                   + (f", {ghosts} ghost copies (hollow)" if ghosts else ""))
                  + (f"\n(every {step}-th of {total:,} points drawn)" if step > 1 else ""),
+                 fontsize="medium")
+    return ax
+
+
+def _plot_polygons(a, d, ax, polygons, outline, title, max_cells):
+    """Cells as polygons filled in the owner's color, ``outline`` ones with
+    a black edge; rows that are copies for other ranks are not drawn twice.
+    At most ``max_cells**2`` polygons in all reach rank 0 (every k-th
+    beyond that)."""
+    from matplotlib.collections import PolyCollection
+    comm = d.comm
+    m, c = d.maps[0], d.coords[0]
+    keep = np.zeros(len(polygons), bool)
+    keep[m.canonical_positions(c)] = True
+    keep &= np.isfinite(polygons[:, 0]).all(axis=1)
+    keep = np.flatnonzero(keep)
+    total = comm.allreduce(len(keep))
+    step = max(1, -(-total // (max_cells * max_cells)))
+    keep = keep[::step]
+    got = comm.gather((polygons[keep], outline[keep], comm.rank), root=0)
+    if comm.rank != 0:
+        return None
+    colors = _colors(d.size)
+    ax = _axes(ax, (6, 5))
+    edges = 0
+    for poly, edge, r in got:
+        shapes = [q[np.isfinite(q[:, 0])] for q in poly]
+        ax.add_collection(PolyCollection(shapes, facecolors=colors[r], edgecolors="none",
+                                         label=f"rank {r}"))
+        if edge.any():
+            ax.add_collection(PolyCollection([s for s, e in zip(shapes, edge) if e],
+                                             facecolors="none", edgecolors="black",
+                                             linewidths=0.4))
+            edges += int(edge.sum())
+    ax.autoscale_view()
+    ax.set_aspect("equal")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False)
+    ax.set_title((title or f"{a.type}: {total:,} cells drawn on {d.size} ranks"
+                  + (f", {edges:,} outlined" if edges else ""))
+                 + (f"\n(every {step}-th of {total:,} cells drawn)" if step > 1 else ""),
                  fontsize="medium")
     return ax
 

@@ -13,10 +13,12 @@ ghost layer of the nodes they use (``ghost_layer``).
 """
 from .distributed import GhostLayer, MigratedMesh, ghost_layer, migrate_mesh
 from .files import MeshBlock, cell_centroids, generate_box, read_block, read_points
-from .graph import FACETS, dual_graph, edge_cut, local_cells, metis_partition
+from .graph import (FACETS, dual_graph, edge_cut, local_cells, metis_partition,
+                    partition_interface)
 from .hilbert import hilbert_keys
 from .partition import hilbert_partition
 
-__all__ = ["hilbert_keys", "hilbert_partition", "dual_graph", "edge_cut", "metis_partition",
-           "local_cells", "FACETS", "generate_box", "read_block", "read_points", "cell_centroids", "MeshBlock",
-           "migrate_mesh", "MigratedMesh", "ghost_layer", "GhostLayer"]
+__all__ = ["hilbert_keys", "hilbert_partition", "dual_graph", "edge_cut", "partition_interface",
+           "metis_partition", "local_cells", "FACETS", "generate_box", "read_block",
+           "read_points", "cell_centroids", "MeshBlock", "migrate_mesh", "MigratedMesh",
+           "ghost_layer", "GhostLayer"]

@@ -33,7 +33,7 @@ from ..types import TypeInfo
 # leaf types a cell's node ids may have
 INTEGER_LEAVES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
-__all__ = ["dual_graph", "edge_cut", "metis_partition", "local_cells", "FACETS"]
+__all__ = ["dual_graph", "edge_cut", "partition_interface", "metis_partition", "local_cells", "FACETS"]
 
 
 # The facets of each cell kind, by its number of nodes, in meshio's (VTK's)
@@ -149,21 +149,26 @@ def _owner(facets, P):
 
 def _shared_facets(cells: CellList, dim, payload, comm):
     """At each facet's owner rank, the interior facets met there:
-    ``(payload of one side, payload of the other, rank of one, rank of the
-    other)``. ``payload``: one int64 per cell. Raises (on every rank) for a
-    facet of more than two cells."""
+    ``(payload rows of one side, of the other, rank of one, rank of the
+    other)``. ``payload``: int64 per cell, ``(n,)`` or ``(n, q)``; the
+    payload rows come back ``(m, q)``. Raises (on every rank) for a facet
+    of more than two cells."""
     P = comm.size
+    payload = np.asarray(payload, np.int64).reshape(len(cells), -1)
+    q = payload.shape[1]
     facets, per = _facets(cells, dim)
     k = facets.shape[1]
     dest = _owner(facets, P)
     order = np.argsort(dest, kind="stable")
-    rec = np.empty((len(facets), k + 1), np.int64)
-    rec[:, :k] = facets
-    rec[:, k] = np.repeat(payload, per)
-    rec = rec[order]
+    rec = np.empty((len(facets), k + q), np.int64)      # built in send order: one copy
+    rec[:, :k] = facets[order]
+    del facets
+    rec[:, k:] = np.repeat(payload, per, axis=0)[order]
     send = np.bincount(dest, minlength=P).astype(np.int64)
     recv = exchange.alltoallv(comm, send, np.ones(P, np.int64), np.ones(P, np.int64))
-    got = exchange.alltoallv(comm, rec.reshape(-1), send * (k + 1), recv * (k + 1)).reshape(-1, k + 1)
+    got = exchange.alltoallv(comm, rec.reshape(-1), send * (k + q), recv * (k + q))
+    del rec
+    got = got.reshape(-1, k + q)
     src = np.repeat(np.arange(P), recv)
     order = np.lexsort(got[:, :k].T[::-1])
     got, src = got[order], src[order]
@@ -175,7 +180,24 @@ def _shared_facets(cells: CellList, dim, payload, comm):
                            "(a non-manifold mesh, or a cell listed twice)")
     _comm.agree(comm, error)
     first = np.flatnonzero(same)
-    return got[first, k], got[first + 1, k], src[first], src[first + 1]
+    return got[first, k:], got[first + 1, k:], src[first], src[first + 1]
+
+
+def _to_holders(comm, rows: np.ndarray, to: np.ndarray) -> np.ndarray:
+    """Send int64 ``rows`` (``(m, w)``) to ranks ``to``; returns the rows
+    this rank receives (one alltoallv of counts, one of rows)."""
+    P = comm.size
+    w = rows.shape[1]
+    order = np.argsort(to, kind="stable")
+    send = np.bincount(to, minlength=P).astype(np.int64)
+    recv = exchange.alltoallv(comm, send, np.ones(P, np.int64), np.ones(P, np.int64))
+    return exchange.alltoallv(comm, rows[order].reshape(-1), send * w, recv * w).reshape(-1, w)
+
+
+def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Where each of ``wanted`` (all present) is in ``ids``."""
+    sorter = np.argsort(ids, kind="stable")
+    return sorter[np.searchsorted(ids, wanted, sorter=sorter)]
 
 
 def dual_graph(cells, cell_ids=None, comm=None, *, dim=None):
@@ -206,16 +228,11 @@ def dual_graph(cells, cell_ids=None, comm=None, *, dim=None):
             raise ValueError(f"dual_graph: cell_ids needs one id per cell ({len(cells)}), got "
                              f"shape {ids.shape} on rank {comm.rank}")
     a, b, ra, rb = _shared_facets(cells, dim, ids, comm)
-    P = comm.size
+    a, b = a[:, 0], b[:, 0]
     # each end of every edge goes to the rank holding its cell: (cell, neighbour)
-    ends = np.concatenate([np.stack([a, b], 1), np.stack([b, a], 1)])
-    to = np.concatenate([ra, rb])
-    order = np.argsort(to, kind="stable")
-    send = np.bincount(to, minlength=P).astype(np.int64)
-    recv = exchange.alltoallv(comm, send, np.ones(P, np.int64), np.ones(P, np.int64))
-    mine = exchange.alltoallv(comm, ends[order].reshape(-1), send * 2, recv * 2).reshape(-1, 2)
-    sorter = np.argsort(ids, kind="stable")
-    at = sorter[np.searchsorted(ids, mine[:, 0], sorter=sorter)]
+    mine = _to_holders(comm, np.concatenate([np.stack([a, b], 1), np.stack([b, a], 1)]),
+                       np.concatenate([ra, rb]))
+    at = _positions(ids, mine[:, 0])
     order = np.lexsort((mine[:, 1], at))
     offsets = np.zeros(len(cells) + 1, np.int64)
     np.cumsum(np.bincount(at, minlength=len(cells)), out=offsets[1:])
@@ -276,6 +293,30 @@ def edge_cut(cells, parts, comm=None, *, dim=None) -> int:
                              f"shape {parts.shape} on rank {comm.rank}")
     a, b, _, _ = _shared_facets(cells, dim, parts, comm)
     return int(comm.allreduce(int((a != b).sum()), op=MPI.SUM))
+
+
+def partition_interface(cells, cell_ids, parts, comm=None, *, dim=None) -> tuple:
+    """``(edge cut, interface)`` of a partition (collective): the number of
+    facets between cells of different parts (the same int on every rank),
+    and for each of this rank's cells whether it shares a facet with a cell
+    of another part -- the cells the partition's ghost layers copy. Costs
+    ``edge_cut`` plus one small exchange. ``cells`` as for ``dual_graph``."""
+    comm = _comm.resolve(comm)
+    cells = _cell_list(cells, comm, "partition_interface", dim)
+    ids = np.asarray(cell_ids, np.int64)
+    parts = np.asarray(parts, np.int64)
+    with _comm.agreement(comm, "partition_interface"):
+        if ids.shape != (len(cells),) or parts.shape != (len(cells),):
+            raise ValueError(f"partition_interface: cell_ids and parts need one entry per cell "
+                             f"({len(cells)}), got shapes {ids.shape} and {parts.shape} on rank "
+                             f"{comm.rank}")
+    a, b, ra, rb = _shared_facets(cells, dim, np.stack([ids, parts], 1), comm)
+    cut = a[:, 1] != b[:, 1]
+    crossing = _to_holders(comm, np.concatenate([a[cut, :1], b[cut, :1]]),
+                           np.concatenate([ra[cut], rb[cut]]))
+    interface = np.zeros(len(cells), bool)
+    interface[_positions(ids, crossing[:, 0])] = True
+    return int(comm.allreduce(int(cut.sum()), op=MPI.SUM)), interface
 
 
 def metis_partition(offsets, neighbours, cell_ids, comm=None, parts: int | None = None,
