@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import comm as _comm
+from ..heap import trims_heap
 from ..arraylike import is_distributed, unwrap, wrap_like
 from ..movement.migrate import MigrationPlan, migrate
 from ..movement.scatter import Scatter
@@ -50,6 +51,7 @@ class MigratedMesh:
     plan: MigrationPlan | None = None
 
 
+@trims_heap
 def migrate_mesh(cells, dest, fields: dict | None = None) -> MigratedMesh:
     """Send this rank's cell ``i`` (and row ``i`` of every field) to rank
     ``dest[i]`` (collective). ``cells`` and the fields: DistArrays whose
@@ -134,6 +136,7 @@ class GhostLayer:
         self.assemble(per_node, into, mode="add")
 
 
+@trims_heap
 def ghost_layer(nodes, cells) -> GhostLayer:
     """The ghost layer of a node field (a DistArray, or its Distribution,
     distributed along dimension 0) for this rank's ``cells`` (collective;

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import comm as _comm
+from ..heap import trims_heap
 from .. import exchange
 
 __all__ = ["generate_box", "read_block", "read_points", "cell_centroids", "MeshBlock"]
@@ -126,6 +127,7 @@ def _xdmf(path):
     return item(topo, "topology"), item(grid.find("Geometry"), "geometry"), data
 
 
+@trims_heap
 def read_block(path, comm=None) -> MeshBlock:
     """This rank's block of the cells of the mesh file ``path`` (collective;
     see the module docstring). A file that does not exist or that meshio
@@ -232,6 +234,7 @@ def _read_rows(dataset, rows: np.ndarray) -> np.ndarray:
     return out
 
 
+@trims_heap
 def read_points(block: MeshBlock, node_ids, comm=None) -> np.ndarray:
     """The coordinates of nodes ``node_ids`` (sorted unique ids are read;
     any order is returned) -- from HDF5 slices of exactly those rows for a
@@ -254,6 +257,7 @@ def read_points(block: MeshBlock, node_ids, comm=None) -> np.ndarray:
     return got.reshape(-1, d)[back]
 
 
+@trims_heap
 def cell_centroids(block: MeshBlock, comm=None) -> np.ndarray:
     """The centroids ``(n, dim)`` of this rank's block of cells -- what a
     geometric partitioner needs (collective when the file is read whole).

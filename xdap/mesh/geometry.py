@@ -32,6 +32,14 @@ def slice_polygons(corners, axis: int = 1, at: float = 0.5) -> np.ndarray:
     quadrilateral; all NaN for a tetrahedron the plane misses. A corner on
     the plane counts as above it."""
     corners = np.asarray(corners, np.float64)
+    out = np.full((len(corners), 4, 2), np.nan)
+    below = corners[:, :, axis] < at
+    cut = np.flatnonzero(below.any(axis=1) & ~below.all(axis=1))
+    out[cut] = _cut_polygons(corners[cut], axis, at)    # temporaries only for the cut cells
+    return out
+
+
+def _cut_polygons(corners, axis, at):
     side = corners[:, :, axis] - at
     a, b = corners[:, _EDGES[:, 0]], corners[:, _EDGES[:, 1]]          # (n, 6, 3)
     sa, sb = side[:, _EDGES[:, 0]], side[:, _EDGES[:, 1]]
@@ -43,9 +51,8 @@ def slice_polygons(corners, axis: int = 1, at: float = 0.5) -> np.ndarray:
     points = points[:, :, keep]                                         # (n, 6, 2)
     # order the 3 or 4 cut points by angle around their centre; NaN sort last
     found = np.isfinite(points[..., :1])
-    with np.errstate(invalid="ignore"):
-        centre = np.where(found, points, 0).sum(axis=1, keepdims=True) / found.sum(axis=1,
-                                                                                  keepdims=True)
+    centre = np.where(found, points, 0).sum(axis=1, keepdims=True) / found.sum(axis=1,
+                                                                              keepdims=True)
     angle = np.arctan2(points[..., 1] - centre[..., 1], points[..., 0] - centre[..., 0])
     order = np.argsort(np.where(np.isnan(angle), np.inf, angle), axis=1)[:, :4]
     return np.take_along_axis(points, order[..., None], axis=1)

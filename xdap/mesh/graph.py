@@ -24,6 +24,7 @@ import numpy as np
 from mpi4py import MPI
 
 from .. import comm as _comm
+from ..heap import trims_heap
 from .. import exchange
 from ..arraylike import is_distributed, unwrap, wrap_like
 from ..distribution import Distribution
@@ -118,8 +119,9 @@ def _facets(cells: CellList, dim):
     if dim is None:
         k = cells.width
         pick = np.array(list(itertools.combinations(range(k), k - 1)))
-        rows = np.sort(cells.nodes.reshape(-1, k)[:, pick], axis=2).reshape(-1, k - 1)
-        return rows, np.full(len(cells), len(pick), np.int64)
+        rows = cells.nodes.reshape(-1, k)[:, pick]
+        rows.sort(axis=2)                                  # in place: no second copy
+        return rows.reshape(-1, k - 1), np.full(len(cells), len(pick), np.int64)
     table = FACETS[dim]
     wide = max(len(f) for kind in table.values() for f in kind)
     per = np.array([len(table[s]) if s in table else 0 for s in range(max(table) + 1)])
@@ -160,27 +162,35 @@ def _shared_facets(cells: CellList, dim, payload, comm):
     k = facets.shape[1]
     dest = _owner(facets, P)
     order = np.argsort(dest, kind="stable")
-    rec = np.empty((len(facets), k + q), np.int64)      # built in send order: one copy
-    rec[:, :k] = facets[order]
+    # the records, built column by column in send order (temporaries of one
+    # column, not of the whole table: this is the pipeline's memory peak)
+    rec = np.empty((len(facets), k + q), np.int64)
+    for j in range(k):
+        rec[:, j] = facets[order, j]
     del facets
-    rec[:, k:] = np.repeat(payload, per, axis=0)[order]
+    for j in range(q):
+        rec[:, k + j] = np.repeat(payload[:, j], per)[order]
     send = np.bincount(dest, minlength=P).astype(np.int64)
     recv = exchange.alltoallv(comm, send, np.ones(P, np.int64), np.ones(P, np.int64))
     got = exchange.alltoallv(comm, rec.reshape(-1), send * (k + q), recv * (k + q))
     del rec
     got = got.reshape(-1, k + q)
-    src = np.repeat(np.arange(P), recv)
     order = np.lexsort(got[:, :k].T[::-1])
-    got, src = got[order], src[order]
-    same = (got[1:, :k] == got[:-1, :k]).all(axis=1) if len(got) > 1 else np.zeros(0, bool)
+    # equal neighbours in sorted order are the two sides of a facet
+    same = np.ones(max(len(got) - 1, 0), bool)
+    for j in range(k):
+        col = got[order, j]
+        same &= col[1:] == col[:-1]
     error = None
     if len(same) > 1 and (same[1:] & same[:-1]).any():
-        i = int(np.flatnonzero(same[1:] & same[:-1])[0])
+        i = int(order[np.flatnonzero(same[1:] & same[:-1])[0]])
         error = ValueError(f"mesh: facet {got[i, :k].tolist()} is shared by more than two cells "
                            "(a non-manifold mesh, or a cell listed twice)")
     _comm.agree(comm, error)
-    first = np.flatnonzero(same)
-    return got[first, k:], got[first + 1, k:], src[first], src[first + 1]
+    first = order[np.flatnonzero(same)]
+    second = order[np.flatnonzero(same) + 1]
+    src = np.repeat(np.arange(P), recv)
+    return got[first, k:], got[second, k:], src[first], src[second]
 
 
 def _to_holders(comm, rows: np.ndarray, to: np.ndarray) -> np.ndarray:
@@ -200,6 +210,7 @@ def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return sorter[np.searchsorted(ids, wanted, sorter=sorter)]
 
 
+@trims_heap
 def dual_graph(cells, cell_ids=None, comm=None, *, dim=None):
     """The neighbours of this rank's cells: the cells sharing a facet with
     each (collective).
@@ -277,6 +288,7 @@ def _dual_graph_array(cells, dim):
     return wrap_like(cells, Distribution((d.maps[0],), d.comm), rows)
 
 
+@trims_heap
 def edge_cut(cells, parts, comm=None, *, dim=None) -> int:
     """The number of dual-graph edges (shared facets) whose two cells lie in
     different parts (collective; the same int on every rank). ``cells`` as
@@ -295,6 +307,7 @@ def edge_cut(cells, parts, comm=None, *, dim=None) -> int:
     return int(comm.allreduce(int((a != b).sum()), op=MPI.SUM))
 
 
+@trims_heap
 def partition_interface(cells, cell_ids, parts, comm=None, *, dim=None) -> tuple:
     """``(edge cut, interface)`` of a partition (collective): the number of
     facets between cells of different parts (the same int on every rank),
@@ -319,6 +332,7 @@ def partition_interface(cells, cell_ids, parts, comm=None, *, dim=None) -> tuple
     return int(comm.allreduce(int(cut.sum()), op=MPI.SUM)), interface
 
 
+@trims_heap
 def metis_partition(offsets, neighbours, cell_ids, comm=None, parts: int | None = None,
                     root: int = 0) -> np.ndarray:
     """The part of each of this rank's cells by METIS (pymetis) on the dual

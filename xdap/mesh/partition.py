@@ -16,6 +16,7 @@ import numpy as np
 from mpi4py import MPI
 
 from .. import comm as _comm
+from ..heap import trims_heap
 from .hilbert import hilbert_keys, max_bits
 
 __all__ = ["hilbert_partition", "SAMPLES"]
@@ -25,6 +26,7 @@ __all__ = ["hilbert_partition", "SAMPLES"]
 SAMPLES = 256
 
 
+@trims_heap
 def hilbert_partition(points, comm=None, parts: int | None = None, *,
                       samples: int = SAMPLES) -> np.ndarray:
     """The part (``0 .. parts-1``, default: one per rank) of each of this
