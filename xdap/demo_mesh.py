@@ -31,6 +31,7 @@ import os
 import resource
 import tempfile
 import time
+import tracemalloc
 
 import numpy as np
 from mpi4py import MPI
@@ -50,6 +51,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", help="directory for the results (default: a temporary one)")
     parser.add_argument("--check-limit", type=int, default=200_000,
                         help="compare with serial numpy up to this many cells")
+    parser.add_argument("--trace-memory", action="store_true",
+                        help="also print each stage's peak of NumPy and Python allocations "
+                        "(tracemalloc: the data alone, without the interpreter and libraries)")
 
 
 def run(args) -> int:
@@ -63,11 +67,19 @@ def run(args) -> int:
         ok &= good
         say(f"  {'OK  ' if good else 'FAIL'} {label}{(': ' + detail) if detail else ''}")
 
+    if args.trace_memory:
+        tracemalloc.start()
+
     def stage(name, t0):
         dt = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
         peak = comm.allgather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        data = ""
+        if args.trace_memory:
+            traced = comm.allgather(tracemalloc.get_traced_memory()[1] / 2 ** 20)
+            tracemalloc.reset_peak()
+            data = f"; data peak per rank {', '.join(f'{r:.0f}' for r in traced)} MiB"
         say(f"  [{name}: {dt:.2f} s; peak memory so far per rank "
-            f"{', '.join(f'{r:.0f}' for r in peak)} MiB]")
+            f"{', '.join(f'{r:.0f}' for r in peak)} MiB{data}]")
 
     out = args.out or comm.bcast(tempfile.mkdtemp(prefix="xdap-mesh-") if comm.rank == 0
                                  else None)

@@ -21,7 +21,6 @@ from ..movement.redistribute import move
 from ..types import Kind, TypeInfo
 from . import manifest as mf
 from . import staged
-from .arrow_file import from_ipc
 from .files import map_verified, read_into
 from .npy import parse_npy_header
 from .plan import index_tuple, read_plan, selection_size
@@ -176,6 +175,7 @@ def _read_fixed(path, body, info, plan, local_shape) -> Parts:
 
 
 def _read_ragged(path, body, info, plan, local_shape) -> Parts:
+    from .arrow_file import from_ipc       # pyarrow (25 MiB a rank) only for old ragged stores
     got = []
     for rank, (bsel,), (psel,) in plan:
         piece = body["pieces"][rank]
