@@ -51,3 +51,26 @@ if comm.rank == 0:
     save(plot_store(os.path.join(tmp, "s")), "store.png")
     import shutil
     shutil.rmtree(tmp, ignore_errors=True)
+
+# a tetrahedral mesh partitioned along a Hilbert curve: the cells the plane
+# z = 0.3 cuts, colored by owner, the partition's interface cells outlined
+from xdap.mesh import (cell_centroids, generate_box, ghost_layer, hilbert_partition,  # noqa: E402
+                       migrate_mesh, partition_interface, read_block, read_points)
+from xdap.mesh.geometry import slice_polygons  # noqa: E402
+tmp = comm.bcast(tempfile.mkdtemp() if comm.rank == 0 else None)
+block = read_block(generate_box(os.path.join(tmp, "box.xdmf"), 20000, comm), comm)
+dest = hilbert_partition(cell_centroids(block, comm), comm)
+_, interface = partition_interface(block.cells, block.ids, dest, comm)
+mesh = migrate_mesh(xdap.from_local(block.cells, comm=comm), dest,
+                    {"interface": xdap.from_local(interface, comm=comm)})
+layer = ghost_layer(xdap.zeros(block.nnodes, comm=comm), mesh.cells)
+xyz = read_points(block, layer.needed, comm)
+ax = mesh.cells.plot(polygons=slice_polygons(xyz[layer.local_cells], axis=2, at=0.3),
+                     outline=mesh.fields["interface"].local_numpy(),
+                     title=f"{block.ncells:,} tets on {comm.size} ranks, the slice z = 0.3;\n"
+                           "outlined: interface cells (ghost layers copy them)")
+save(ax, "mesh-partition.png")
+comm.Barrier()
+if comm.rank == 0:
+    import shutil
+    shutil.rmtree(tmp, ignore_errors=True)
