@@ -1,6 +1,7 @@
 """The main job (``make demo``) on 1-4 ranks, small sizes: every stage's check passes."""
 import argparse
 
+import numpy as np
 import pytest
 
 from xdap import demo
@@ -23,7 +24,8 @@ def test_mesh_areas_cover_the_square():
 
 
 def mesh_args(out, **kw):
-    base = dict(tets=3000, mesh=None, partitioner="hilbert", out=out, check_limit=200_000)
+    base = dict(tets=3000, mesh=None, partitioner="hilbert", out=out, check_limit=200_000,
+                trace_memory=False)
     base.update(kw)
     return argparse.Namespace(**base)
 
@@ -53,4 +55,25 @@ def test_mesh_pipeline_bad_input_raises_on_every_rank(comm, tmp_path_factory):
         demo_mesh.run(mesh_args(out, mesh=os.path.join(out, "nothing.xdmf")))
     with pytest.raises(ValueError, match="tets must be"):
         demo_mesh.run(mesh_args(out, tets=0))
+    assert comm.bcast(sorted(os.listdir(out)) if comm.rank == 0 else None) == []
+    # files made elsewhere: unreadable, a dangling node reference, too few cells
+    import meshio
+    src = comm.bcast(str(tmp_path_factory.mktemp("src")) if comm.rank == 0 else None)
+    pts = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1.0]])
+    if comm.rank == 0:
+        with open(os.path.join(src, "garbage.vtu"), "w") as f:
+            f.write("<VTKFile>not a mesh")
+        meshio.write(os.path.join(src, "dangling.vtu"),
+                     meshio.Mesh(pts, [("tetra", np.array([[0, 1, 2, 3], [1, 2, 3, 9]]))]))
+        # two tets with one centroid: their Hilbert keys are equal, so one part
+        twin = np.concatenate([pts[:4], 2 * pts[:4].mean(axis=0) - pts[:4]])
+        meshio.write(os.path.join(src, "twins.vtu"),
+                     meshio.Mesh(twin, [("tetra", np.array([[0, 1, 2, 3], [4, 5, 6, 7]]))]))
+    comm.Barrier()
+    for name, message in [("garbage.vtu", "meshio cannot read"),
+                          ("dangling.vtu", "dangling node reference"),
+                          ("twins.vtu", "leaves a rank without cells" if comm.size == 2 else
+                           r"2 cells on 3 ranks: rank 0 read none")]:
+        with pytest.raises(ValueError, match=message):
+            demo_mesh.run(mesh_args(out, mesh=os.path.join(src, name)))
     assert comm.bcast(sorted(os.listdir(out)) if comm.rank == 0 else None) == []

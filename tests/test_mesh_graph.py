@@ -208,3 +208,21 @@ def test_bad_mixed_cells_raise_on_every_rank(comm):
         dual_graph((offsets + (comm.rank == 0), flat), mine, comm, dim=3)
     with pytest.raises(ValueError, match="dim must be"):
         dual_graph((offsets, flat), mine, comm, dim=4)
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_a_rank_without_cells(comm):
+    # rank 0 holds nothing: every function still answers, on every rank
+    _, tets = cube_tets(2)
+    ref = reference_graph(tets)
+    mine = np.array([], np.int64) if comm.rank == 0 else \
+        np.array_split(np.arange(len(tets)), comm.size - 1)[comm.rank - 1]
+    offsets, nbrs = dual_graph(tets[mine].reshape(-1, 4), mine, comm)
+    assert len(offsets) == len(mine) + 1
+    for i, c in enumerate(mine):
+        assert nbrs[offsets[i]:offsets[i + 1]].tolist() == ref[c]
+    part = mine % 2
+    want = sum((a % 2) != (b % 2) for a, v in ref.items() for b in v if a < b)
+    assert edge_cut(tets[mine].reshape(-1, 4), part, comm) == want
+    cut, interface = partition_interface(tets[mine].reshape(-1, 4), mine, part, comm)
+    assert cut == want and interface.shape == mine.shape

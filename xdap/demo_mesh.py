@@ -99,6 +99,10 @@ def run(args) -> int:
     t_all = t0 = time.perf_counter()
     block = read_block(path, comm)
     N = block.ncells
+    empty = [r for r, n in enumerate(comm.allgather(len(block.ids))) if n == 0]
+    if empty:
+        raise ValueError(f"demo mesh: {N:,} cells on {comm.size} ranks: rank {empty[0]} read "
+                         "none; use fewer ranks or a larger mesh")
     say(f"\n[1] read {os.path.basename(path)}: {N:,} cells, {block.nnodes:,} nodes; "
         f"this rank read {len(block.ids):,} cells")
     centroids = cell_centroids(block, comm)

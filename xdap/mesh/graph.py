@@ -156,7 +156,8 @@ def _shared_facets(cells: CellList, dim, payload, comm):
     payload rows come back ``(m, q)``. Raises (on every rank) for a facet
     of more than two cells."""
     P = comm.size
-    payload = np.asarray(payload, np.int64).reshape(len(cells), -1)
+    payload = np.asarray(payload, np.int64)
+    payload = payload[:, None] if payload.ndim == 1 else payload      # (n, q), n may be 0
     q = payload.shape[1]
     facets, per = _facets(cells, dim)
     k = facets.shape[1]
