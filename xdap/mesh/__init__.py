@@ -2,7 +2,8 @@
 
 ``files`` -- a mesh file read in pieces (XDMF + HDF5 slices per rank; other
 meshio formats read on rank 0 and scattered), and a gmsh test mesh;
-``graph`` -- the dual graph of a distributed simplex mesh (cells sharing a
+``cells`` -- cells as node-id lists (one kind, or mixed: ragged) and
+their facets; ``graph`` -- the dual graph of a distributed mesh (cells sharing a
 facet), its edge cut, and METIS on it; ``hilbert`` -- Hilbert-curve keys
 of points (pure NumPy); ``partition`` --
 a distributed geometric partitioner: Hilbert keys of cell centroids cut
@@ -13,8 +14,8 @@ ghost layer of the nodes they use (``ghost_layer``).
 """
 from .distributed import GhostLayer, MigratedMesh, ghost_layer, migrate_mesh
 from .files import MeshBlock, cell_centroids, generate_box, read_block, read_points
-from .graph import (FACETS, dual_graph, edge_cut, local_cells, metis_partition,
-                    partition_interface)
+from .cells import FACETS, local_cells
+from .graph import dual_graph, edge_cut, metis_partition, partition_interface
 from .hilbert import hilbert_keys
 from .partition import hilbert_partition
 

@@ -37,7 +37,7 @@ from ..heap import trims_heap
 from ..arraylike import is_distributed, unwrap, wrap_like
 from ..movement.migrate import MigrationPlan, migrate
 from ..movement.scatter import Scatter
-from .graph import local_cells
+from .cells import local_cells
 
 __all__ = ["migrate_mesh", "MigratedMesh", "ghost_layer", "GhostLayer"]
 

@@ -1,0 +1,157 @@
+"""A mesh's cells as node-id lists, and their facets.
+
+Cells come as an ``(n, k)`` integer array (one kind: simplices, or one
+``dim``-D kind), as ragged ``(offsets, node_ids)`` NumPy arrays (mixed
+kinds), or as a DistArray of either (``N * k * int64``, ``var * var *
+int64``). ``cell_list`` checks them (an agreement: a bad piece on one
+rank is the same error on every rank) and ``facets_of`` lists every cell's
+facets as sorted node-id rows -- what the dual graph matches.
+
+>>> import numpy as np
+>>> from mpi4py import MPI
+>>> rows, per_cell = facets_of(cell_list(np.array([[0, 1, 2]]), MPI.COMM_SELF, "doc", None),
+...                            None)
+>>> rows.tolist(), per_cell.tolist()
+([[0, 1], [0, 2], [1, 2]], [3])
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .. import comm as _comm
+from ..arraylike import unwrap
+
+__all__ = ["FACETS", "CellList", "cell_list", "facets_of", "local_cells"]
+
+# leaf types a cell's node ids may have
+INTEGER_LEAVES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+# The facets of each cell kind, by its number of nodes, in meshio's (VTK's)
+# node order: faces of 3-D cells, edges of 2-D ones.
+FACETS = {
+    3: {4: [(0, 1, 2), (0, 1, 3), (0, 2, 3), (1, 2, 3)],                        # tetrahedron
+        5: [(0, 1, 2, 3), (0, 1, 4), (1, 2, 4), (2, 3, 4), (3, 0, 4)],          # pyramid
+        6: [(0, 1, 2), (3, 4, 5), (0, 1, 4, 3), (1, 2, 5, 4), (2, 0, 3, 5)],    # wedge
+        8: [(0, 1, 2, 3), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6),
+            (3, 0, 4, 7)]},                                                     # hexahedron
+    2: {3: [(0, 1), (1, 2), (2, 0)],                                            # triangle
+        4: [(0, 1), (1, 2), (2, 3), (3, 0)]},                                   # quadrilateral
+}
+
+
+class CellList:
+    """This rank's cells as node-id lists: ``nodes`` flat, cell ``i`` is
+    ``nodes[starts[i]:starts[i] + sizes[i]]`` (a view when the cells are
+    an ``(n, k)`` array); ``width`` is ``k`` for uniform cells, else None."""
+
+    def __init__(self, nodes, sizes, width=None):
+        self.nodes, self.sizes, self.width = nodes, sizes, width
+        self.starts = np.zeros(len(sizes), np.int64)
+        np.cumsum(sizes[:-1], out=self.starts[1:])
+
+    def __len__(self):
+        return len(self.sizes)
+
+
+def cell_list(cells, comm, what, dim) -> CellList:
+    """Checked cells (collective agreement): an ``(n, k)`` integer array, or
+    ragged ``(offsets, node_ids)`` (CSR: cell ``i`` is ``node_ids[offsets[i]:
+    offsets[i + 1]]``), e.g. mixed element types."""
+    with _comm.agreement(comm, what) as ag:
+        ag.same("dim", dim)
+        if dim not in (None, 2, 3):
+            raise ValueError(f"{what}: dim must be None (simplices), 2 or 3, got {dim!r}")
+        if isinstance(cells, tuple):
+            offsets, nodes = (np.asarray(x) for x in cells)
+            if offsets.ndim != 1 or len(offsets) < 1 or nodes.ndim != 1 or \
+                    (offsets.size and offsets.dtype.kind not in "iu") or \
+                    (nodes.size and nodes.dtype.kind not in "iu"):
+                raise ValueError(f"{what}: ragged cells must be (offsets, node_ids), two 1-d "
+                                 f"integer arrays, on rank {comm.rank}")
+            sizes = np.diff(offsets.astype(np.int64))
+            if (sizes < 0).any() or offsets[0] != 0 or offsets[-1] != len(nodes):
+                raise ValueError(f"{what}: offsets must rise from 0 to len(node_ids) "
+                                 f"({len(nodes)}) on rank {comm.rank}")
+            ag.same("the cells' kind", "ragged")
+            width = None
+            nodes = nodes.astype(np.int64, copy=False)
+        else:
+            arr = np.asarray(cells)
+            if arr.ndim != 2 or arr.shape[1] < 2 or (arr.size and arr.dtype.kind not in "iu"):
+                raise ValueError(f"{what}: cells must be an (n, k) integer array of node ids "
+                                 f"(k >= 2), or ragged (offsets, node_ids); got shape "
+                                 f"{arr.shape} dtype {arr.dtype} on rank {comm.rank}")
+            ag.same("nodes per cell", arr.shape[1])
+            width = arr.shape[1]
+            nodes = arr.astype(np.int64, copy=False).reshape(-1)
+            sizes = np.full(len(arr), width, np.int64)
+        if width is None and dim is None:
+            raise ValueError(f"{what}: ragged cells need dim= (2 or 3) to name their kinds")
+        if dim is not None:
+            unknown = np.setdiff1d(np.unique(sizes), list(FACETS[dim]))
+            if len(unknown):
+                i = int(np.flatnonzero(sizes == unknown[0])[0])
+                raise ValueError(f"{what}: cell {i} on rank {comm.rank} has {int(unknown[0])} "
+                                 f"nodes: no {dim}-D cell kind has that many (known: "
+                                 f"{sorted(FACETS[dim])})")
+        if nodes.size and nodes.min() < 0:
+            raise ValueError(f"{what}: negative node id {int(nodes.min())} on rank {comm.rank}")
+    return CellList(nodes, sizes, width)
+
+
+def facets_of(cells: CellList, dim):
+    """Every cell's facets as sorted node-id rows, in cell order, and the
+    number of facets of each cell. Simplices (``dim`` None): every
+    ``k - 1`` of a cell's ``k`` nodes. Else the kinds' facets from
+    ``FACETS``, padded to the widest with -1 (so a triangle never matches
+    a quadrilateral)."""
+    if dim is None:
+        k = cells.width
+        pick = np.array(list(itertools.combinations(range(k), k - 1)))
+        rows = cells.nodes.reshape(-1, k)[:, pick]
+        rows.sort(axis=2)                                  # in place: no second copy
+        return rows.reshape(-1, k - 1), np.full(len(cells), len(pick), np.int64)
+    table = FACETS[dim]
+    wide = max(len(f) for kind in table.values() for f in kind)
+    per = np.array([len(table[s]) if s in table else 0 for s in range(max(table) + 1)])
+    counts = per[cells.sizes]
+    rows = np.full((int(counts.sum()), wide), -1, np.int64)
+    first = np.zeros(len(cells), np.int64)             # each cell's first facet row
+    np.cumsum(counts[:-1], out=first[1:])
+    for size, facets in table.items():
+        which = np.flatnonzero(cells.sizes == size)
+        if not len(which):
+            continue
+        for j, facet in enumerate(facets):
+            at = first[which] + j
+            for c, corner in enumerate(facet):
+                rows[at, wide - len(facet) + c] = cells.nodes[cells.starts[which] + corner]
+    rows.sort(axis=1)
+    return rows, counts
+
+
+def local_cells(cells, what: str = "mesh"):
+    """This rank's rows of a DistArray of cells as NumPy: an ``(n, k)`` array
+    (``N * k * int64``) or ragged ``(offsets, node_ids)`` (``var * var *
+    int64``), with their global ids (collective: agreed checks)."""
+    d, p = unwrap(cells)
+    m = d.maps[0] if d.maps else None
+    with _comm.agreement(d.comm, what):
+        ragged = p.info.ragged
+        if m is None or (ragged and len(p.offsets) != 2) or \
+                (not ragged and (len(p.shape) != 2 or any(g != 1 for g in d.grid[1:]))) or \
+                p.info.optional or p.info.leaf not in INTEGER_LEAVES:
+            raise TypeError(f"{what}: cells must be an N * k * int64 or var * var * int64 array "
+                            f"distributed by rows, got '{p.info.type_string()}' on a {d.grid} "
+                            "grid")
+        if m.has_copies:
+            raise ValueError(f"{what}: the cells' distribution holds copies of rows (ghosts or "
+                             "padding); pass each cell once")
+    ids = np.asarray(m.global_indices(d.coords[0]), np.int64)
+    if not ragged:
+        return np.asarray(p.values), ids
+    inner = np.asarray(p.offsets[1], np.int64)
+    return (inner - inner[0], np.asarray(p.values)[inner[0]:inner[-1]]), ids
