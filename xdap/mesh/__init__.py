@@ -1,16 +1,21 @@
-"""Unstructured meshes in pieces (the mesh pipeline, issue 16; growing).
+"""Unstructured meshes in pieces: no rank ever holds the whole mesh
+(docs/mesh.md; ``xdap demo mesh`` runs the pipeline end to end).
 
-``files`` -- a mesh file read in pieces (XDMF + HDF5 slices per rank; other
-meshio formats read on rank 0 and scattered), and a gmsh test mesh;
-``cells`` -- cells as node-id lists (one kind, or mixed: ragged) and
-their facets; ``graph`` -- the dual graph of a distributed mesh (cells sharing a
-facet), its edge cut, and METIS on it; ``hilbert`` -- Hilbert-curve keys
-of points (pure NumPy); ``partition`` --
-a distributed geometric partitioner: Hilbert keys of cell centroids cut
-into equal pieces by a distributed sample sort (the idea of Zoltan's HSFC
-and p4est), which never gathers the points or the mesh; ``distributed`` --
-the cells and all their fields moved by one plan (``migrate_mesh``) and the
-ghost layer of the nodes they use (``ghost_layer``).
+- ``files``: a mesh file read in pieces (XDMF + HDF5 slices per rank; other
+  meshio formats read on rank 0 and scattered), node coordinates, and a
+  gmsh test mesh;
+- ``cells``: cells as node-id lists (one kind, or mixed kinds, ragged) and
+  their facets;
+- ``graph``: the dual graph (cells sharing a facet), edge cuts, the
+  partition's interface, and METIS on the graph;
+- ``hilbert`` and ``partition``: Hilbert-curve keys, and a distributed
+  geometric partitioner (keys of cell centroids cut into equal runs by a
+  distributed sample sort, as Zoltan's HSFC and p4est do) that never
+  gathers;
+- ``distributed``: the cells and all their fields moved by one plan
+  (``migrate_mesh``), and the ghost layer of the nodes they use
+  (``ghost_layer``);
+- ``geometry``: tetrahedron volumes and plane slices (pure NumPy).
 """
 from .distributed import GhostLayer, MigratedMesh, ghost_layer, migrate_mesh
 from .files import MeshBlock, cell_centroids, generate_box, read_block, read_points
