@@ -91,8 +91,13 @@ def test_bad_input_raises_on_every_rank(comm):
     _, tets = cube_tets(2)
     mine = my_cells(comm, len(tets), "blocks")
     cells = xdap.from_local(tets[mine], comm=comm)
-    with pytest.raises(TypeError, match="cells must be a DistArray"):
-        migrate_mesh(tets[mine], np.zeros(len(mine), np.int64))
+    # a wrong kind of argument on one rank only: the same error on every rank
+    with pytest.raises(TypeError, match=r"cells must be a DistArray.*\(rank 1\)"):
+        migrate_mesh(tets[mine] if comm.rank == 1 else cells, np.full(len(mine), comm.rank))
+    with pytest.raises(TypeError, match=r"nodes must be a DistArray or a Distribution"):
+        ghost_layer(np.zeros(27) if comm.rank == 0 else xdap.zeros(27, comm=comm), cells)
+    with pytest.raises(ValueError, match="cells are a DistArray must be the same"):
+        ghost_layer(xdap.zeros(27, comm=comm), tets[mine] if comm.rank == 0 else cells)
     other = xdap.from_local(np.zeros(len(mine) + (comm.rank == 0)), comm=comm)
     with pytest.raises(ValueError, match="rows of field 'x' are not distributed as the cells'"):
         migrate_mesh(cells, np.full(len(mine), comm.rank), {"x": other})

@@ -35,6 +35,7 @@ import numpy as np
 from .. import comm as _comm
 from ..heap import trims_heap
 from ..arraylike import is_distributed, unwrap, wrap_like
+from ..distribution import Distribution
 from ..movement.migrate import MigrationPlan, migrate
 from ..movement.scatter import Scatter
 from .cells import local_cells
@@ -51,6 +52,18 @@ class MigratedMesh:
     plan: MigrationPlan | None = None
 
 
+def _comm_of(*arrays):
+    """The communicator of the first distributed one of ``arrays`` (or a
+    Distribution's), else COMM_WORLD: where to agree that the others are
+    wrong."""
+    for x in arrays:
+        if is_distributed(x):
+            return x.distribution.comm
+        if isinstance(x, Distribution):
+            return x.comm
+    return _comm.resolve(None)
+
+
 @trims_heap
 def migrate_mesh(cells, dest, fields: dict | None = None) -> MigratedMesh:
     """Send this rank's cell ``i`` (and row ``i`` of every field) to rank
@@ -59,17 +72,17 @@ def migrate_mesh(cells, dest, fields: dict | None = None) -> MigratedMesh:
     ValueError on every rank). Cells keep their global ids, so
     ``to_global()`` is unchanged; rows arrive grouped by source rank.
     Copies the rows (they move)."""
-    if not is_distributed(cells):
-        raise TypeError(f"migrate_mesh: cells must be a DistArray, got {type(cells).__name__}")
     fields = dict(fields or {})
-    for name, f in fields.items():
-        if not is_distributed(f):
-            raise TypeError(f"migrate_mesh: field {name!r} must be a DistArray, got "
-                            f"{type(f).__name__}")
-    d, p = unwrap(cells)
-    with _comm.agreement(d.comm, "migrate_mesh") as ag:
+    with _comm.agreement(_comm_of(cells, *fields.values()), "migrate_mesh") as ag:
+        if not is_distributed(cells):
+            raise TypeError(f"migrate_mesh: cells must be a DistArray, got "
+                            f"{type(cells).__name__}")
         ag.same("fields", sorted(fields))
+        d, p = unwrap(cells)
         for name, f in fields.items():      # checked before anything moves
+            if not is_distributed(f):
+                raise TypeError(f"migrate_mesh: field {name!r} must be a DistArray, got "
+                                f"{type(f).__name__}")
             fd = f.distribution
             if not fd.maps or fd.maps[0] != d.maps[0] or any(g != 1 for g in fd.grid[1:]):
                 raise ValueError(f"migrate_mesh: the rows of field {name!r} are not distributed "
@@ -93,11 +106,15 @@ class GhostLayer:
     """
 
     def __init__(self, nodes, cells):
-        self.scatter = None
-        comm = (nodes.distribution if is_distributed(nodes) else nodes).comm
+        comm = _comm_of(nodes, cells)
+        with _comm.agreement(comm, "ghost_layer") as ag:
+            if not (is_distributed(nodes) or isinstance(nodes, Distribution)):
+                raise TypeError(f"ghost_layer: nodes must be a DistArray or a Distribution, got "
+                                f"{type(nodes).__name__}")
+            ag.same("cells are a DistArray", is_distributed(cells))
         if is_distributed(cells):
             cells, _ = local_cells(cells, "ghost_layer")
-        with _comm.agreement(comm, "ghost_layer"):
+        with _comm.agreement(comm, "ghost_layer: cells"):
             ragged = isinstance(cells, tuple)
             ids = np.asarray(cells[1] if ragged else cells)
             if (not ragged and ids.ndim != 2) or (ids.size and ids.dtype.kind not in "iu"):
