@@ -226,3 +226,16 @@ def test_a_rank_without_cells(comm):
     assert edge_cut(tets[mine].reshape(-1, 4), part, comm) == want
     cut, interface = partition_interface(tets[mine].reshape(-1, 4), mine, part, comm)
     assert cut == want and interface.shape == mine.shape
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_numpy_cells_on_one_rank_distarray_on_the_others(comm):
+    import xdap
+    _, tets = cube_tets(2)
+    mine = np.array_split(np.arange(len(tets)), comm.size)[comm.rank]
+    a = xdap.from_local(tets[mine], comm=comm)
+    with pytest.raises(ValueError, match="cells are a DistArray must be the same on every rank"):
+        dual_graph(tets[mine], mine, comm) if comm.rank == 0 else dual_graph(a)
+    with pytest.raises(ValueError, match="cells are a DistArray must be the same on every rank"):
+        edge_cut(tets[mine], mine % 2, comm) if comm.rank == 1 else edge_cut(a, mine % 2)
+    assert edge_cut(a, mine % 2) == edge_cut(tets[mine], mine % 2, comm)      # still in step

@@ -103,6 +103,15 @@ def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return sorter[np.searchsorted(ids, wanted, sorter=sorter)]
 
 
+def _cells_are_distributed(cells, comm, what) -> bool:
+    """Whether ``cells`` is a DistArray -- the same answer on every rank
+    (agreed, so a NumPy array on one rank is one clear error on all)."""
+    with _comm.agreement(cells.distribution.comm if is_distributed(cells) else
+                         _comm.resolve(comm), what) as ag:
+        ag.same("cells are a DistArray", is_distributed(cells))
+    return is_distributed(cells)
+
+
 @trims_heap
 def dual_graph(cells, cell_ids=None, comm=None, *, dim=None):
     """The neighbours of this rank's cells: the cells sharing a facet with
@@ -122,7 +131,7 @@ def dual_graph(cells, cell_ids=None, comm=None, *, dim=None):
     row ``i`` lists cell ``i``'s neighbours.  ndtypes has no ``N * var``,
     so the rows are ragged.
     """
-    if is_distributed(cells):
+    if _cells_are_distributed(cells, comm, "dual_graph"):
         return _dual_graph_array(cells, dim)
     comm = _comm.resolve(comm)
     cells = cell_list(cells, comm, "dual_graph", dim)
@@ -162,7 +171,7 @@ def edge_cut(cells, parts, comm=None, *, dim=None) -> int:
     """The number of dual-graph edges (shared facets) whose two cells lie in
     different parts (collective; the same int on every rank). ``cells`` as
     for ``dual_graph`` (NumPy or a DistArray); ``parts``: one per local cell."""
-    if is_distributed(cells):
+    if _cells_are_distributed(cells, comm, "edge_cut"):
         comm = cells.distribution.comm
         cells, _ = local_cells(cells, "edge_cut")
     comm = _comm.resolve(comm)
