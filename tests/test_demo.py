@@ -63,6 +63,9 @@ def test_mesh_pipeline_bad_input_raises_on_every_rank(comm, tmp_path_factory):
     if comm.rank == 0:
         with open(os.path.join(src, "garbage.vtu"), "w") as f:
             f.write("<VTKFile>not a mesh")
+        meshio.write(os.path.join(src, "hexes.vtu"), meshio.Mesh(
+            np.array([[i, j, k] for k in (0, 1) for j in (0, 1) for i in (0, 1)], float),
+            [("hexahedron", np.array([[0, 1, 3, 2, 4, 5, 7, 6]]))]))
         meshio.write(os.path.join(src, "dangling.vtu"),
                      meshio.Mesh(pts, [("tetra", np.array([[0, 1, 2, 3], [1, 2, 3, 9]]))]))
         # two tets with one centroid: their Hilbert keys are equal, so one part
@@ -72,6 +75,7 @@ def test_mesh_pipeline_bad_input_raises_on_every_rank(comm, tmp_path_factory):
     comm.Barrier()
     for name, message in [("garbage.vtu", "meshio cannot read"),
                           ("dangling.vtu", "dangling node reference"),
+                          ("hexes.vtu", "holds cells other than tetrahedra"),
                           ("twins.vtu", "leaves a rank without cells" if comm.size == 2 else
                            r"2 cells on 3 ranks: rank 0 read none")]:
         with pytest.raises(ValueError, match=message):

@@ -88,3 +88,39 @@ def test_bad_mesh_files_raise_on_every_rank(comm, tmp_path_factory):
         files.read_block(path, comm)
     with pytest.raises(ValueError, match="tets must be an int"):
         files.generate_box(os.path.join(d, "z.xdmf"), 0, comm)
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3, 4))
+@pytest.mark.parametrize("ext", [".vtu", ".xdmf"])
+def test_mixed_kinds_read_whole_as_ragged_cells(comm, tmp_path_factory, ext):
+    # hexahedra and wedges: meshio writes them as separate blocks (XDMF: a
+    # Mixed topology, which is read whole); each rank gets ragged cells
+    import meshio
+    from test_mesh_graph import mixed_mesh_3d, sharing_reference
+    from xdap.mesh import dual_graph
+    n = 3
+    cells = mixed_mesh_3d(n)
+    g = np.arange(n + 1) / n
+    pts = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
+    hexes = np.array([c for c in cells if len(c) == 8])
+    wedges = np.array([c for c in cells if len(c) == 6])
+    order = [c for c in cells if len(c) == 8] + [c for c in cells if len(c) == 6]   # meshio's
+    rho = np.arange(len(order), dtype=np.float64)
+    path = comm.bcast(str(tmp_path_factory.mktemp("mixed") / f"m{ext}") if comm.rank == 0
+                      else None)
+    if comm.rank == 0:
+        meshio.write(path, meshio.Mesh(pts, [("hexahedron", hexes), ("wedge", wedges)],
+                                       cell_data={"rho": [rho[:len(hexes)], rho[len(hexes):]]}))
+    comm.Barrier()
+    b = files.read_block(path, comm)
+    assert b.cell_dim == 3 and b.ncells == len(order)
+    offsets, nodes = b.cells
+    got = [nodes[offsets[i]:offsets[i + 1]].tolist() for i in range(len(b.ids))]
+    assert got == [order[i] for i in b.ids]
+    np.testing.assert_array_equal(b.cell_data["rho"], rho[b.ids])
+    ref_centroids = np.array([pts[order[i]].mean(axis=0) for i in b.ids]).reshape(-1, 3)
+    np.testing.assert_allclose(files.cell_centroids(b, comm), ref_centroids, rtol=1e-12)
+    ref = sharing_reference(order, 3)
+    off, nbrs = dual_graph(b.cells, b.ids, comm, dim=b.cell_dim)
+    for i, c in enumerate(b.ids):
+        assert nbrs[off[i]:off[i + 1]].tolist() == ref[c]

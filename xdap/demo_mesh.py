@@ -99,6 +99,10 @@ def run(args) -> int:
     t_all = t0 = time.perf_counter()
     block = read_block(path, comm)
     N = block.ncells
+    if block.cell_dim is not None or block.cells.shape[1] != 4:
+        raise ValueError(f"demo mesh: {path!r} holds cells other than tetrahedra; the demo "
+                         "computes tetrahedron volumes (xdap.mesh reads mixed kinds: "
+                         "read_block gives them as ragged cells)")
     empty = [r for r, n in enumerate(comm.allgather(len(block.ids))) if n == 0]
     if empty:
         raise ValueError(f"demo mesh: {N:,} cells on {comm.size} ranks: rank {empty[0]} read "

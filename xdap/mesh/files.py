@@ -28,16 +28,26 @@ from .. import comm as _comm
 from ..heap import trims_heap
 from .. import exchange
 
-__all__ = ["generate_box", "read_block", "read_points", "cell_centroids", "MeshBlock"]
+__all__ = ["generate_box", "read_block", "read_points", "cell_centroids", "MeshBlock", "KINDS"]
+
+# The cell kinds read, by dimension (meshio's names; node orders as meshio's)
+KINDS = {3: ("tetra", "pyramid", "wedge", "hexahedron"), 2: ("triangle", "quad")}
 
 
 @dataclass
 class MeshBlock:
     """This rank's block of a mesh file: global cell ids ``ids``, their
-    node ids ``cells`` (``(n, k)``), cell data (NaN in a float field is a
-    missing value), and the whole mesh's counts."""
+    node ids ``cells``, cell data (NaN in a float field is a missing
+    value), and the whole mesh's counts.
+
+    ``cells`` is an ``(n, k)`` array for a mesh of simplices of one kind
+    (tetrahedra or triangles; ``cell_dim`` None), else ragged ``(offsets,
+    node_ids)`` of the mesh's ``cell_dim``-D kinds (hexahedra, wedges,
+    pyramids and tetrahedra; quadrilaterals and triangles) -- either way
+    what ``dual_graph(block.cells, block.ids, comm, dim=block.cell_dim)``
+    takes."""
     ids: np.ndarray
-    cells: np.ndarray
+    cells: object
     cell_data: dict = field(default_factory=dict)
     ncells: int = 0
     nnodes: int = 0
@@ -45,6 +55,7 @@ class MeshBlock:
     geometry: tuple | None = None        # (h5 file, dataset) when nodes are read in slices
     points: np.ndarray | None = None     # every node, when the format is read whole (rank 0)
     dim: int = 3                         # coordinates per node
+    cell_dim: int | None = None          # None: simplices, (n, k); 2 or 3: ragged kinds
 
 
 def generate_box(path, tets: int, comm=None, missing: float = 0.05, seed: int = 0) -> str:
@@ -145,9 +156,8 @@ def read_block(path, comm=None) -> MeshBlock:
             if kind == "xdmf":
                 try:
                     _xdmf(path)
-                except (ET.ParseError, ValueError, TypeError, AttributeError) as e:
-                    raise ValueError(f"mesh file {path!r} cannot be read in pieces: {e}") \
-                        from None
+                except (ET.ParseError, ValueError, TypeError, AttributeError):
+                    kind = "whole"       # mixed kinds, XML data, ...: meshio reads it whole
     kind = comm.bcast(kind, root=0)
     return (_read_xdmf_block if kind == "xdmf" else _read_whole_block)(path, comm)
 
@@ -186,31 +196,46 @@ def _read_whole_block(path, comm) -> MeshBlock:
             except (Exception, SystemExit) as e:   # meshio raises many kinds, or exits (!)
                 raise ValueError(f"meshio cannot read mesh file {path!r}: "
                                  f"{type(e).__name__}: {e}") from None
-            blocks = [(b.type, b.data) for b in mesh.cells if b.type in ("tetra", "triangle")]
-            if not blocks:
-                raise ValueError(f"mesh file {path!r} holds no tetrahedra or triangles")
-            ctype = blocks[0][0]
-            which = [i for i, b in enumerate(mesh.cells) if b.type == ctype]
-            cells_all = np.concatenate([mesh.cells[i].data for i in which]).astype(np.int64)
+            top = 3 if any(b.type in KINDS[3] for b in mesh.cells) else 2
+            which = [i for i, b in enumerate(mesh.cells) if b.type in KINDS[top]]
+            if not which:
+                raise ValueError(f"mesh file {path!r} holds no cells of a kind xdap knows "
+                                 f"({', '.join(KINDS[3] + KINDS[2])})")
+            kinds = {mesh.cells[i].type for i in which}
+            sizes_all = np.concatenate([np.full(len(mesh.cells[i].data),
+                                                mesh.cells[i].data.shape[1]) for i in which])
+            cells_all = np.concatenate([mesh.cells[i].data.reshape(-1)
+                                        for i in which]).astype(np.int64)
             points = np.asarray(mesh.points, np.float64)
-            if cells_all.min() < 0 or cells_all.max() >= len(points):
+            if cells_all.size and (cells_all.min() < 0 or cells_all.max() >= len(points)):
                 raise ValueError(f"mesh file {path!r}: a cell names node "
                                  f"{int(cells_all.max())}, but the mesh has {len(points)} nodes "
                                  "(a dangling node reference)")
             for name, per_block in mesh.cell_data.items():
                 fields_all[name] = np.concatenate([np.asarray(per_block[i], np.float64)
                                                    for i in which])
-            meta = (len(cells_all), cells_all.shape[1], len(points), sorted(fields_all),
-                    points.shape[1])
-    ncells, k, nnodes, names, dim = comm.bcast(meta, root=0)
+            simplices = len(kinds) == 1 and kinds <= {"tetra", "triangle"}
+            meta = (len(sizes_all), None if simplices else top, int(sizes_all[0]), len(points),
+                    sorted(fields_all), points.shape[1])
+    ncells, cell_dim, k, nnodes, names, dim = comm.bcast(meta, root=0)
     counts = np.diff([ncells * r // comm.size for r in range(comm.size + 1)])
     lo, hi = _block(ncells, comm)
-    flat = exchange.scatterv(comm, None if cells_all is None else cells_all.reshape(-1),
-                             [c * k for c in counts], (hi - lo) * k, 0, np.int64)
+    sizes = exchange.scatterv(comm, sizes_all if comm.rank == 0 else None, counts, hi - lo, 0,
+                              np.int64)
+    node_counts = None
+    if comm.rank == 0:          # node ids per rank: the sizes of its block of cells
+        node_counts = np.add.reduceat(sizes_all, np.cumsum(counts) - counts) \
+            if ncells else np.zeros(comm.size, np.int64)
+        node_counts[counts == 0] = 0
+    flat = exchange.scatterv(comm, cells_all, node_counts, int(sizes.sum()), 0, np.int64)
     fields = {name: exchange.scatterv(comm, fields_all.get(name), counts, hi - lo, 0, np.float64)
               for name in names}
-    return MeshBlock(np.arange(lo, hi, dtype=np.int64), flat.reshape(-1, k), fields, ncells,
-                     nnodes, path, None, points, dim)
+    if cell_dim is None:
+        cells = flat.reshape(-1, k)
+    else:
+        cells = (np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), flat)
+    return MeshBlock(np.arange(lo, hi, dtype=np.int64), cells, fields, ncells, nnodes, path,
+                     None, points, dim, cell_dim)
 
 
 # Rows of a node dataset read per slice: h5py's own fancy indexing of a long
@@ -262,6 +287,14 @@ def cell_centroids(block: MeshBlock, comm=None) -> np.ndarray:
     """The centroids ``(n, dim)`` of this rank's block of cells -- what a
     geometric partitioner needs (collective when the file is read whole).
     Each node is read once; no ``(n, k, dim)`` corner array is made."""
+    if isinstance(block.cells, tuple):             # ragged: mixed kinds
+        offsets, nodes = block.cells
+        uniq, at = np.unique(nodes, return_inverse=True)
+        xyz = read_points(block, uniq, comm)
+        sizes = np.diff(offsets)
+        owner = np.repeat(np.arange(len(sizes)), sizes)
+        return np.stack([np.bincount(owner, weights=xyz[at, c], minlength=len(sizes))
+                         for c in range(xyz.shape[1])], axis=1) / np.maximum(sizes, 1)[:, None]
     uniq, at = np.unique(block.cells, return_inverse=True)
     xyz = read_points(block, uniq, comm)
     at = at.reshape(block.cells.shape)
