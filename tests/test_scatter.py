@@ -160,6 +160,8 @@ def test_errors_raise_on_every_rank(comm):
         xdap.Scatter(a, [1.5])
     with pytest.raises(TypeError, match="DistArray or a Distribution"):
         xdap.Scatter("a", [1])
+    with pytest.raises(TypeError, match=r"DistArray or a Distribution.*\(rank 0\)"):
+        xdap.Scatter(np.arange(8.0) if comm.rank == 0 else a, [1])     # one rank only
     s = xdap.Scatter(a, [1, 2])
     with pytest.raises(ValueError, match="mode must be one of"):
         s.reverse(np.ones(2), into=a, mode="mul")

@@ -96,12 +96,13 @@ class Scatter:
         if is_distributed(a_or_distribution):
             d, p = unwrap(a_or_distribution)
             info = p.info
-        if not isinstance(d, Distribution):
-            raise TypeError(f"Scatter needs a DistArray or a Distribution, got "
-                            f"{type(a_or_distribution).__name__}")
-        d.require_dims("Scatter")
-        comm = d.comm
+        # a wrong kind on one rank is agreed on COMM_WORLD, where the others are
+        comm = d.comm if isinstance(d, Distribution) else _comm.resolve(None)
         with _comm.agreement(comm, "Scatter"):
+            if not isinstance(d, Distribution):
+                raise TypeError(f"Scatter needs a DistArray or a Distribution, got "
+                                f"{type(a_or_distribution).__name__}")
+            d.require_dims("Scatter")
             if any(g != 1 for g in d.grid[1:]):
                 raise ValueError(f"Scatter: only dimension 0 may be distributed, the grid is "
                                  f"{d.grid}")
