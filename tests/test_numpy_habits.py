@@ -137,6 +137,48 @@ def test_astype_and_copy():
     assert m.to_numpy().tolist() == [1.0, None, 3.0]
 
 
+@pytest.mark.mpi(ranks=RANKS)
+def test_a_numpy_array_takes_the_type_asked_for():
+    comm = MPI.COMM_WORLD
+    g = ints((5, 3)).astype(np.int32)
+    for a in [xdap.from_global(g, type="5 * 3 * ?float64", comm=comm),
+              xdap.from_global(g if comm.rank == 0 else None, root=0, type="?float64", comm=comm),
+              xdap.from_global(g, dtype="?float64", dist=("c", "b"), comm=comm)]:
+        assert str(a.type) == "5 * 3 * ?float64"
+        got = a.to_numpy()
+        assert got.dtype == np.float64 and not np.ma.getmaskarray(got).any()
+        np.testing.assert_array_equal(got.filled(np.nan), g.astype(np.float64))
+    masked = np.ma.masked_array(g, mask=g % 4 == 0)
+    kept = xdap.from_global(masked, type="5 * 3 * ?int64", comm=comm).to_numpy()
+    assert np.array_equal(np.ma.getmaskarray(kept), g % 4 == 0)
+    assert np.array_equal(kept.compressed(), g[g % 4 != 0])
+    unmasked = np.ma.masked_array(g, mask=False)
+    assert str(xdap.from_global(unmasked, type="int32", comm=comm).type) == "5 * 3 * int32"
+    piece = np.arange(comm.rank + 1, dtype=np.int16)
+    b = xdap.from_local(piece, type="?int64", comm=comm)
+    assert str(b.local.type) == f"{comm.rank + 1} * ?int64"
+    assert b.to_numpy().tolist() == [i for r in range(comm.size) for i in range(r + 1)]
+
+
+POSITIVE = ints((5, 3)) > 0
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3))
+@pytest.mark.parametrize("data, asked, kind, message", [
+    (ints((5, 3)), "5 * 3 * int32", TypeError, "only safe casts.*astype\\('int32'\\)"),
+    (ints((5, 3)), "4 * 3 * int64", ValueError,
+     "dimensions \\(4, 3\\) but the NumPy array has the shape \\(5, 3\\)"),
+    (np.ma.masked_array(ints((5, 3)), mask=POSITIVE), "5 * 3 * int64", ValueError,
+     f"{POSITIVE.sum()} masked values needs an optional type \\('\\?int64'\\)"),
+])
+def test_a_type_the_array_cannot_take_is_one_clear_error(data, asked, kind, message):
+    comm = MPI.COMM_WORLD
+    with pytest.raises(kind, match=message):
+        xdap.from_global(data, type=asked, comm=comm)
+    with pytest.raises(kind, match=message):        # given on the root only: the same error
+        xdap.from_global(data if comm.rank == 0 else None, root=0, type=asked, comm=comm)
+
+
 @pytest.mark.mpi(ranks=(1, 3))
 def test_rank_ordered_printing():
     comm = MPI.COMM_WORLD

@@ -637,6 +637,10 @@ def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, 
              (other ranks pass None): an xnd container, a NumPy array (masked
              arrays become ``?T``) or nested lists (give ``type``, e.g.
              ``"var * var * ?float64"``, for ragged data with empty rows)
+    type     the global type, or its element alone (``"?float64"``); a NumPy
+             array is widened to it (``int32`` -> ``float64``: a copy; a
+             cast that could lose data is refused), ``?T`` marks it all
+             valid; ``dtype``: the element alone
     dist     per distributed dimension 'b', 'c', 'u' or 'n' (see
              ``make_distribution``); ragged data: one entry, for the rows
     grid     processes per dimension (default: balanced)

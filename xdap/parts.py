@@ -290,18 +290,14 @@ def as_container(data, type=None, dtype=None):
     """
     if isinstance(data, xnd):
         return data
-    if isinstance(data, np.ma.MaskedArray):
-        name = dtype_from_numpy(data.dtype)
-        values = np.ascontiguousarray(data.filled(np.zeros((), data.dtype)))
-        mask = np.ma.getmaskarray(data)
-        info = type_info(" * ".join([str(s) for s in values.shape] + ["?" + name]), scalar=True)
-        return container(Parts(info, values, pack_validity(~mask)))
-    if isinstance(data, np.ndarray):
-        name = dtype_from_numpy(data.dtype)
-        info = type_info(" * ".join([str(s) for s in data.shape] + [name]), scalar=True)
-        return container(Parts(info, data))
     if type is not None and str(type).strip() in ("string", "bytes"):
         type = f"{len(data)} * {str(type).strip()}"      # the element named alone
+    if isinstance(data, np.ndarray):
+        wanted = type_info(type, scalar=True) if type is not None else None
+        if wanted is not None and (wanted.ragged or wanted.text):
+            data = data.tolist()        # masked entries become None, i.e. missing
+        else:
+            return container(numpy_parts(data, type, dtype))
     if type is not None:
         info = type_info(type, scalar=True)
         if info.text:
@@ -314,6 +310,51 @@ def as_container(data, type=None, dtype=None):
     if dtype is not None:
         return xnd(data, dtype=str(dtype))
     return xnd(data)
+
+
+def numpy_parts(data: np.ndarray, type=None, dtype=None) -> Parts:
+    """Parts of a NumPy array (a masked array: ``?T``), typed as ``type``
+    (its dimensions must be the array's; a bare leaf such as ``"?float64"``
+    names the element alone) or as the leaf ``dtype``.
+
+    Zero-copy for a C-contiguous array already of the requested leaf. A
+    safe widening (``int32`` -> ``float64``) copies; a narrowing cast is
+    refused, as it could lose data. Asking for ``?T`` marks every value
+    valid; a non-optional type for a masked array with masked values is
+    refused.
+
+    >>> p = numpy_parts(np.arange(4, dtype=np.int32).reshape(2, 2), type="2 * 2 * ?float64")
+    >>> p.info.type_string(), p.values.dtype.name, p.valid_mask().all()
+    ('2 * 2 * ?float64', 'float64', np.True_)
+    """
+    masked = isinstance(data, np.ma.MaskedArray)
+    mask = np.ma.getmaskarray(data) if masked else None
+    values = data.filled(np.zeros((), data.dtype)) if masked else data
+    if type is None and dtype is None:
+        leaf = ("?" if masked else "") + dtype_from_numpy(values.dtype)
+    else:
+        wanted = type_info(type if type is not None else dtype, scalar=True)
+        if type is not None and wanted.shape not in ((), tuple(values.shape)):
+            raise ValueError(f"type {type!r} has the dimensions {wanted.shape} but the "
+                             f"NumPy array has the shape {tuple(values.shape)}")
+        target = np.dtype(wanted.numpy_dtype)
+        if values.dtype != target:
+            if not np.can_cast(values.dtype, target, "safe"):
+                raise TypeError(f"type {wanted.leaf!r} for a NumPy array of {values.dtype}: "
+                                f"only safe casts are made (this one could lose data); "
+                                f"cast it first with .astype({str(target)!r})")
+            values = values.astype(target)
+        if masked and not wanted.optional and mask.any():
+            raise ValueError(f"a masked array with {int(mask.sum())} masked values needs an "
+                             f"optional type ('?{wanted.dtype}'), got {wanted.leaf!r}")
+        leaf = wanted.leaf
+        if wanted.optional and mask is None:
+            mask = np.zeros(values.shape, bool)
+        elif not wanted.optional:
+            mask = None
+    info = type_info(" * ".join([str(s) for s in values.shape] + [leaf]), scalar=True)
+    values = np.ascontiguousarray(values) if masked else values
+    return Parts(info, values, None if mask is None else pack_validity(~mask))
 
 
 def _bool_leaf_dtype(data: list):
