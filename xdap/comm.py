@@ -28,6 +28,7 @@ import numpy as np
 from mpi4py import MPI
 
 from . import watch as _watch
+from .arraylike import is_distributed
 
 __all__ = ["MPI", "resolve", "agreement", "Agreement", "agree", "balanced_grid", "attached",
            "Partition", "CartesianPartition"]
@@ -40,6 +41,22 @@ def resolve(comm):
     if not isinstance(comm, MPI.Intracomm):
         raise TypeError(f"comm must be an mpi4py intracommunicator or None, got {type(comm).__name__}")
     return comm
+
+
+def comm_of(*objects, default=None):
+    """The communicator of the first of ``objects`` that has one (a
+    DistArray's, a Distribution's), else ``resolve(default)``: where a
+    collective agrees -- including that an argument of the wrong kind, a
+    NumPy array on one rank, is one error on every rank.
+
+    >>> comm_of(np.zeros(3), None) is MPI.COMM_WORLD
+    True
+    """
+    for x in objects:
+        comm = x.distribution.comm if is_distributed(x) else getattr(x, "comm", None)
+        if isinstance(comm, MPI.Intracomm):
+            return comm
+    return resolve(default)
 
 
 # --------------------------------------------------------------------------

@@ -52,18 +52,6 @@ class MigratedMesh:
     plan: MigrationPlan | None = None
 
 
-def _comm_of(*arrays):
-    """The communicator of the first distributed one of ``arrays`` (or a
-    Distribution's), else COMM_WORLD: where to agree that the others are
-    wrong."""
-    for x in arrays:
-        if is_distributed(x):
-            return x.distribution.comm
-        if isinstance(x, Distribution):
-            return x.comm
-    return _comm.resolve(None)
-
-
 @trims_heap
 def migrate_mesh(cells, dest, fields: dict | None = None) -> MigratedMesh:
     """Send this rank's cell ``i`` (and row ``i`` of every field) to rank
@@ -73,7 +61,7 @@ def migrate_mesh(cells, dest, fields: dict | None = None) -> MigratedMesh:
     ``to_global()`` is unchanged; rows arrive grouped by source rank.
     Copies the rows (they move)."""
     fields = dict(fields or {})
-    with _comm.agreement(_comm_of(cells, *fields.values()), "migrate_mesh") as ag:
+    with _comm.agreement(_comm.comm_of(cells, *fields.values()), "migrate_mesh") as ag:
         if not is_distributed(cells):
             raise TypeError(f"migrate_mesh: cells must be a DistArray, got "
                             f"{type(cells).__name__}")
@@ -106,7 +94,7 @@ class GhostLayer:
     """
 
     def __init__(self, nodes, cells):
-        comm = _comm_of(nodes, cells)
+        comm = _comm.comm_of(nodes, cells)
         with _comm.agreement(comm, "ghost_layer") as ag:
             if not (is_distributed(nodes) or isinstance(nodes, Distribution)):
                 raise TypeError(f"ghost_layer: nodes must be a DistArray or a Distribution, got "

@@ -106,8 +106,7 @@ def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 def _cells_are_distributed(cells, comm, what) -> bool:
     """Whether ``cells`` is a DistArray -- the same answer on every rank
     (agreed, so a NumPy array on one rank is one clear error on all)."""
-    with _comm.agreement(cells.distribution.comm if is_distributed(cells) else
-                         _comm.resolve(comm), what) as ag:
+    with _comm.agreement(_comm.comm_of(cells, default=comm), what) as ag:
         ag.same("cells are a DistArray", is_distributed(cells))
     return is_distributed(cells)
 

@@ -97,7 +97,7 @@ class Scatter:
             d, p = unwrap(a_or_distribution)
             info = p.info
         # a wrong kind on one rank is agreed on COMM_WORLD, where the others are
-        comm = d.comm if isinstance(d, Distribution) else _comm.resolve(None)
+        comm = _comm.comm_of(d)
         with _comm.agreement(comm, "Scatter"):
             if not isinstance(d, Distribution):
                 raise TypeError(f"Scatter needs a DistArray or a Distribution, got "
