@@ -102,7 +102,9 @@ def plot(a, ax=None, *, points=None, polygons=None, outline=None, max_cells: int
         n = p.nrows if p.info.ragged else (p.values.shape[0] if p.values.ndim else 0)
         if points is not None and polygons is not None:
             raise ValueError("plot: pass points= or polygons=, not both")
-        if polygons is not None and not d.maps:
+        if polygons is None and outline is not None:
+            raise ValueError("plot: outline= goes with polygons=")
+        if points is None and not d.maps:
             raise ValueError("plot: a 0-d array has nothing to draw")
         if polygons is not None:
             polygons = np.asarray(polygons, dtype=np.float64)
@@ -114,16 +116,12 @@ def plot(a, ax=None, *, points=None, polygons=None, outline=None, max_cells: int
             if outline.shape != (n,):
                 raise ValueError(f"plot: outline must be one bool per local element ({n} here), "
                                  f"got shape {outline.shape} on rank {comm.rank}")
-        elif outline is not None:
-            raise ValueError("plot: outline= goes with polygons=")
         if points is not None:
             points = np.asarray(points, dtype=np.float64)
             if points.ndim != 2 or points.shape[0] != n or points.shape[1] < 2:
                 raise ValueError(f"plot: points must be this rank's coordinates, one row of 2 or "
                                  f"more per local element ({n} here), got shape {points.shape} "
                                  f"on rank {comm.rank}")
-        elif not d.maps:
-            raise ValueError("plot: a 0-d array has nothing to draw")
         elif polygons is None and not p.info.ragged and len(d.maps) > 2:
             raise ValueError(f"plot: draws 1-D and 2-D arrays, this one is "
                              f"{len(d.maps)}-D (plot a 2-D slice or pass points=)")
