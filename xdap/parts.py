@@ -34,12 +34,17 @@ from .dtypes import (HIDDEN, fields as record_fields, leaf_numpy_dtype, records_
 from .types import TypeInfo, dtype_from_numpy, split_dims, type_info
 
 __all__ = ["Parts", "parts", "parts_of", "container", "check_representable", "as_container", "take_rows", "concat_parts", "leaf_ranges", "field_parts",
-           "expand_ranges", "pack_validity", "unpack_validity"]
+           "expand_ranges", "pack_validity", "unpack_validity", "all_valid", "numpy_parts"]
 
 
 def pack_validity(mask: np.ndarray) -> np.ndarray:
     """Bool mask -> LSB-first bitmap (Arrow's layout)."""
     return np.packbits(np.asarray(mask, dtype=bool).ravel(), bitorder="little")
+
+
+def all_valid(n: int) -> np.ndarray:
+    """The bitmap of ``n`` valid items (``?T`` data with nothing missing)."""
+    return np.full((n + 7) // 8, 0xFF, np.uint8)
 
 
 def unpack_validity(bitmap, n: int) -> np.ndarray:
@@ -221,9 +226,8 @@ def _make_container(p: Parts):
         values = values.copy(order="C")
     validity = None
     if p.info.optional:
-        nbytes = (values.size + 7) // 8
         validity = np.ascontiguousarray(p.validity if p.validity is not None
-                                        else np.full(nbytes, 0xFF, np.uint8), dtype=np.uint8)
+                                        else all_valid(values.size), dtype=np.uint8)
     if not p.info.ragged:
         info = p.info.with_shape(values.shape)
         return _xndbuf.from_buffers(info.type_string(), None, values, validity)
@@ -348,13 +352,11 @@ def numpy_parts(data: np.ndarray, type=None, dtype=None) -> Parts:
             raise ValueError(f"a masked array with {int(mask.sum())} masked values needs an "
                              f"optional type ('?{wanted.dtype}'), got {wanted.leaf!r}")
         leaf = wanted.leaf
-        if wanted.optional and mask is None:
-            mask = np.zeros(values.shape, bool)
-        elif not wanted.optional:
-            mask = None
     info = type_info(" * ".join([str(s) for s in values.shape] + [leaf]), scalar=True)
     values = np.ascontiguousarray(values) if masked else values
-    return Parts(info, values, None if mask is None else pack_validity(~mask))
+    if not info.optional:
+        return Parts(info, values)
+    return Parts(info, values, all_valid(values.size) if mask is None else pack_validity(~mask))
 
 
 def _bool_leaf_dtype(data: list):

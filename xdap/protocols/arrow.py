@@ -49,8 +49,8 @@ from .. import comm as _comm
 from ..arraylike import is_distributed, unwrap
 from ..distribution import Distribution
 from ..maps import BlockMap
-from ..parts import (Parts, check_ragged_rows, container, pack_validity, parts, take_block,
-                     unpack_validity)
+from ..parts import (Parts, all_valid, check_ragged_rows, container, pack_validity, parts,
+                     take_block, unpack_validity)
 from ..dtypes import HIDDEN, LEAVES_HELP, categories, fields as record_fields, is_categorical
 from ..types import DTYPES, TypeInfo, leaf_numpy_dtype, split_dims, type_info
 
@@ -505,7 +505,7 @@ def _apply_type(p: Parts, type) -> Parts:
         return p
     info = have.with_leaf(("?" if want.optional else "") + have.dtype)
     if want.optional:                        # no bitmap: everything is valid
-        return Parts(info, p.values, np.full((p.values.size + 7) // 8, 0xFF, np.uint8), p.offsets)
+        return Parts(info, p.values, all_valid(p.values.size), p.offsets)
     if not p.valid_mask().all():
         raise ValueError(f"the Arrow array has nulls but the requested type {str(type)!r} "
                          "is not optional")

@@ -46,7 +46,7 @@ from ndtypes import ndt
 
 from .. import comm as _comm
 from ..arraylike import is_distributed, unwrap
-from ..parts import Parts, container, pack_validity, parts, take_block, take_rows
+from ..parts import Parts, all_valid, container, pack_validity, parts, take_block, take_rows
 from ..dtypes import HIDDEN, categories, fields as record_fields, is_categorical, is_numeric
 from ..types import TypeInfo, dtype_from_numpy, numpy_dtype, split_dims
 
@@ -175,7 +175,7 @@ def parts_from_awkward(arr, type=None) -> Parts:
         if _optional_elements(layout.form) and not p.info.optional and type is None:
             # an option type without nulls on this rank has no Arrow bitmap
             p = Parts(p.info.with_leaf("?" + p.info.dtype), p.values,
-                      np.full((p.values.size + 7) // 8, 0xFF, np.uint8), p.offsets)
+                      all_valid(p.values.size), p.offsets)
         return p
     n = layout.length
     fixed, var = [], []
