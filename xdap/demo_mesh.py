@@ -70,25 +70,31 @@ def run(args) -> int:
     if args.trace_memory:
         tracemalloc.start()
 
+    def per_rank_mib(mib):
+        """Every rank's figure in MiB, as rank 0 prints it."""
+        return ", ".join(f"{r:.0f}" for r in comm.allgather(mib))
+
+    def peak_rss():
+        return per_rank_mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
     def stage(name, t0):
         dt = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
-        peak = comm.allgather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        peak = peak_rss()
         data = ""
         if args.trace_memory:
-            traced = comm.allgather(tracemalloc.get_traced_memory()[1] / 2 ** 20)
+            traced = per_rank_mib(tracemalloc.get_traced_memory()[1] / 2 ** 20)
             tracemalloc.reset_peak()
-            data = f"; data peak per rank {', '.join(f'{r:.0f}' for r in traced)} MiB"
-        say(f"  [{name}: {dt:.2f} s; peak memory so far per rank "
-            f"{', '.join(f'{r:.0f}' for r in peak)} MiB{data}]")
+            data = f"; data peak per rank {traced} MiB"
+        say(f"  [{name}: {dt:.2f} s; peak memory so far per rank {peak} MiB{data}]")
 
+    if args.mesh is None and args.tets < 1:      # before anything is made in --out
+        raise ValueError(f"demo mesh: --tets must be >= 1, got {args.tets}")
     out = args.out or comm.bcast(tempfile.mkdtemp(prefix="xdap-mesh-") if comm.rank == 0
                                  else None)
     if comm.rank == 0:
         os.makedirs(out, exist_ok=True)
     say(f"xdap {xdap.__version__} mesh pipeline on {comm.size} rank(s), results in {out}")
     if args.mesh is None:
-        if args.tets < 1:
-            raise ValueError(f"demo mesh: --tets must be >= 1, got {args.tets}")
         t0 = time.perf_counter()
         path = generate_box(os.path.join(out, f"box-{args.tets}.xdmf"), args.tets, comm)
         stage("gmsh box mesh (cached; not part of the pipeline)", t0)
@@ -180,8 +186,7 @@ def run(args) -> int:
         ax.figure.savefig(os.path.join(out, "partition.png"), dpi=90)
     stage("save + picture", t0)
     say(f"  pipeline (read .. save): {comm.allreduce(time.perf_counter() - t_all, op=MPI.MAX):.2f} s")
-    rss = comm.allgather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    say(f"  peak memory per rank: {', '.join(f'{r:.0f}' for r in rss)} MiB")
+    say(f"  peak memory per rank: {peak_rss()} MiB")
 
     # checks
     say("\n[checks]")
