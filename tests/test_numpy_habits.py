@@ -179,6 +179,17 @@ def test_a_type_the_array_cannot_take_is_one_clear_error(data, asked, kind, mess
         xdap.from_global(data if comm.rank == 0 else None, root=0, type=asked, comm=comm)
 
 
+@pytest.mark.mpi(ranks=(2, 3))
+@pytest.mark.parametrize("root", [None, 0])
+def test_a_type_named_on_one_rank_only_is_one_clear_error(root):
+    comm = MPI.COMM_WORLD
+    g = ints((5, 3))
+    asked = "?int64" if comm.rank == comm.size - 1 else None
+    with pytest.raises(ValueError, match="type and dtype"):
+        xdap.from_global(g if root is None or comm.rank == root else None, root=root,
+                         type=asked, comm=comm)
+
+
 @pytest.mark.mpi(ranks=(1, 3))
 def test_rank_ordered_printing():
     comm = MPI.COMM_WORLD

@@ -42,6 +42,8 @@ def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, 
     with _comm.agreement(comm, "from_global", share=True) as ag:
         ag.same("root", root)
         ag.same("dist, grid and the per-dimension options", (dist, grid, per_dim))
+        # with a root only its data is read, but every rank names the type
+        ag.same("type and dtype", tuple(None if t is None else str(t) for t in (type, dtype)))
         if root is not None and not (isinstance(root, int) and 0 <= root < comm.size):
             raise ValueError(f"root must be a rank in [0, {comm.size}), got {root!r}")
         if root is None or comm.rank == root:
