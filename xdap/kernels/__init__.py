@@ -16,8 +16,8 @@
 >>> a = as_container([[0.0, None], [], [1.0]], type="var * var * ?float64")
 >>> kernels.multiply(a, 2.0)
 xnd([[0.0, None], [], [2.0]], type='var * var * ?float64')
->>> kernels.sin(np.array([1, 2], dtype=np.int64))      # NumPy's promotion: float64
-xnd([0.8414709848078965, 0.9092974268256817], type='2 * float64')
+>>> kernels.sin(np.array([0, 1], dtype=np.int64)).type   # NumPy's promotion: float64
+ndt("2 * float64")
 
 xdap.kernels is also what NumPy's ufuncs run on a DistArray (``np.sin(a)``,
 ``a + 1``: ``DistArray.__array_ufunc__``).
