@@ -164,7 +164,7 @@ def records(results):
     assert np.array_equal(vec.move(local, out2)["id"], mine)
 
     def xdap_first():
-        xdap.cache.plans.clear()
+        xdap.plans.clear(COMM)
         a.redistribute(("c",))
 
     def hand_first():

@@ -43,7 +43,7 @@ QUICK = "--quick" in sys.argv
 
 
 def agreement_cost():
-    from xdap.comm import agreement
+    from xdap.agreement import agreement
     buf, out = np.zeros(9, np.int64), np.empty(9, np.int64)
 
     def bare():

@@ -44,7 +44,6 @@ import _harness  # noqa: E402
 from _harness import COMM, P, RANK, run_main, say, verdict  # noqa: E402
 
 import xdap  # noqa: E402
-from xdap.comm import attached  # noqa: E402
 from xdap.heap import release_scratch  # noqa: E402
 
 N = 10 ** 7
@@ -78,9 +77,7 @@ def worst(x) -> float:
 
 def clear_caches() -> None:
     """What a first call finds: no plan, no executor, no directory."""
-    xdap.cache.plans.clear()
-    for name in ("plans", "directories", "ghost updates"):
-        attached(COMM, name).clear()
+    xdap.plans.clear(COMM)
 
 
 def bench(fns, budget=2.0):

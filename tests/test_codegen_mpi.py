@@ -15,7 +15,7 @@ from xnd import xnd
 import xdap
 from helpers import import_module_at
 from xdap.codegen import build
-from xdap.comm import agree
+from xdap.agreement import agree
 from xdap.parts import parts
 from xdap.kernels import apply
 

@@ -6,7 +6,7 @@ import pytest
 from xnd import xnd
 
 import xdap
-from xdap.comm import Partition
+from xdap.partitions import Partition
 from xdap.movement import (all_sum_reduce, all_sum_reduce_adjoint, broadcast, broadcast_adjoint,
                            sum_reduce, sum_reduce_adjoint)
 

@@ -125,7 +125,7 @@ def test_kernel_tutorial_runs_as_written(comm, capsys):
     import sys
 
     import numpy as np
-    from xdap.comm import agree
+    from xdap.agreement import agree
     files = _kernel_tutorial()
     where, error = None, None
     if comm.rank == 0:

@@ -7,7 +7,7 @@ import pytest
 from mpi4py import MPI
 
 import xdap
-from xdap.comm import CartesianPartition, Partition
+from xdap.partitions import CartesianPartition, Partition
 
 
 @pytest.mark.mpi

@@ -225,9 +225,9 @@ def test_plan_reuse(comm):
     b = a.redistribute(dist=("c",))
     ex = red_mod.executor(a.distribution, b.distribution, comm)
     assert ex.plan is plan_mod.redistribution_plan(a.distribution, b.distribution)
-    n_cached = len(xdap.cache.plans)
+    n_cached = len(xdap.plans.pure)
     b2 = a2.redistribute(dist=("c",))
-    assert len(xdap.cache.plans) == n_cached                     # nothing new was built
+    assert len(xdap.plans.pure) == n_cached                     # nothing new was built
     assert red_mod.executor(a.distribution, b2.distribution, comm) is ex
     check(b, G, dict(dist=("c",)))
     check(b2, G * 2, dict(dist=("c",)))

@@ -24,9 +24,10 @@ PACKAGE = ROOT / "xdap"
 
 # Bottom to top.  A module belongs to the first layer with a matching prefix.
 LAYERS = [
-    ("core: what things are", ["xdap.dtypes", "xdap.types", "xdap.maps", "xdap.cache", "xdap.arraylike",
+    ("core: what things are", ["xdap.dtypes", "xdap.types", "xdap.maps", "xdap.arraylike",
                                 "xdap.abort", "xdap.watch", "xdap.progress"]),
-    ("core: where they live", ["xdap.comm", "xdap.exchange", "xdap.parts", "xdap._xndbuf",
+    ("core: where they live", ["xdap.comm", "xdap.agreement", "xdap.plans", "xdap.partitions",
+                               "xdap.exchange", "xdap.parts", "xdap._xndbuf",
                                "xdap.distribution", "xdap.directory", "xdap.heap"]),
     ("engines: (Distribution, Parts) in and out",
      ["xdap.codegen", "xdap._apply", "xdap.kernels", "xdap.create", "xdap.movement",

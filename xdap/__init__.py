@@ -17,7 +17,7 @@ import importlib
 
 from .array import (DistArray, arange, empty, from_arrow, from_awkward, from_distarray,
                     from_function, from_global, from_local, from_partitioned, full, load, zeros)
-from .comm import CartesianPartition, Partition
+from .partitions import CartesianPartition, Partition
 from .distribution import Distribution, make_distribution
 from .printing import rank_print as print  # noqa: A001 -- xdap.print: rank by rank
 from . import abort as _abort
@@ -37,7 +37,7 @@ _LAZY = {
     "Scatter": ("xdap.movement.scatter", "Scatter"),
     "plot": ("xdap.pictures", "plot"),      # matplotlib: imported only to draw
 }
-_SUBMODULES = ("cache", "codegen", "io", "kernels", "movement", "protocols")
+_SUBMODULES = ("plans", "codegen", "io", "kernels", "movement", "protocols")
 
 
 def __getattr__(name):

@@ -21,13 +21,12 @@ import numbers
 import numpy as np
 from ndtypes import ndt
 from xnd import xnd
-
-from . import comm as _comm
 from . import create
 from .directory import prefix_sums
 from .distribution import Distribution
 from .parts import Parts, as_container, check_representable, container, expand_ranges
 from .parts import parts as parts_of_container
+from .agreement import agreement
 
 __all__ = ["DistArray", "from_global", "from_local", "empty", "zeros", "full", "arange",
            "from_function", "from_distarray", "from_partitioned", "from_arrow", "from_awkward",
@@ -57,7 +56,7 @@ class DistArray:
                             f"{type(distribution).__name__}")
         comm = distribution.comm
         p = ragged = leaves = None
-        with _comm.agreement(comm, "DistArray", share=True) as ag:
+        with agreement(comm, "DistArray", share=True) as ag:
             p = local if isinstance(local, Parts) else parts_of_container(
                 local if isinstance(local, xnd) else as_container(local))
             ragged = p.info.ragged
@@ -496,7 +495,7 @@ class DistArray:
         owner.
         """
         from .movement.gather import to_global
-        with _comm.agreement(self.comm, "to_global") as ag:
+        with agreement(self.comm, "to_global") as ag:
             ag.same("root", root)
             if root is not None and not (isinstance(root, int) and not isinstance(root, bool)
                                          and 0 <= root < self.comm.size):

@@ -21,6 +21,7 @@ import numpy as np
 
 from .heap import trims_heap
 from . import comm as _comm
+from .agreement import agreement
 from .directory import remember, unstructured_map
 from .distribution import Distribution, make_distribution
 from .maps import BlockMap, is_int
@@ -39,7 +40,7 @@ def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, 
     p = None
     # One collective: the verdicts, the arguments that must agree, and the
     # type and shape of the data (from every rank, or from the root).
-    with _comm.agreement(comm, "from_global", share=True) as ag:
+    with agreement(comm, "from_global", share=True) as ag:
         ag.same("root", root)
         ag.same("dist, grid and the per-dimension options", (dist, grid, per_dim))
         # with a root only its data is read, but every rank names the type
@@ -131,7 +132,7 @@ def from_local(local, dist="b", axis=0, comm=None, *, indices=None, size=None, o
     """
     comm = _comm.resolve(comm)
     p = None
-    with _comm.agreement(comm, "from_local", share=True) as ag:
+    with agreement(comm, "from_local", share=True) as ag:
         ag.same("dist", dist)
         ag.same("axis", axis)
         if dist not in ("b", "u"):
@@ -208,7 +209,7 @@ def _allocate(shape, d, type, fill):
 
 def _created(shape, type, fill, dist, grid, comm, per_dim, what):
     comm = _comm.resolve(comm)
-    with _comm.agreement(comm, what) as ag:
+    with agreement(comm, what) as ag:
         ag.same("shape, type, fill, dist, grid and the per-dimension options",
                 (shape, str(type), fill, dist, grid, per_dim))
         shape = (shape,) if is_int(shape) else tuple(shape)
@@ -272,7 +273,7 @@ def from_function(f, shape, type=None, dist=None, grid=None, comm=None, **per_di
     """
     comm = _comm.resolve(comm)
     p = None
-    with _comm.agreement(comm, "from_function") as ag:
+    with agreement(comm, "from_function") as ag:
         ag.same("shape, type, dist, grid and the per-dimension options",
                 (shape, str(type), dist, grid, per_dim))
         shape = (shape,) if is_int(shape) else tuple(shape)
@@ -286,7 +287,7 @@ def from_function(f, shape, type=None, dist=None, grid=None, comm=None, **per_di
             values = values.astype(type_info(f"1 * {type}").numpy_dtype)
         values = np.ascontiguousarray(np.broadcast_to(values, d.local_shape))
         p = parts(as_container(values))
-    with _comm.agreement(comm, "from_function", share=True) as ag:
+    with agreement(comm, "from_function", share=True) as ag:
         ag.share(p.info.leaf)
     if len(set(ag.shared)) != 1:
         raise TypeError(f"from_function: f returned different dtypes on the ranks: {ag.shared}")

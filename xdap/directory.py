@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import exchange
-from .comm import agreement
+from . import exchange, plans
+from .agreement import agreement
 from .heap import trims_heap
 
 __all__ = ["Directory", "group_order", "unstructured_map", "directory_of", "remember",
@@ -306,9 +306,8 @@ def unstructured_map(comm, grid_size: int, coord: int, indices, size=None, one_t
 def directory_of(d, k: int) -> Directory:
     """The directory of the distributed unstructured map along dim ``k`` of
     the Distribution ``d`` (collective on ``d.comm``): kept on the
-    communicator (``xdap.comm.attached``), rebuilt from every grid
+    communicator (``xdap.plans.on``), rebuilt from every grid
     position's indices if it is not there any more."""
-    from .comm import attached
     m = d.maps[k]
 
     def build():
@@ -321,13 +320,13 @@ def directory_of(d, k: int) -> Directory:
             if len(ids):
                 owned[m.canonical_positions(coord)] = True
         return Directory.build(d.comm, m.size, ids, holder=coord, owned=owned)
-    return attached(d.comm, "directories").get_or_make(m.fingerprint(), build)
+    return plans.on(d.comm).get_or_make(plans.Key("directory", (m.fingerprint(),)), build)
 
 
 def remember(d, k: int, directory: Directory) -> None:
     """Keep a freshly built directory for ``directory_of`` (local)."""
-    from .comm import attached
-    attached(d.comm, "directories").get_or_make(d.maps[k].fingerprint(), lambda: directory)
+    plans.on(d.comm).get_or_make(plans.Key("directory", (d.maps[k].fingerprint(),)),
+                                 lambda: directory)
 
 
 def prefix_sums(comm, size: int, ids, values, queries) -> tuple:

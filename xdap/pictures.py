@@ -37,8 +37,7 @@ display or backend is needed; ``ax.figure.savefig("x.png")`` writes it.
 from __future__ import annotations
 
 import numpy as np
-
-from . import comm as _comm
+from .agreement import agreement
 
 __all__ = ["plot", "owner_grid", "plot_store", "MAX_CELLS"]
 
@@ -93,7 +92,7 @@ def plot(a, ax=None, *, points=None, polygons=None, outline=None, max_cells: int
     docstring). Returns the Axes on rank 0, None elsewhere."""
     comm = a.comm
     d, p = a.distribution, a.parts
-    with _comm.agreement(comm, "plot") as ag:
+    with agreement(comm, "plot") as ag:
         ag.same("max_cells", max_cells)
         ag.same("points given", points is not None)
         ag.same("polygons given", polygons is not None)

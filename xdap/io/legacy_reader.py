@@ -13,8 +13,6 @@ from __future__ import annotations
 import os
 
 import numpy as np
-
-from .. import comm as _comm
 from ..parts import Parts, concat_parts, pack_validity, take_rows, unpack_validity
 from ..distribution import Distribution
 from ..movement.redistribute import move
@@ -25,6 +23,7 @@ from .files import map_verified, read_into
 from .npy import parse_npy_header
 from .plan import index_tuple, read_plan, selection_size
 from .targets import default_distribution, requested_distribution
+from ..agreement import agree, agreement
 
 __all__ = ["load_generation", "read_manifest", "MANIFEST"]
 
@@ -36,7 +35,7 @@ def load_generation(path, body, comm, dist, grid, per_dim) -> tuple:
     describes (collective; errors are raised alike on every rank).
     ``xdap.io.store_reader.load`` calls this for directories with a
     ``manifest.json``."""
-    with _comm.agreement(comm):
+    with agreement(comm):
         ragged = Kind(body["kind"]) is Kind.RAGGED
         info = TypeInfo(body["kind"], () if ragged else tuple(body["shape"]),
                         body["var_ndim"], body["dtype"], body["optional"])
@@ -49,11 +48,11 @@ def load_generation(path, body, comm, dist, grid, per_dim) -> tuple:
                                                                           shape, along), _read_npy)
         if out is not None:           # read whole pieces, then redistribute
             stage, local, saved = out
-            with _comm.agreement(comm):
+            with agreement(comm):
                 d = saved if saved is not None and dist is None and grid is None and \
                     not per_dim else _target(body, None, comm, dist, grid, per_dim)
             return move(stage, local, d)
-    with _comm.agreement(comm):
+    with agreement(comm):
         saved = staged.complete_maps(path, body, _read_npy)
         d = _target(body, saved, comm, dist, grid, per_dim)
 
@@ -66,7 +65,7 @@ def load_generation(path, body, comm, dist, grid, per_dim) -> tuple:
     except Exception as e:      # MemoryError too: raised here alone, it left the others waiting
         error = e if isinstance(e, (ValueError, TypeError)) else \
             ValueError(f"xdap save {path!r}: {type(e).__name__}: {e}")
-    _comm.agree(comm, error)
+    agree(comm, error)
     return d, local
 
 

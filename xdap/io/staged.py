@@ -19,10 +19,9 @@ rank): ``staged_maps`` returns None and the reader takes its direct path.
 from __future__ import annotations
 
 import numpy as np
-
-from .. import comm as _comm
 from ..distribution import Distribution
 from ..maps import Map, UnstructuredMap, index_digest, unstructured_fingerprint
+from ..agreement import agreement
 
 __all__ = ["unstructured_dims", "read_index_table", "staged_load", "complete_maps"]
 
@@ -123,7 +122,7 @@ def staged_load(path, body, info, comm, read_pieces, read_npy):
     if info.ragged and comm.size > n:       # a rank without pieces: no rows, which xnd
         return None                         # cannot hold -- read the target's rows directly
     # every rank's reading is one verdict: a missing or corrupt file stops all
-    with _comm.agreement(comm, "load", share=True) as ag:
+    with agreement(comm, "load", share=True) as ag:
         if comm.size == n:                  # every rank its own piece, as saved
             me = comm.rank
             coords = pieces[me]["coords"]

@@ -27,6 +27,7 @@ from . import store_format as sf
 from .chunk_files import read_chunks
 from .store_writer import agreed_path, read_store_attrs, staging_names
 from .targets import default_distribution, requested_distribution
+from ..agreement import agree, agreement
 
 __all__ = ["load"]
 
@@ -63,11 +64,11 @@ def load(path, comm=None, dist=None, grid=None, **per_dim) -> tuple:
     """
     comm = _comm.resolve(comm)
     path = agreed_path(comm, path, "load")
-    with _comm.agreement(comm, "load") as ag:
+    with agreement(comm, "load") as ag:
         ag.same("dist, grid and the per-dimension options", (dist, grid, per_dim))
     for attempt in range(_ATTEMPTS):
         found = None
-        with _comm.agreement(comm):
+        with agreement(comm):
             if comm.rank == 0:
                 found = _read_frame(path)
         found = comm.bcast(found, root=0)
@@ -200,7 +201,7 @@ def _load(path, attrs, arrays, comm, dist, grid, per_dim) -> tuple:
     info = sf.info_of(attrs)
     _, item = sf.storage(info)
     local, error, read_as = None, None, None
-    with _comm.agreement(comm, "load"):
+    with agreement(comm, "load"):
         d = _target(path, attrs, arrays, comm, dist, grid, per_dim)
     try:
         if info.ragged:
@@ -222,7 +223,7 @@ def _load(path, attrs, arrays, comm, dist, grid, per_dim) -> tuple:
     except Exception as e:      # MemoryError too: raised here alone, it left the others waiting
         error = e if isinstance(e, (ValueError, TypeError)) else \
             ValueError(f"xdap store {path!r}: {type(e).__name__}: {e}")
-    _comm.agree(comm, error)
+    agree(comm, error)
     if info.ragged and read_as is not d:    # rows read as blocks, now moved to the target
         return move(read_as, local, d)
     return d, local

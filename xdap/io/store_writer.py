@@ -33,8 +33,6 @@ import shutil
 import threading
 
 import numpy as np
-
-from .. import comm as _comm
 from ..distribution import Distribution
 from ..maps import BlockMap, index_digest
 from ..movement.redistribute import move
@@ -44,6 +42,7 @@ from .chunk_files import array_layout, write_chunks
 from .chunks import CHUNK_BYTES, chunk_plan, segment_chunk
 from .files import as_path, crash_point, fsync_dir
 from .segments import align_segment, layout
+from ..agreement import agree, agreement
 
 __all__ = ["save", "finish_cleanup", "agreed_path", "read_store_attrs", "staging_names"]
 
@@ -79,7 +78,7 @@ def save(d, p, path, chunk_bytes: int = CHUNK_BYTES) -> None:
                          "1-element array")
     comm = d.comm
     path = agreed_path(comm, path, "save")
-    with _comm.agreement(comm, "save") as ag:
+    with agreement(comm, "save") as ag:
         ag.same("chunk_bytes", _positive("chunk_bytes", chunk_bytes))
     info = p.info
     dtype, item = sf.storage(info)
@@ -98,7 +97,7 @@ def save(d, p, path, chunk_bytes: int = CHUNK_BYTES) -> None:
         pieces.append(_segment(comm, sf.indices_name(k), np.zeros((0, 2), np.int64)
                                if t is None else t, *table_layouts[k]))
     staged = None
-    with _comm.agreement(comm):
+    with agreement(comm):
         if comm.rank == 0:
             staged = _prepare(path)
             _create_arrays(staged[0], info, d.global_shape, layouts, table_layouts, dtype, item)
@@ -114,12 +113,12 @@ def save(d, p, path, chunk_bytes: int = CHUNK_BYTES) -> None:
                                   index_digest(t[t[:, 1] == 1, 0]).hex())
                               for k, (t, _) in tables.items() if t is not None})
     try:
-        _comm.agree(comm, error)
+        agree(comm, error)
     except ValueError:
         if comm.rank == 0:
             shutil.rmtree(staging, ignore_errors=True)
         raise
-    with _comm.agreement(comm):
+    with agreement(comm):
         if comm.rank == 0:
             attrs = _attributes(d, info, generation, digests)
             _switch(staging, path, attrs)
@@ -444,7 +443,7 @@ def agreed_path(comm, path, what: str) -> str:
     """``path`` as a str, the same on every rank (collective; the same error
     everywhere otherwise). The check runs outside the gather, so a bad path
     on one rank cannot leave it in a different collective than the others."""
-    with _comm.agreement(comm, share=True) as ag:
+    with agreement(comm, share=True) as ag:
         path = as_path(path)
         ag.share(path)
     paths = ag.shared

@@ -31,8 +31,7 @@ import functools
 import numpy as np
 from xnd import xnd
 
-from .. import cache
-from .. import comm as _comm
+from ..agreement import agreement
 from ..arraylike import is_distributed, unwrap
 from ..parts import Parts, as_container, container, parts, parts_of
 from ..types import dtype_from_numpy, is_numeric, numpy_dtype, type_info
@@ -43,12 +42,24 @@ __all__ = ["apply", "fast"]
 
 def fast(func):
     """The fast-path handle (``xdap._apply.Func``) of a gumath callable, kept
-    in the plan cache under the function's table and name (gufunc objects
-    are unhashable; their tables live as long as the process)."""
+    in the kernel dispatch cache under the function's table and name
+    (gufunc objects are unhashable; their tables live as long as the
+    process). Not a plan: the dispatch has its own small cache."""
     _apply = _apply_module()
     if isinstance(func, _apply.Func):
         return func
-    return cache.plans.get_or_make(("kernel",) + _apply.key(func), lambda: _apply.Func(func))
+    key = _apply.key(func)
+    handle = _HANDLES.get(key)
+    if handle is None:
+        if len(_HANDLES) >= _MAX_HANDLES:
+            _HANDLES.pop(next(iter(_HANDLES)))      # the oldest: a bounded table
+        handle = _HANDLES[key] = _apply.Func(func)
+    return handle
+
+
+# the kernel dispatch cache: {(table, name): fast-path handle}
+_HANDLES: dict = {}
+_MAX_HANDLES = 256
 
 
 _MOD = []
@@ -159,7 +170,7 @@ def agreed_call(comm, name, args, out=None):
 
 @contextlib.contextmanager
 def _agreed_call(comm, name, args, out):
-    with _comm.agreement(comm, "kernel") as ag:
+    with agreement(comm, "kernel") as ag:
         check_operands(args, out)
         ag.same("the kernel", name)
         ag.same("the operand types", tuple(_signature(a) for a in args))

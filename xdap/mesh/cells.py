@@ -19,9 +19,8 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-
-from .. import comm as _comm
 from ..arraylike import unwrap
+from ..agreement import agreement
 
 __all__ = ["FACETS", "CellList", "cell_list", "facets_of", "local_cells"]
 
@@ -60,7 +59,7 @@ def cell_list(cells, comm, what, dim) -> CellList:
     """Checked cells (collective agreement): an ``(n, k)`` integer array, or
     ragged ``(offsets, node_ids)`` (CSR: cell ``i`` is ``node_ids[offsets[i]:
     offsets[i + 1]]``), e.g. mixed element types."""
-    with _comm.agreement(comm, what) as ag:
+    with agreement(comm, what) as ag:
         ag.same("dim", dim)
         if dim not in (None, 2, 3):
             raise ValueError(f"{what}: dim must be None (simplices), 2 or 3, got {dim!r}")
@@ -139,7 +138,7 @@ def local_cells(cells, what: str = "mesh"):
     int64``), with their global ids (collective: agreed checks)."""
     d, p = unwrap(cells)
     m = d.maps[0] if d.maps else None
-    with _comm.agreement(d.comm, what):
+    with agreement(d.comm, what):
         ragged = p.info.ragged
         if m is None or (ragged and len(p.offsets) != 2) or \
                 (not ragged and (len(p.shape) != 2 or any(g != 1 for g in d.grid[1:]))) or \

@@ -39,6 +39,7 @@ from ..distribution import Distribution
 from ..movement.migrate import MigrationPlan, migrate
 from ..movement.scatter import Scatter
 from .cells import local_cells
+from ..agreement import agreement
 
 __all__ = ["migrate_mesh", "MigratedMesh", "ghost_layer", "GhostLayer"]
 
@@ -61,7 +62,7 @@ def migrate_mesh(cells, dest, fields: dict | None = None) -> MigratedMesh:
     ``to_global()`` is unchanged; rows arrive grouped by source rank.
     Copies the rows (they move)."""
     fields = dict(fields or {})
-    with _comm.agreement(_comm.comm_of(cells, *fields.values()), "migrate_mesh") as ag:
+    with agreement(_comm.comm_of(cells, *fields.values()), "migrate_mesh") as ag:
         if not is_distributed(cells):
             raise TypeError(f"migrate_mesh: cells must be a DistArray, got "
                             f"{type(cells).__name__}")
@@ -95,14 +96,14 @@ class GhostLayer:
 
     def __init__(self, nodes, cells):
         comm = _comm.comm_of(nodes, cells)
-        with _comm.agreement(comm, "ghost_layer") as ag:
+        with agreement(comm, "ghost_layer") as ag:
             if not (is_distributed(nodes) or isinstance(nodes, Distribution)):
                 raise TypeError(f"ghost_layer: nodes must be a DistArray or a Distribution, got "
                                 f"{type(nodes).__name__}")
             ag.same("cells are a DistArray", is_distributed(cells))
         if is_distributed(cells):
             cells, _ = local_cells(cells, "ghost_layer")
-        with _comm.agreement(comm, "ghost_layer: cells"):
+        with agreement(comm, "ghost_layer: cells"):
             ragged = isinstance(cells, tuple)
             ids = np.asarray(cells[1] if ragged else cells)
             if (not ragged and ids.ndim != 2) or (ids.size and ids.dtype.kind not in "iu"):
@@ -132,7 +133,7 @@ class GhostLayer:
         positions = self.local_cells[1] if isinstance(self.local_cells, tuple) \
             else self.local_cells.reshape(-1)
         values = np.asarray(values, np.float64).reshape(-1)
-        with _comm.agreement(self.scatter.comm, "GhostLayer.assemble_corners"):
+        with agreement(self.scatter.comm, "GhostLayer.assemble_corners"):
             if values.shape != positions.shape:
                 raise ValueError(f"GhostLayer.assemble_corners: one value per cell corner "
                                  f"({len(positions)}), got {values.size} on rank "

@@ -27,6 +27,7 @@ import numpy as np
 from .. import comm as _comm
 from ..heap import trims_heap
 from .. import exchange
+from ..agreement import agreement
 
 __all__ = ["generate_box", "read_block", "read_points", "cell_centroids", "MeshBlock", "KINDS"]
 
@@ -66,7 +67,7 @@ def generate_box(path, tets: int, comm=None, missing: float = 0.05, seed: int = 
     file of the same request (the mesh is a cache, not a result)."""
     comm = _comm.resolve(comm)
     path = os.fspath(path)
-    with _comm.agreement(comm, "generate_box") as ag:
+    with agreement(comm, "generate_box") as ag:
         if isinstance(tets, bool) or not isinstance(tets, (int, np.integer)) or tets < 1:
             raise ValueError(f"generate_box: tets must be an int >= 1, got {tets!r}")
         ag.same("path and tets", (path, int(tets)))
@@ -147,7 +148,7 @@ def read_block(path, comm=None) -> MeshBlock:
     comm = _comm.resolve(comm)
     path = os.fspath(path)
     kind = None
-    with _comm.agreement(comm, "read mesh", share=True) as ag:
+    with agreement(comm, "read mesh", share=True) as ag:
         ag.same("path", path)
         if comm.rank == 0:
             if not os.path.isfile(path):
@@ -170,7 +171,7 @@ def _read_xdmf_block(path, comm) -> MeshBlock:
     import h5py
     (th5, tname, tshape), (gh5, gname, gshape), data = _xdmf(path)
     lo, hi = _block(tshape[0], comm)
-    with _comm.agreement(comm, "read mesh"):
+    with agreement(comm, "read mesh"):
         with h5py.File(th5, "r") as f:
             cells = np.asarray(f[tname][lo:hi], np.int64)
         fields = {}
@@ -188,7 +189,7 @@ def _read_xdmf_block(path, comm) -> MeshBlock:
 def _read_whole_block(path, comm) -> MeshBlock:
     """Rank 0 reads the file whole with meshio; each rank gets its block (Scatterv)."""
     meta, cells_all, points, fields_all = None, None, None, {}
-    with _comm.agreement(comm, "read mesh"):
+    with agreement(comm, "read mesh"):
         if comm.rank == 0:
             import meshio
             try:

@@ -29,6 +29,7 @@ from ..distribution import Distribution
 from ..parts import Parts
 from ..types import TypeInfo
 from .cells import CellList, cell_list, facets_of, local_cells
+from ..agreement import agree, agreement
 
 __all__ = ["dual_graph", "edge_cut", "partition_interface", "metis_partition"]
 
@@ -79,7 +80,7 @@ def _shared_facets(cells: CellList, dim, payload, comm):
         i = int(order[np.flatnonzero(same[1:] & same[:-1])[0]])
         error = ValueError(f"mesh: facet {got[i, :k].tolist()} is shared by more than two cells "
                            "(a non-manifold mesh, or a cell listed twice)")
-    _comm.agree(comm, error)
+    agree(comm, error)
     first = order[np.flatnonzero(same)]
     second = order[np.flatnonzero(same) + 1]
     src = np.repeat(np.arange(P), recv)
@@ -106,7 +107,7 @@ def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 def _cells_are_distributed(cells, comm, what) -> bool:
     """Whether ``cells`` is a DistArray -- the same answer on every rank
     (agreed, so a NumPy array on one rank is one clear error on all)."""
-    with _comm.agreement(_comm.comm_of(cells, default=comm), what) as ag:
+    with agreement(_comm.comm_of(cells, default=comm), what) as ag:
         ag.same("cells are a DistArray", is_distributed(cells))
     return is_distributed(cells)
 
@@ -135,7 +136,7 @@ def dual_graph(cells, cell_ids=None, comm=None, *, dim=None):
     comm = _comm.resolve(comm)
     cells = cell_list(cells, comm, "dual_graph", dim)
     ids = np.asarray(cell_ids if cell_ids is not None else [], np.int64)
-    with _comm.agreement(comm, "dual_graph"):
+    with agreement(comm, "dual_graph"):
         if ids.shape != (len(cells),):
             raise ValueError(f"dual_graph: cell_ids needs one id per cell ({len(cells)}), got "
                              f"shape {ids.shape} on rank {comm.rank}")
@@ -176,7 +177,7 @@ def edge_cut(cells, parts, comm=None, *, dim=None) -> int:
     comm = _comm.resolve(comm)
     cells = cell_list(cells, comm, "edge_cut", dim)
     parts = np.asarray(parts, np.int64)
-    with _comm.agreement(comm, "edge_cut"):
+    with agreement(comm, "edge_cut"):
         if parts.shape != (len(cells),):
             raise ValueError(f"edge_cut: parts needs one part per cell ({len(cells)}), got "
                              f"shape {parts.shape} on rank {comm.rank}")
@@ -195,7 +196,7 @@ def partition_interface(cells, cell_ids, parts, comm=None, *, dim=None) -> tuple
     cells = cell_list(cells, comm, "partition_interface", dim)
     ids = np.asarray(cell_ids, np.int64)
     parts = np.asarray(parts, np.int64)
-    with _comm.agreement(comm, "partition_interface"):
+    with agreement(comm, "partition_interface"):
         if ids.shape != (len(cells),) or parts.shape != (len(cells),):
             raise ValueError(f"partition_interface: cell_ids and parts need one entry per cell "
                              f"({len(cells)}), got shapes {ids.shape} and {parts.shape} on rank "
@@ -250,5 +251,5 @@ def metis_partition(offsets, neighbours, cell_ids, comm=None, parts: int | None 
             result = membership[all_ids]
         except Exception as e:
             error = e if isinstance(e, ValueError) else ValueError(f"metis_partition: {e}")
-    _comm.agree(comm, error)
+    agree(comm, error)
     return exchange.scatterv(comm, result, counts, n, root, np.int64)

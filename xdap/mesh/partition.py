@@ -18,6 +18,7 @@ from mpi4py import MPI
 from .. import comm as _comm
 from ..heap import trims_heap
 from .hilbert import hilbert_keys, max_bits
+from ..agreement import agreement
 
 __all__ = ["hilbert_partition", "SAMPLES"]
 
@@ -41,7 +42,7 @@ def hilbert_partition(points, comm=None, parts: int | None = None, *,
     ranks -- raises the same ValueError on every rank.
     """
     comm = _comm.resolve(comm)
-    with _comm.agreement(comm, "hilbert_partition") as ag:
+    with agreement(comm, "hilbert_partition") as ag:
         pts = np.asarray(points, dtype=np.float64)
         if pts.ndim != 2 or not 1 <= pts.shape[1] <= 3:
             raise ValueError(f"hilbert_partition: points must have shape (n, d) with d in 1..3, "

@@ -25,7 +25,7 @@ is self-adjoint.  Every call copies: outputs are new arrays.
 
 >>> import numpy as np
 >>> from mpi4py import MPI
->>> from xdap.comm import Partition
+>>> from xdap.partitions import Partition
 >>> P = Partition(MPI.COMM_SELF).create_cartesian_topology_partition((1,))
 >>> P_send, P_recv = P.create_broadcast_partition_to(P)
 >>> broadcast(np.arange(3.0), P_send, P_recv)
@@ -36,11 +36,12 @@ array([1., 1.])
 from __future__ import annotations
 
 import numpy as np
-
-from .. import comm as _comm
 from ..arraylike import is_distributed, unwrap, wrap_like
-from ..comm import MPI, Partition, attached
+from ..comm import MPI
+from ..partitions import Partition, normalise_axes
+from .. import plans
 from ..parts import Parts, as_container, parts
+from ..agreement import agreement
 
 __all__ = ["broadcast", "broadcast_adjoint", "sum_reduce", "sum_reduce_adjoint",
            "all_sum_reduce", "all_sum_reduce_adjoint"]
@@ -274,7 +275,7 @@ def grid_team(d, axes) -> Partition:
     """The team of ranks that differ from this one only on grid ``axes``,
     ordered by their coordinates on ``axes`` (C order: team rank 0 has
     coordinate 0 on each).  Made once per distribution and axes and kept on
-    the communicator (``xdap.comm.attached``): creating a communicator costs
+    the communicator (``xdap.plans.on``): creating a communicator costs
     more than a small reduction.  Collective over ``d.comm`` (every rank
     calls it in the same collective operations, so the caches agree)."""
     axes = tuple(sorted(axes))
@@ -282,18 +283,18 @@ def grid_team(d, axes) -> Partition:
     def make():
         team = sorted(d.team_ranks(axes), key=lambda r: tuple(d.coords_of(r)[k] for k in axes))
         return Partition._derived(d.comm, team)
-    return attached(d.comm, "grid teams").get_or_make((d.fingerprint(), axes), make,
-                                                      release=Partition.close)
+    return plans.on(d.comm).get_or_make(plans.Key("grid team", (d.fingerprint(), axes)), make,
+                                        release=Partition.close)
 
 
 def _blocks(a, axes, what):
     """Validate (collectively); return (values, team partition)."""
     d, p = unwrap(a)
-    with _comm.agreement(d.comm, what):
+    with agreement(d.comm, what):
         if p.info.ragged or p.info.optional:
             raise TypeError(f"{what}: needs a fixed, non-optional DistArray; got "
                             f"'{p.info.global_type(d.global_shape)}'")
-        norm = _comm._norm_axes(axes, d.ndim, what)
+        norm = normalise_axes(axes, d.ndim, what)
         # every rank's local shape follows from the (agreed) distribution
         team = d.team_ranks(norm)
         shapes = [d.local_shape_of(r) for r in team]

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import exchange
 from ..parts import Parts, pack_validity, take_rows, unpack_validity
+from ..agreement import agreement
 
 __all__ = ["to_global", "scatter_from_root", "read_element"]
 
@@ -262,10 +263,9 @@ def read_element(d, p: Parts, index) -> object:
     >>> read_element(d, p, (2, 1))
     np.float64(9.0)
     """
-    from .. import comm as _comm
     comm = d.comm
     where = None
-    with _comm.agreement(comm, "element read", share=True) as ag:
+    with agreement(comm, "element read", share=True) as ag:
         if p.info.ragged:
             raise TypeError(f"a[i]: a ragged array ({p.info.type_string()}) has rows of "
                             "different lengths; read rows with a.to_global() or xdap.Scatter")

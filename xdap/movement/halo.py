@@ -41,10 +41,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import cache
+from .. import plans
+from ..agreement import agree, agreement
 from ..arraylike import unwrap
-from .. import comm as _comm
-from ..comm import MPI, agreement, attached
+from ..comm import MPI
 from ..parts import leaf_ranges, pack_validity
 
 __all__ = ["HaloPlan", "halo_plan", "exchange", "accumulate", "exchange_halos",
@@ -286,8 +286,8 @@ def _free_requests(reqs):
 
 def _plan(d) -> HaloPlan:
     """This rank's plan, cached on the distribution's fingerprint."""
-    return cache.plans.get_or_make(("halo", d.fingerprint(), d.comm.size, d.comm.rank),
-                                   lambda: halo_plan(d))
+    return plans.pure.get_or_make(plans.Key("halo", (d.fingerprint(), d.comm.size, d.comm.rank)),
+                                  lambda: halo_plan(d))
 
 
 def _plan_for(d, p, what) -> HaloPlan:
@@ -327,7 +327,7 @@ def _check_ghost_rows(d, p, plan, what):
         error = ValueError(f"{what}: ghost row {k} on rank {d.comm.rank} holds {counts[k]} "
                            f"values but the row it copies holds {got[k]}: a ragged array's "
                            "ghost rows must keep their owners' row lengths")
-    _comm.agree(d.comm, error)
+    agree(d.comm, error)
 
 
 def _agreed(d, p, what, **options):
@@ -363,7 +363,7 @@ def _ghosts(d, p, what):
         ghost[m.canonical_positions(d.coords[0])] = False
         at = np.flatnonzero(ghost)
         return at, Scatter(d, m.global_indices(d.coords[0])[at])
-    return attached(d.comm, "ghost updates").get_or_make(d.fingerprint(), make)
+    return plans.on(d.comm).get_or_make(plans.Key("ghost update", (d.fingerprint(),)), make)
 
 
 def exchange(d, p, binding=None):

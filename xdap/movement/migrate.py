@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..progress import bar
-from .. import comm as _comm
+from ..agreement import agreement
 from .. import exchange
 from ..arraylike import is_distributed, unwrap, wrap_like
 from ..distribution import Distribution
@@ -56,7 +56,7 @@ class MigrationPlan:
             d, q = unwrap(x)
             return wrap_like(x, self.target_for(d), self.apply(d, q))
         d, q = x, p
-        with _comm.agreement(d.comm, "MigrationPlan.apply"):
+        with agreement(d.comm, "MigrationPlan.apply"):
             self._check(d)
         return _move_rows(d.comm, q, self._rows, self._send, self._recv)
 
@@ -88,7 +88,7 @@ def migrate(d, p: Parts, dest) -> tuple:
     ``dest``: wrong length or dtype, or a rank out of range."""
     d.require_dims("migrate")
     comm = d.comm
-    with _comm.agreement(comm, "migrate") as ag:
+    with agreement(comm, "migrate") as ag:
         if any(g != 1 for g in d.grid[1:]):
             raise ValueError(f"migrate: rows move whole, so only dimension 0 may be "
                              f"distributed; the grid is {d.grid}")
@@ -113,7 +113,7 @@ def migrate(d, p: Parts, dest) -> tuple:
         recv = exchange.alltoallv(comm, send, ones, ones)
         ids = exchange.alltoallv(comm, m.global_indices(d.coords[0])[rows], send, recv)
         progress.update(1)
-        with _comm.agreement(comm, "migrate", share=True) as ag:
+        with agreement(comm, "migrate", share=True) as ag:
             ag.share((len(ids), index_digest(ids)))
         counts = [c for c, _ in ag.shared]
         fp = unstructured_fingerprint(m.size, True, counts, [g for _, g in ag.shared])

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import cache
+from .. import plans
 from ..maps import Map
 
 __all__ = ["DimPlan", "Transfer", "RedistributionPlan", "redistribution_plan", "plan_ranks",
@@ -217,7 +217,6 @@ class RedistributionPlan:
             tuple(DimPlan(a, b) for a, b in zip(src.maps, dst.maps))
         self._sends: dict = {}
         self._recvs: dict = {}
-        self._executors: dict = {}
 
     @property
     def nparent(self) -> int:
@@ -277,22 +276,6 @@ class RedistributionPlan:
         """Elements moved in total (every rank's receives)."""
         return sum(t.size for r in self.dst_ranks for t in self.recvs(int(r)))
 
-    def executor(self, comm, make):
-        """The executor of this plan for ``comm``'s size and rank (made once by
-        ``make()``, kept with the plan; ``free`` releases its MPI resources)."""
-        key = (comm.size, comm.rank)
-        ex = self._executors.get(key)
-        if ex is None:
-            ex = self._executors[key] = make()
-        ex.comm = comm
-        return ex
-
-    def free(self) -> None:
-        """Release the executors' MPI datatypes (the plan cache calls this)."""
-        for ex in self._executors.values():
-            ex.free()
-        self._executors.clear()
-
 
 def plan_ranks(dst, dst_ranks) -> tuple | None:
     """The target's parent ranks as a cache key: None for the identity."""
@@ -307,20 +290,18 @@ def redistribution_plan(src, dst, dst_ranks=None, comm=None) -> RedistributionPl
     under both distributions' fingerprints and the target's parent ranks.
 
     When every map is complete the plan is pure and kept in the plan cache
-    (``xdap.cache.plans``).  When a map is a distributed unstructured map,
+    (``xdap.plans.pure``).  When a map is a distributed unstructured map,
     this rank's lists are found collectively over the parent ``comm``
     (``xdap.movement.routes``) and kept on that communicator, whose ranks
     all make the same calls -- so a cache miss, and its collective, happens
     on every rank alike."""
     ranks = plan_ranks(dst, dst_ranks)
-    key = ("redistribute", src.fingerprint(), dst.fingerprint(), ranks)
+    key = plans.Key("redistribute", (src.fingerprint(), dst.fingerprint(), ranks))
     if all(m.complete for m in src.maps + dst.maps):
-        return cache.plans.get_or_make(key, lambda: RedistributionPlan(src, dst, ranks),
-                                       release=RedistributionPlan.free)
+        return plans.pure.get_or_make(key, lambda: RedistributionPlan(src, dst, ranks))
     if comm is None:
         raise ValueError("a plan with a distributed unstructured map is found collectively: "
                          "pass the parent communicator")
-    from ..comm import attached
     from .routes import rank_dim_plan
     parents = tuple(range(dst.size)) if ranks is None else ranks
 
@@ -329,5 +310,4 @@ def redistribution_plan(src, dst, dst_ranks=None, comm=None) -> RedistributionPl
                 rank_dim_plan(src, dst, parents, k, comm)
                 for k, (a, b) in enumerate(zip(src.maps, dst.maps))]
         return RedistributionPlan(src, dst, ranks, dims)
-    return attached(comm, "plans").get_or_make(key + (comm.size,), make,
-                                               release=RedistributionPlan.free)
+    return plans.on(comm).get_or_make(key, make)

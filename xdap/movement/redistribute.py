@@ -44,13 +44,15 @@ import math
 
 import numpy as np
 
-from .. import comm as _comm
-from ..exchange import alltoallv, alltoallv_arrays
+from .. import plans
+from ..agreement import agreement
 from ..arraylike import unwrap, wrap_like
 from ..comm import MPI
 from ..distribution import Distribution, make_distribution
+from ..exchange import alltoallv, alltoallv_arrays
 from ..parts import Parts, pack_validity, take_rows
-from .plan import RedistributionPlan, as_positions, index_len, redistribution_plan, runs
+from .plan import (RedistributionPlan, as_positions, index_len, plan_ranks, redistribution_plan,
+                   runs)
 
 __all__ = ["redistribute", "move", "executor", "Redistributor", "METHODS"]
 
@@ -441,11 +443,12 @@ def executor(src: Distribution, dst: Distribution, comm, dst_ranks=None) -> Redi
     communicator ``comm`` (``dst_ranks``: the target ranks' numbers in it),
     kept with its plan (and its MPI datatypes) in the plan cache."""
     plan = redistribution_plan(src, dst, dst_ranks, comm)
-    # The plan speaks of ranks of the parent communicator only, and derived
-    # datatypes belong to no communicator: an executor depends on the plan,
-    # the communicator's size and this rank -- not on which communicator
-    # object (a freed one's handle may be reused), so the current one is set.
-    return plan.executor(comm, lambda: Redistributor(plan, comm))
+    # an executor holds the communicator and its derived datatypes: it is
+    # kept on that communicator, freed with it (or when evicted)
+    key = plans.Key("redistribution executor",
+                    (src.fingerprint(), dst.fingerprint(), plan_ranks(dst, dst_ranks)))
+    return plans.on(comm).get_or_make(key, lambda: Redistributor(plan, comm),
+                                      release=Redistributor.free)
 
 
 def redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto", **per_dim):
@@ -478,7 +481,7 @@ def move(d: Distribution, p: Parts, dist=None, grid=None, comm=None, *, method: 
               (numpy packing + one Alltoallv)
 
     Plans and their MPI datatypes are cached on both distributions'
-    fingerprints (``xdap.cache``): a second call with the same source and
+    fingerprints (``xdap.plans``): a second call with the same source and
     target reuses them.  Invalid targets raise the same ValueError/TypeError
     on every rank.
     """
@@ -489,7 +492,7 @@ def move(d: Distribution, p: Parts, dist=None, grid=None, comm=None, *, method: 
     shape = d.global_shape
     # Local checks and every member's target fingerprint travel in ONE
     # collective; the decisions below read only what all ranks received.
-    with _comm.agreement(A, "redistribute", share=True) as ag:
+    with agreement(A, "redistribute", share=True) as ag:
         ag.same("method", method)
         if method not in METHODS:
             raise ValueError(f"redistribute: method must be one of {METHODS}, got {method!r}")

@@ -40,8 +40,6 @@ import math
 
 import numpy as np
 from xnd import xnd
-
-from .. import comm as _comm
 from ..arraylike import unwrap, wrap_like
 from ..comm import MPI
 from ..distribution import Distribution
@@ -49,6 +47,7 @@ from ..maps import UnstructuredMap
 from ..parts import Parts, expand_ranges, leaf_ranges, pack_validity
 from ..types import TypeInfo, dtype_from_numpy
 from .collectives import grid_team
+from ..agreement import agreement
 
 __all__ = ["reduce", "reduce_parts", "OPS"]
 
@@ -217,7 +216,7 @@ def reduce_parts(d: Distribution, p: Parts, op: str, axis=None):
     ``(Distribution, Parts)``.  The operation and the axes are agreed first
     (one small collective): a bad or different one on any rank is the same
     error on every rank."""
-    with _comm.agreement(d.comm, "reduce") as ag:
+    with agreement(d.comm, "reduce") as ag:
         axes = _validate(p.info, op, axis)
         ag.same("the operation", op)
         ag.same("axis", axes)

@@ -56,6 +56,7 @@ from ..arraylike import is_distributed, unwrap
 from ..directory import directory_of
 from ..distribution import Distribution
 from ..parts import Parts
+from ..agreement import agreement
 
 __all__ = ["Scatter", "MODES"]
 
@@ -98,7 +99,7 @@ class Scatter:
             info = p.info
         # a wrong kind on one rank is agreed on COMM_WORLD, where the others are
         comm = _comm.comm_of(d)
-        with _comm.agreement(comm, "Scatter"):
+        with agreement(comm, "Scatter"):
             if not isinstance(d, Distribution):
                 raise TypeError(f"Scatter needs a DistArray or a Distribution, got "
                                 f"{type(a_or_distribution).__name__}")
@@ -194,7 +195,7 @@ class Scatter:
         filled in place: a repeated ghost update into a kept buffer then
         allocates nothing -- the send buffer is kept by the plan and packed
         while the ranks agree."""
-        with _comm.agreement(self.comm, "Scatter.forward") as ag:
+        with agreement(self.comm, "Scatter.forward") as ag:
             values = self._check_array(a, "forward", ag)
             shape = (self.n_needed,) + values.shape[1:]
             if out is not None:
@@ -229,7 +230,7 @@ class Scatter:
         ``(len(needed),) + into.shape[1:]``) to the owners and combine them
         into ``into`` in place (collective; see the module docstring for the
         modes and ``refresh``)."""
-        with _comm.agreement(self.comm, "Scatter.reverse") as ag:
+        with agreement(self.comm, "Scatter.reverse") as ag:
             buf = self._check_array(into, "reverse", ag)
             ag.same("mode", mode)
             ag.same("refresh", bool(refresh))
@@ -284,6 +285,6 @@ class Scatter:
             self._copies = (mine, Scatter(d, m.global_indices(p)[mine]))
         mine, plan = self._copies
         got = plan.forward(a)             # agreed there: the plan's distribution, one type
-        with _comm.agreement(self.comm, "Scatter.refresh") as ag:
+        with agreement(self.comm, "Scatter.refresh") as ag:
             values = self._check_array(a, "refresh", ag)
         values[mine] = got

@@ -53,6 +53,7 @@ from ..parts import (Parts, all_valid, check_ragged_rows, container, pack_validi
                      take_block, unpack_validity)
 from ..dtypes import HIDDEN, LEAVES_HELP, categories, fields as record_fields, is_categorical
 from ..types import DTYPES, TypeInfo, leaf_numpy_dtype, split_dims, type_info
+from ..agreement import agreement
 
 __all__ = ["to_arrow", "owned_arrow", "from_arrow", "parts_from_arrow", "stack_arrow",
            "stack_rows", "ComplexType"]
@@ -535,7 +536,7 @@ def stack_arrow(arr, comm=None, type=None) -> tuple:
     """
     comm = _comm.resolve(comm)
     p = None
-    with _comm.agreement(comm):
+    with agreement(comm):
         p = parts_from_arrow(arr, type)
     return stack_rows(p, comm)
 
@@ -545,7 +546,7 @@ def stack_rows(p: Parts, comm) -> tuple:
     (collective). Shared by the Arrow and Awkward importers."""
     info = p.info
     kind = info.type_string() if info.ragged else ("fixed", info.leaf, info.shape[1:])
-    with _comm.agreement(comm, share=True) as ag:
+    with agreement(comm, share=True) as ag:
         # checked here, so every rank raises together (container() would
         # refuse an empty ragged partition on its own rank only)
         check_ragged_rows(info, p.nrows)

@@ -49,6 +49,7 @@ from ..arraylike import is_distributed, unwrap
 from ..parts import Parts, all_valid, container, pack_validity, parts, take_block, take_rows
 from ..dtypes import HIDDEN, categories, fields as record_fields, is_categorical, is_numeric
 from ..types import TypeInfo, dtype_from_numpy, numpy_dtype, split_dims
+from ..agreement import agreement
 
 __all__ = ["to_awkward", "owned_awkward", "from_awkward", "parts_from_awkward",
            "stack_awkward"]
@@ -332,6 +333,6 @@ def stack_awkward(arr, comm=None, type=None) -> tuple:
     from .arrow import stack_rows
     comm = _comm.resolve(comm)
     p = None
-    with _comm.agreement(comm):
+    with agreement(comm):
         p = parts_from_awkward(arr, type)
     return stack_rows(p, comm)

@@ -48,6 +48,7 @@ import numpy as np
 from ..heap import trims_heap
 from .. import _xndbuf
 from .. import comm as _comm
+from ..agreement import agreement
 from ..distribution import Distribution
 from ..directory import remember, unstructured_map
 from ..maps import MAP_KINDS, _common_flag, index_digest, is_int
@@ -293,14 +294,14 @@ def import_dap(obj, comm=None) -> tuple:
     ValueError/TypeError on every rank, naming the rule, rank and value.
     """
     comm = _comm.resolve(comm)
-    with _comm.agreement(comm, share=True) as ag:
+    with agreement(comm, share=True) as ag:
         d = obj.__distarray__() if hasattr(obj, "__distarray__") else obj
         local = _Local(d)
         if not local.dim_data:
             # a 0-d array is one element that every rank holds: the same one
             ag.same("the element of a 0-d array (empty dim_data)", local.element())
         ag.share(local.summary())
-    with _comm.agreement(comm):
+    with agreement(comm):
         maps, coords, leaves = _distribution(ag.shared, comm)
         p = local.parts()
     # Unstructured dims become distributed maps, checked through the

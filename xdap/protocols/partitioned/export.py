@@ -14,7 +14,7 @@ import socket
 
 import numpy as np
 
-from ...comm import attached
+from ... import plans
 from ...parts import Parts
 
 __all__ = ["export", "process_locations", "PartitionGetter"]
@@ -31,9 +31,9 @@ def _this_process() -> tuple:
 
 def process_locations(comm) -> list:
     """``[(ip, pid)]`` of every rank of ``comm`` (collective on the first call
-    for a communicator, then kept on it: ``xdap.comm.attached``)."""
-    return attached(comm, "partitioned").get_or_make(
-        "process locations", lambda: [tuple(x) for x in comm.allgather(_this_process())])
+    for a communicator, then kept on it: ``xdap.plans.on``)."""
+    return plans.on(comm).get_or_make(
+        plans.Key("process locations"), lambda: [tuple(x) for x in comm.allgather(_this_process())])
 
 
 class PartitionGetter:

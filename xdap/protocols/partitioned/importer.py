@@ -6,6 +6,7 @@ import numpy as np
 
 from ...heap import trims_heap
 from ... import comm as _comm
+from ...agreement import agreement
 from ...distribution import Distribution
 from .export import process_locations
 from .geometry import Geometry, geometry
@@ -67,7 +68,7 @@ def import_partitioned(obj, comm=None) -> tuple:
     comm = _comm.resolve(comm)
     table = process_locations(comm)
     g, tiles = None, {}
-    with _comm.agreement(comm, share=True) as ag:
+    with agreement(comm, share=True) as ag:
         d = obj
         if not isinstance(d, dict) and hasattr(obj, "__partitioned__"):
             d = obj.__partitioned__
@@ -80,7 +81,7 @@ def import_partitioned(obj, comm=None) -> tuple:
         ag.share((g.digest, g.shape, g.tiling, np.array(sorted(tiles), np.int64),
                   kinds.pop() if kinds else None))
     summaries = ag.shared
-    with _comm.agreement(comm):
+    with agreement(comm):
         (layout, members), element = _agree(summaries, g, comm.size, comm.rank)
         owners = _owners(summaries, g.ntiles)
         kept = {i: p for i, p in tiles.items() if owners[i] == comm.rank}
