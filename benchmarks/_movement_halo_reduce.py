@@ -144,7 +144,7 @@ def reduce_case():
                          dist=("b", "b"), grid=(2, 2), comm=COMM)
     po = parts(o.local)
     po.values[...] = masked.data
-    from xdap.parts import pack_validity
+    from xdap.bitmaps import pack_validity
     po.validity[:] = pack_validity(~mask)
 
     def numpy_ma_sum():

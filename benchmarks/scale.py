@@ -253,7 +253,7 @@ def section_migrate(results):
         leaf_sc = np.bincount(dest, weights=lengths, minlength=P).astype(np.int64)
         leaf_rc = np.empty(P, np.int64)
         COMM.Alltoall(leaf_sc, leaf_rc)
-        packed = values[xdap.parts.expand_ranges(starts, lens)]
+        packed = values[xdap.rows.expand_ranges(starts, lens)]
         d = lambda c: np.concatenate([[0], np.cumsum(c)[:-1]])     # noqa: E731
         got_lens = np.empty(int(rr.sum()), np.int64)
         COMM.Alltoallv([lens, (sc_rows, d(sc_rows)), MPI.INT64_T],

@@ -12,7 +12,9 @@ import pytest
 from mpi4py import MPI
 
 import xdap
-from xdap.parts import leaf_ranges, pack_validity, parts
+from xdap.parts import parts
+from xdap.rows import leaf_ranges
+from xdap.bitmaps import pack_validity
 from xdap.maps import BlockMap
 from xdap.movement.halo import halo_plan
 
@@ -201,7 +203,7 @@ def test_optional_and_integer_data(comm):
     p.values[ghosts] = -5
     m = p.valid_mask()
     m[ghosts] = True
-    from xdap.parts import pack_validity
+    from xdap.bitmaps import pack_validity
     p.validity[:] = pack_validity(m)
     a.exchange_halos()
     ref_v = wrapped(g.filled(0), a.distribution.maps)   # NA slots hold 0 in the container
@@ -240,7 +242,7 @@ def test_plan_is_pure_and_errors_are_collective(comm):
 @pytest.mark.mpi
 @pytest.mark.parametrize("mode", ["add", "replace"])
 def test_accumulate_optional(comm, mode):
-    from xdap.parts import pack_validity
+    from xdap.bitmaps import pack_validity
     shape = (8, 10)
     g = np.ma.masked_array(np.zeros(shape), mask=np.zeros(shape, bool))
     a = xdap.from_global(g, dist=("b", "b"), padding=((1, 1), (1, 1)), periodic=(True, False),

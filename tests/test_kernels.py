@@ -8,7 +8,8 @@ import pytest
 from xnd import xnd
 
 from xdap import kernels as K
-from xdap.parts import Parts, as_container, container, parts, pack_validity
+from xdap.parts import Parts, as_container, container, parts
+from xdap.bitmaps import pack_validity
 from xdap.kernels.library import gufunc
 from xdap.types import dtype_from_numpy, type_info
 

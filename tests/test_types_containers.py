@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from ndtypes import ndt
 from xdap import _xndbuf
-from xdap.parts import (Parts, as_container, concat_parts, container, expand_ranges, parts,
-                             take_rows)
+from xdap.parts import Parts, as_container, container, parts
+from xdap.rows import concat_parts, expand_ranges, leaf_counts, take_rows
 from xdap.types import DTYPES, buffer_format, dtype_from_format, dtype_from_numpy, type_info
 
 
@@ -146,7 +146,7 @@ def test_row_selection_and_concatenation():
     rows = [[[1], [2, None]], [], [[3, 4, 5]], [[6], [], [7]]]
     p = parts(as_container(rows, type=t))
     assert p.nrows == 4
-    assert p.leaf_counts().tolist() == [3, 0, 3, 2]
+    assert leaf_counts(p).tolist() == [3, 0, 3, 2]
     sel = [3, 1, 0]
     assert container(take_rows(p, sel)).value == [rows[i] for i in sel]
     both = concat_parts([take_rows(p, [0, 1]), take_rows(p, [2, 3])])

@@ -27,7 +27,7 @@ LAYERS = [
     ("core: what things are", ["xdap.dtypes", "xdap.types", "xdap.maps", "xdap.arraylike",
                                 "xdap.abort", "xdap.watch", "xdap.progress"]),
     ("core: where they live", ["xdap.comm", "xdap.agreement", "xdap.plans", "xdap.partitions",
-                               "xdap.exchange", "xdap.parts", "xdap._xndbuf",
+                               "xdap.exchange", "xdap.bitmaps", "xdap.parts", "xdap.rows", "xdap._xndbuf",
                                "xdap.distribution", "xdap.directory", "xdap.heap"]),
     ("engines: (Distribution, Parts) in and out",
      ["xdap.codegen", "xdap._apply", "xdap.kernels", "xdap.create", "xdap.movement",

@@ -24,7 +24,8 @@ from xnd import xnd
 from . import create
 from .directory import prefix_sums
 from .distribution import Distribution
-from .parts import Parts, as_container, check_representable, container, expand_ranges
+from .parts import Parts, as_container, check_representable, container
+from .rows import expand_ranges, leaf_counts
 from .parts import parts as parts_of_container
 from .agreement import agreement
 
@@ -617,7 +618,7 @@ def _ragged_leaf_index(d: Distribution, p: Parts):
     by a prefix sum over the global row order that no rank holds whole
     (``xdap.directory.prefix_sums``: collective, O(rows / P)).  Arrays in
     block rows get ``(start, total)`` from their constructor instead."""
-    counts = p.leaf_counts()
+    counts = leaf_counts(p)
     rows = d.global_indices(0)
     canonical = np.arange(p.nrows)[d.maps[0].canonical_positions(d.coords[0])]
     first, total = prefix_sums(d.comm, d.global_shape[0], rows[canonical], counts[canonical], rows)

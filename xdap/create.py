@@ -26,7 +26,9 @@ from .directory import remember, unstructured_map
 from .distribution import Distribution, make_distribution
 from .maps import BlockMap, is_int
 from .movement.gather import scatter_from_root
-from .parts import Parts, as_container, check_ragged_rows, pack_validity, parts, take_rows
+from .parts import Parts, as_container, check_ragged_rows, parts
+from .rows import take_rows
+from .bitmaps import pack_validity
 from .types import type_info
 
 __all__ = ["from_global", "from_local", "empty", "zeros", "full", "arange", "from_function"]

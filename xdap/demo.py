@@ -34,7 +34,8 @@ from mpi4py import MPI
 
 import xdap
 from xdap import kernels
-from xdap.parts import Parts, container, pack_validity, parts
+from xdap.parts import Parts, container, parts
+from xdap.bitmaps import pack_validity
 from xdap.types import type_info
 
 

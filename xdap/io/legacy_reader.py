@@ -13,7 +13,9 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from ..parts import Parts, concat_parts, pack_validity, take_rows, unpack_validity
+from ..parts import Parts
+from ..rows import concat_parts, take_rows
+from ..bitmaps import pack_validity, unpack_validity
 from ..distribution import Distribution
 from ..movement.redistribute import move
 from ..types import Kind, TypeInfo

@@ -20,7 +20,8 @@ from ..heap import trims_heap
 from ..maps import (BlockMap, Map, UnstructuredMap, as_slice, index_digest,
                     unstructured_fingerprint)
 from ..movement.redistribute import move
-from ..parts import Parts, pack_validity
+from ..parts import Parts
+from ..bitmaps import pack_validity
 from ..progress import bar
 from . import legacy_reader
 from . import store_format as sf

@@ -17,7 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import exchange
-from ..parts import Parts, pack_validity, take_rows, unpack_validity
+from ..parts import Parts
+from ..rows import take_rows
+from ..bitmaps import pack_validity, unpack_validity
 from ..agreement import agreement
 
 __all__ = ["to_global", "scatter_from_root", "read_element"]

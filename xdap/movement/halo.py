@@ -45,7 +45,8 @@ from .. import plans
 from ..agreement import agree, agreement
 from ..arraylike import unwrap
 from ..comm import MPI
-from ..parts import leaf_ranges, pack_validity
+from ..rows import leaf_ranges, leaf_counts
+from ..bitmaps import pack_validity
 
 __all__ = ["HaloPlan", "halo_plan", "exchange", "accumulate", "exchange_halos",
            "accumulate_halos"]
@@ -317,7 +318,7 @@ def _leaf_bounds(p, plan) -> dict:
 
 def _check_ghost_rows(d, p, plan, what):
     """Every rank: do my ghost rows hold as many leaves as their owners'?"""
-    counts = p.leaf_counts().astype(np.int64)
+    counts = leaf_counts(p).astype(np.int64)
     got = counts.copy()
     _Executor(plan, d.comm).forward(got)
     error = None

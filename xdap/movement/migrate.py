@@ -30,7 +30,9 @@ from .. import exchange
 from ..arraylike import is_distributed, unwrap, wrap_like
 from ..distribution import Distribution
 from ..maps import UnstructuredMap, index_digest, unstructured_fingerprint
-from ..parts import Parts, pack_validity, take_rows
+from ..parts import Parts
+from ..rows import take_rows
+from ..bitmaps import pack_validity
 from .gather import _ends
 
 __all__ = ["migrate", "MigrationPlan"]

@@ -50,7 +50,9 @@ from ..arraylike import unwrap, wrap_like
 from ..comm import MPI
 from ..distribution import Distribution, make_distribution
 from ..exchange import alltoallv, alltoallv_arrays
-from ..parts import Parts, pack_validity, take_rows
+from ..parts import Parts
+from ..rows import take_rows
+from ..bitmaps import pack_validity
 from .plan import (RedistributionPlan, as_positions, index_len, plan_ranks, redistribution_plan,
                    runs)
 

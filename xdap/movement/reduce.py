@@ -44,7 +44,9 @@ from ..arraylike import unwrap, wrap_like
 from ..comm import MPI
 from ..distribution import Distribution
 from ..maps import UnstructuredMap
-from ..parts import Parts, expand_ranges, leaf_ranges, pack_validity
+from ..parts import Parts
+from ..rows import expand_ranges, leaf_ranges
+from ..bitmaps import pack_validity
 from ..types import TypeInfo, dtype_from_numpy
 from .collectives import grid_team
 from ..agreement import agreement

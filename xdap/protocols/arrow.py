@@ -49,8 +49,9 @@ from .. import comm as _comm
 from ..arraylike import is_distributed, unwrap
 from ..distribution import Distribution
 from ..maps import BlockMap
-from ..parts import (Parts, all_valid, check_ragged_rows, container, pack_validity, parts,
-                     take_block, unpack_validity)
+from ..parts import Parts, check_ragged_rows, container, parts
+from ..rows import take_block
+from ..bitmaps import all_valid, pack_validity, unpack_validity
 from ..dtypes import HIDDEN, LEAVES_HELP, categories, fields as record_fields, is_categorical
 from ..types import DTYPES, TypeInfo, leaf_numpy_dtype, split_dims, type_info
 from ..agreement import agreement

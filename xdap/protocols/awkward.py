@@ -46,7 +46,9 @@ from ndtypes import ndt
 
 from .. import comm as _comm
 from ..arraylike import is_distributed, unwrap
-from ..parts import Parts, all_valid, container, pack_validity, parts, take_block, take_rows
+from ..parts import Parts, container, parts
+from ..rows import take_block, take_rows
+from ..bitmaps import all_valid, pack_validity
 from ..dtypes import HIDDEN, categories, fields as record_fields, is_categorical, is_numeric
 from ..types import TypeInfo, dtype_from_numpy, numpy_dtype, split_dims
 from ..agreement import agreement

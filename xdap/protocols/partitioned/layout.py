@@ -13,7 +13,9 @@ import numpy as np
 
 from ...distribution import Distribution
 from ...maps import BlockMap, CyclicMap, UnstructuredMap, index_digest, unstructured_fingerprint
-from ...parts import Parts, concat_parts, pack_validity
+from ...parts import Parts
+from ...rows import concat_parts
+from ...bitmaps import pack_validity
 from ...types import TypeInfo, numpy_dtype, type_info
 
 __all__ = ["plan_layout", "assemble"]

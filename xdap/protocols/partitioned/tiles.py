@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...maps import is_int
-from ...parts import Parts, pack_validity, parts
+from ...parts import Parts, parts
+from ...bitmaps import pack_validity
 from ...types import DTYPES, TypeInfo, dtype_from_numpy, type_info
 from .export import PartitionGetter
 from .geometry import Geometry, int_tuple
