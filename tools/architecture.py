@@ -10,7 +10,9 @@ The graph comes from the import statements of every module under xdap/
 1. no import circle;
 2. every import points down: a module never imports one of a higher layer
    -- in particular no engine imports the surface (``xdap.array``,
-   ``xdap/__init__.py``), and the core imports no engine.
+   ``xdap/__init__.py``), and the core imports no engine;
+3. one module sends bytes between ranks: only ``xdap.transport`` imports the
+   MPI primitives of ``xdap.exchange`` (engines compute routes).
 """
 from __future__ import annotations
 
@@ -27,14 +29,18 @@ LAYERS = [
     ("core: what things are", ["xdap.dtypes", "xdap.types", "xdap.maps", "xdap.arraylike",
                                 "xdap.abort", "xdap.watch", "xdap.progress"]),
     ("core: where they live", ["xdap.comm", "xdap.agreement", "xdap.plans", "xdap.partitions",
-                               "xdap.exchange", "xdap.bitmaps", "xdap.parts", "xdap.rows", "xdap._xndbuf",
-                               "xdap.distribution", "xdap.directory", "xdap.heap"]),
+                               "xdap.bitmaps", "xdap.parts", "xdap.rows", "xdap._xndbuf",
+                               "xdap.distribution", "xdap.heap"]),
+    ("core: how they move", ["xdap.exchange", "xdap.packing", "xdap.transport", "xdap.directory"]),
     ("engines: (Distribution, Parts) in and out",
      ["xdap.codegen", "xdap._apply", "xdap.kernels", "xdap.create", "xdap.movement",
       "xdap.protocols", "xdap.io", "xdap.mesh"]),
     ("surface: DistArray", ["xdap.array", "xdap.printing", "xdap.pictures", "xdap"]),
     ("applications", ["xdap.cli", "xdap.demo", "xdap.demo_mesh", "xdap.__main__", "xdap.launcher"]),
 ]
+# Bytes move between ranks through one module: the MPI primitives
+# (xdap.exchange) are the transport's alone; everything else computes routes.
+SENDERS = {"xdap.exchange": {"xdap.transport"}}
 C_EXTENSIONS = ("xdap._xndbuf", "xdap._apply")
 
 
@@ -89,6 +95,10 @@ def violations(mods: dict, edges: dict) -> list:
     out = []
     for a, targets in sorted(edges.items()):
         for b in sorted(targets):
+            if b in SENDERS and a not in SENDERS[b]:
+                out.append(f"{a} imports {b}: only {', '.join(sorted(SENDERS[b]))} may (the "
+                           "one module that sends bytes between ranks; compute a route and "
+                           "call xdap.transport instead)")
             if layer_of(b) > layer_of(a):
                 out.append(f"{a} imports {b}, a module of a higher layer "
                            f"({LAYERS[layer_of(b)][0]!r} above {LAYERS[layer_of(a)][0]!r})")
@@ -130,12 +140,12 @@ def draw(mods: dict, edges: dict, out: pathlib.Path) -> None:
     rows = collections.defaultdict(list)
     for u in units:
         rows[layer_of(u)].append(u)
-    fig, ax = plt.subplots(figsize=(13, 8.5))
+    fig, ax = plt.subplots(figsize=(13, 10))
     ax.set_xlim(0, 13)
     ax.set_ylim(-0.2, 2.1 * len(LAYERS))
     ax.axis("off")
     where = {}
-    colors = ["#dbe9f6", "#c6dbef", "#fde0c5", "#d9f0d3", "#eeeeee"]
+    colors = ["#dbe9f6", "#c6dbef", "#b3cde3", "#fde0c5", "#d9f0d3", "#eeeeee"]
     for i, (title, _) in enumerate(LAYERS):
         y = 2.1 * i
         ax.add_patch(FancyBboxPatch((0.05, y), 12.9, 1.7, boxstyle="round,pad=0.02",

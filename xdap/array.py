@@ -49,7 +49,7 @@ class DistArray:
     same element type.
     """
 
-    __slots__ = ("distribution", "parts", "_leaf_index", "_halo", "__weakref__")
+    __slots__ = ("distribution", "parts", "_leaf_index", "__weakref__")
 
     def __init__(self, distribution: Distribution, local):
         if not isinstance(distribution, Distribution):
@@ -86,7 +86,6 @@ class DistArray:
         self.distribution = distribution
         self.parts = p
         self._leaf_index = leaf_index
-        self._halo = None
 
     @classmethod
     def _trusted(cls, distribution: Distribution, p: Parts, leaf_index=None) -> "DistArray":
@@ -110,8 +109,7 @@ class DistArray:
         if not same_rows:          # (a ragged result still needs its leaf index)
             return DistArray(distribution, p)
         new = object.__new__(DistArray)       # _trusted, inlined: kernels' hot path
-        new.distribution, new.parts, new._leaf_index, new._halo = \
-            distribution, p, self._leaf_index, None
+        new.distribution, new.parts, new._leaf_index = distribution, p, self._leaf_index
         return new
 
     # -- the public face ----------------------------------------------------
@@ -435,7 +433,7 @@ class DistArray:
         corners included, periodic edges wrapped; in place, returns self.
         See ``xdap.movement.halo``."""
         from .movement import halo
-        self._halo = halo.exchange(self.distribution, self.parts, self._halo)
+        halo.exchange(self.distribution, self.parts)
         return self
 
     def accumulate_halos(self, mode="add", clear=False):

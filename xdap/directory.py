@@ -24,22 +24,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import exchange, plans
+from . import plans
 from .agreement import agreement
 from .heap import trims_heap
+from .parts import Parts
+from .transport import Route, exchange_counts, move
 
-__all__ = ["Directory", "group_order", "unstructured_map", "directory_of", "remember",
+__all__ = ["Directory", "unstructured_map", "directory_of", "remember",
            "prefix_sums"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-def group_order(keys: np.ndarray, n: int) -> np.ndarray:
-    """A stable order grouping ``keys`` (ints in ``[0, n)``) -- a radix sort
-    when they fit 16 bits, O(len(keys)) instead of a comparison sort."""
-    if n <= np.iinfo(np.int16).max:
-        return np.argsort(keys.astype(np.int16), kind="stable")
-    return np.argsort(keys, kind="stable")
 
 
 class Directory:
@@ -91,21 +85,18 @@ class Directory:
                              f"cannot cover every index of size {size}")
         # the rendezvous: ids and positions (and owner flags) to the ids'
         # homes; a home knows each sender's holder from the agreement
-        home = self.home(ids)
-        counts = np.bincount(home, minlength=comm.size)
-        order = group_order(home, comm.size)
-        del home
-        ones = np.ones(comm.size, np.int64)
-        recv = exchange.alltoallv(comm, counts, ones, ones)
-        got_ids = exchange.alltoallv(comm, ids[order], counts, recv)
-        # the positions are the order itself unless given (0..n-1 by default)
-        got_pos = exchange.alltoallv(comm, order if positions is None else positions[order],
-                                     counts, recv)
-        got_own = None if flags is None else \
-            exchange.alltoallv(comm, flags[order].view(np.uint8), counts, recv).view(bool)
-        del order
+        route = Route.to_ranks(comm, self.home(ids)).with_recv_counts()
+        # the positions are the rows themselves unless given (0..n-1 by default)
+        sent = [Parts.of_array(ids), Parts.of_array(
+            np.arange(n, dtype=np.int64) if positions is None else positions)]
+        if flags is not None:
+            sent.append(Parts.of_array(flags.view(np.uint8)))
+        got = move(route, *sent)
+        del sent
+        got_own = got[2].values.view(bool) if flags is not None else None
         holders = np.array([h for _, h in ag.shared], np.int32 if comm.size < 2 ** 31 else np.int64)
-        self._settle(got_ids, np.repeat(holders, recv), got_pos, got_own, what)
+        self._settle(got[0].values, np.repeat(holders, route.recv_counts), got[1].values,
+                     got_own, what)
         return self
 
     def _settle(self, ids, holder, pos, own, what: str) -> None:
@@ -181,12 +172,8 @@ class Directory:
         every rank may ask for any ids, repeats allowed)."""
         ids = np.asarray(ids, np.int64).reshape(-1)
         comm = self.comm
-        home = self.home(ids)
-        order = np.argsort(home, kind="stable")
-        counts = np.bincount(home, minlength=comm.size)
-        ones = np.ones(comm.size, np.int64)
-        asked = exchange.alltoallv(comm, counts, ones, ones)
-        queries = exchange.alltoallv(comm, ids[order], counts, asked)
+        route = Route.to_ranks(comm, self.home(ids)).with_recv_counts()
+        queries = move(route, Parts.of_array(ids))[0].values
         if self._keys is None:                  # my id range, dense
             at = queries - self._my_range()[0]
             ok = (at >= 0) & (at < len(self._holders))
@@ -201,10 +188,10 @@ class Directory:
                                  "held by no rank")
         answer = np.empty((len(at), 2), np.int64)
         answer[:, 0], answer[:, 1] = self._holders[at], self._positions[at]
-        back = exchange.alltoallv(comm, answer, asked * 2, counts * 2).reshape(-1, 2)
+        back = move(route.reversed(), Parts.of_array(answer))[0].values
         holders = np.empty(len(ids), np.int64)
         positions = np.empty(len(ids), np.int64)
-        holders[order], positions[order] = back[:, 0], back[:, 1]
+        holders[route.rows], positions[route.rows] = back[:, 0], back[:, 1]
         return holders, positions
 
     def owner_flags(self, ids, holder) -> np.ndarray:
@@ -334,7 +321,7 @@ def prefix_sums(comm, size: int, ids, values, queries) -> tuple:
     each id ``g`` registered once, by one rank, with ``values[i]`` for
     ``ids[i]``; returns ``(sum of the values of the ids < q for each q in
     queries, the total)`` (collective).  A rendezvous by id range: O(size/P)
-    memory per rank, three all-to-alls and one allgather.
+    memory per rank, a few all-to-alls.
 
     >>> import numpy as np
     >>> from mpi4py import MPI
@@ -344,29 +331,21 @@ def prefix_sums(comm, size: int, ids, values, queries) -> tuple:
     """
     P, me = comm.size, comm.rank
     block = max(1, -(-size // P))
-    ones = np.ones(P, np.int64)
 
-    def send(keys, payload):
-        """``payload`` rows to the homes of ``keys``: (order, counts, counts
-        arriving, the rows arriving)."""
-        home = np.minimum(keys // block, P - 1)
-        order = np.argsort(home, kind="stable")
-        counts = np.bincount(home, minlength=P)
-        back = exchange.alltoallv(comm, counts, ones, ones)
-        width = payload.shape[1] if payload.ndim > 1 else 1
-        got = exchange.alltoallv(comm, payload[order], counts * width, back * width)
-        return order, counts, back, got.reshape((-1,) + payload.shape[1:])
+    def route(keys) -> Route:
+        """Rows to the homes of ``keys``, the id range ``[h * block, ...)``."""
+        return Route.to_ranks(comm, np.minimum(keys // block, P - 1)).with_recv_counts()
     ids = np.asarray(ids, np.int64)
     lo = min(size, me * block)
     hi = size if me == P - 1 else min(size, lo + block)
-    _, _, _, got = send(ids, np.stack([ids, np.asarray(values, np.int64)], 1))
+    got = move(route(ids), Parts.of_array(np.stack([ids, np.asarray(values, np.int64)], 1)))[0]
     mine = np.zeros(hi - lo, np.int64)
-    mine[got[:, 0] - lo] = got[:, 1]
-    totals = exchange.allgatherv(comm, np.array([mine.sum()], np.int64), ones)
+    mine[got.values[:, 0] - lo] = got.values[:, 1]
+    totals = exchange_counts(comm, np.full(P, mine.sum(), np.int64))
     start = np.concatenate([[0], np.cumsum(mine)[:-1]]) + totals[:me].sum()
     queries = np.asarray(queries, np.int64)
-    order, counts, asked, q = send(queries, queries)
-    answer = start[q - lo]
+    ask = route(queries)
+    q = move(ask, Parts.of_array(queries))[0].values
     out = np.empty(len(queries), np.int64)
-    out[order] = exchange.alltoallv(comm, answer, asked, counts)
+    out[ask.rows] = move(ask.reversed(), Parts.of_array(start[q - lo]))[0].values
     return out, int(totals.sum())

@@ -55,17 +55,20 @@ def _piece(counts, displs, i, limit):
 
 
 def alltoallv(comm, send: np.ndarray, send_counts, recv_counts, *, out=None,
-              limit=None) -> np.ndarray:
+              limit=None, send_displs=None, recv_displs=None) -> np.ndarray:
     """Every rank's ``send`` cut into consecutive segments of
     ``send_counts[q]`` items for rank ``q``; returns what this rank
     receives, ``recv_counts[q]`` items from rank ``q`` in rank order (into
-    ``out``, a C-contiguous array of the right size and dtype, if given)."""
+    ``out``, a C-contiguous array of the right size and dtype, if given).
+    ``send_displs``/``recv_displs``: where each segment starts, in BYTES
+    (default: one after another; send segments may overlap)."""
     send = np.ascontiguousarray(send)
     item = send.itemsize
     sc = np.asarray(send_counts, np.int64) * item
     rc = np.asarray(recv_counts, np.int64) * item
     recv = np.empty(int(rc.sum()) // item, send.dtype) if out is None else out
-    sd, rd = _displs(sc), _displs(rc)
+    sd = _displs(sc) if send_displs is None else np.asarray(send_displs, np.int64)
+    rd = _displs(rc) if recv_displs is None else np.asarray(recv_displs, np.int64)
     sb, rb = _bytes(send), recv.reshape(-1).view(np.uint8)
     rounds = _rounds(comm, max(sc.max(initial=0), rc.max(initial=0)), limit)
     if rounds is None:

@@ -233,6 +233,20 @@ class Map:
         grid-rank order, without copies (unpadded blocks)."""
         return False
 
+    @property
+    def ghosts_by_index(self) -> bool:
+        """Whether this map's ghost copies are entries found by their global
+        index (unstructured: indices held by several ranks) rather than
+        padding regions next to the owned block (blocks)."""
+        return False
+
+    @property
+    def ranges(self) -> bool:
+        """Whether every grid rank's buffer (and its owned part) is one range
+        of global indices: blocks, padded or not.  Moving such parts is
+        moving slabs (MPI subarrays, no packing)."""
+        return False
+
     # -- translation --------------------------------------------------------
     def owners(self, g) -> tuple[np.ndarray, np.ndarray]:
         """Vectorised owner lookup: ``(ranks, local)`` for global indices ``g``.
@@ -530,6 +544,10 @@ class BlockMap(Map):
     @property
     def contiguous(self) -> bool:
         return not self.has_copies
+
+    @property
+    def ranges(self) -> bool:
+        return True
 
     # -- translation --------------------------------------------------------
     def owners(self, g):
@@ -948,6 +966,7 @@ class UnstructuredMap(Map):
     dist_type = "u"
     name = "unstructured"
     complete = True
+    ghosts_by_index = True
 
     def __init__(self, size: int, indices, one_to_one: bool = False):
         size = _int_arg("unstructured dimension: size", size, 0)

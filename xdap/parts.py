@@ -55,6 +55,18 @@ class Parts:
     xnd: object = field(default=None, repr=False)
     rows: object = field(default=None, repr=False)
 
+    @classmethod
+    def of_array(cls, values: np.ndarray) -> "Parts":
+        """The Parts of a plain NumPy array (fixed, no missing values;
+        zero-copy): what engines move beside an array's data, e.g. global
+        indices.
+
+        >>> Parts.of_array(np.arange(3)).info.type_string()
+        '3 * int64'
+        """
+        values = np.asarray(values)
+        return cls(TypeInfo.fixed(values.shape, dtype_from_numpy(values.dtype)), values)
+
     @property
     def nrows(self) -> int:
         """Items of the outermost dimension."""

@@ -6,14 +6,16 @@ end wherever the data does, chunk boundaries do not; so before writing,
 each segment's head (the rows before its first chunk boundary) moves to the
 rank holding the chunk that head belongs to. A rank sends and receives less
 than one chunk, and to ranks whose segments border its own; the bulk stays
-where it is, uncopied. One ``Alltoallv`` of bytes does it (skipped when all
-segments are aligned already -- every rank decides that alike from the
-same allgathered lengths).
+where it is, uncopied when nothing moves. One route of the transport does
+it (skipped when all segments are aligned already -- every rank decides
+that alike from the same allgathered lengths).
 """
 from __future__ import annotations
 
 import numpy as np
-from mpi4py import MPI
+
+from ..parts import Parts
+from ..transport import Route, move
 
 __all__ = ["layout", "align_segment"]
 
@@ -55,24 +57,20 @@ def align_segment(comm, local: np.ndarray, starts, lengths, chunk: int, total: i
     if np.array_equal(lo, np.where(lengths == 0, 0, starts)) and \
             np.array_equal(hi, np.where(lengths == 0, 0, ends)):
         return local, int(starts[me])       # every segment aligned: nothing moves anywhere
-    row = int(np.prod(local.shape[1:], dtype=np.int64)) * local.dtype.itemsize
     send_lo = np.maximum(starts[me], lo)
     send_hi = np.minimum(ends[me], hi)
     recv_lo = np.maximum(starts, lo[me])
     recv_hi = np.minimum(ends, hi[me])
     send_n = np.maximum(send_hi - send_lo, 0)
     recv_n = np.maximum(recv_hi - recv_lo, 0)
-    send_n[me] = recv_n[me] = 0             # this rank's own rows are copied, not sent
-    out = np.empty((int(hi[me] - lo[me]),) + local.shape[1:], local.dtype)
-    own_lo, own_hi = max(starts[me], lo[me]), min(ends[me], hi[me])
-    if own_hi > own_lo:
-        out[own_lo - lo[me]:own_hi - lo[me]] = local[own_lo - starts[me]:own_hi - starts[me]]
-    sendbuf = np.ascontiguousarray(local).reshape(-1).view(np.uint8)
-    recvbuf = out.reshape(-1).view(np.uint8)
-    comm.Alltoallv([sendbuf, ((send_n * row).tolist(),
-                              (np.where(send_n > 0, send_lo - starts[me], 0) * row).tolist()),
-                    MPI.BYTE],
-                   [recvbuf, ((recv_n * row).tolist(),
-                              (np.where(recv_n > 0, recv_lo - lo[me], 0) * row).tolist()),
-                    MPI.BYTE])
+    # arrivals come by source rank; each source's rows land at recv_lo[q]
+    at = np.concatenate([np.arange(a, a + n) for a, n in zip(recv_lo - lo[me], recv_n) if n]) \
+        if recv_n.any() else np.zeros(0, np.int64)
+    order = None
+    if not np.array_equal(at, np.arange(len(at))):
+        order = np.empty(len(at), np.int64)
+        order[at] = np.arange(len(at))
+    route = Route(comm, None, send_n, recv_n, send_starts=np.where(send_n > 0, send_lo - starts[me], 0),
+                  order=order)
+    out = move(route, Parts.of_array(np.ascontiguousarray(local)))[0].values
     return out, int(lo[me])

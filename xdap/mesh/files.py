@@ -26,8 +26,11 @@ import numpy as np
 
 from .. import comm as _comm
 from ..heap import trims_heap
-from .. import exchange
 from ..agreement import agreement
+from ..packing import Form, no_rows
+from ..parts import Parts
+from ..transport import Route, move
+from ..types import TypeInfo
 
 __all__ = ["generate_box", "read_block", "read_points", "cell_centroids", "MeshBlock", "KINDS"]
 
@@ -221,16 +224,22 @@ def _read_whole_block(path, comm) -> MeshBlock:
     ncells, cell_dim, k, nnodes, names, dim = comm.bcast(meta, root=0)
     counts = np.diff([ncells * r // comm.size for r in range(comm.size + 1)])
     lo, hi = _block(ncells, comm)
-    sizes = exchange.scatterv(comm, sizes_all if comm.rank == 0 else None, counts, hi - lo, 0,
-                              np.int64)
-    node_counts = None
-    if comm.rank == 0:          # node ids per rank: the sizes of its block of cells
-        node_counts = np.add.reduceat(sizes_all, np.cumsum(counts) - counts) \
-            if ncells else np.zeros(comm.size, np.int64)
-        node_counts[counts == 0] = 0
-    flat = exchange.scatterv(comm, cells_all, node_counts, int(sizes.sum()), 0, np.int64)
-    fields = {name: exchange.scatterv(comm, fields_all.get(name), counts, hi - lo, 0, np.float64)
-              for name in names}
+    # rank 0 sends each rank its block of cells (ragged node lists) and fields
+    ragged = Form(TypeInfo.of_ragged(2, "int64"))
+    if comm.rank == 0:
+        offsets = np.zeros(len(sizes_all) + 1, np.int64)
+        np.cumsum(sizes_all, out=offsets[1:])
+        sent = [Parts(ragged.info, cells_all, None,
+                      (np.array([0, ncells], np.int32), offsets.astype(np.int32)))]
+        sent += [Parts.of_array(fields_all[name]) for name in names]
+    else:
+        sent = [no_rows(ragged)] + [no_rows(Form(TypeInfo.fixed((0,), "float64")))
+                                    for _ in names]
+        counts = np.zeros(comm.size, np.int64)
+    got = move(Route(comm, None, counts, np.eye(comm.size, dtype=np.int64)[0] * (hi - lo)), *sent)
+    sizes = np.diff(got[0].offsets[1].astype(np.int64))
+    flat = got[0].values
+    fields = {name: g.values for name, g in zip(names, got[1:])}
     if cell_dim is None:
         cells = flat.reshape(-1, k)
     else:
@@ -275,12 +284,11 @@ def read_points(block: MeshBlock, node_ids, comm=None) -> np.ndarray:
             got = _read_rows(f[ds], uniq)
         return got[back]
     comm = _comm.resolve(comm)
-    counts = np.array(comm.allgather(len(uniq)), np.int64)
-    wanted = exchange.gatherv(comm, uniq, counts, 0)
-    d = block.dim
-    rows = None if comm.rank else block.points[wanted].reshape(-1)
-    got = exchange.scatterv(comm, rows, counts * d, len(uniq) * d, 0, np.float64)
-    return got.reshape(-1, d)[back]
+    ask = Route.gather(comm, np.arange(len(uniq)), 0).with_recv_counts()
+    wanted = move(ask, Parts.of_array(uniq))[0].values
+    rows = block.points[wanted] if comm.rank == 0 else np.zeros((0, block.dim))
+    got = move(ask.reversed(), Parts.of_array(np.ascontiguousarray(rows, np.float64)))[0].values
+    return got.reshape(-1, block.dim)[back]
 
 
 @trims_heap

@@ -23,10 +23,10 @@ from mpi4py import MPI
 
 from .. import comm as _comm
 from ..heap import trims_heap
-from .. import exchange
 from ..arraylike import is_distributed, unwrap, wrap_like
 from ..distribution import Distribution
 from ..parts import Parts
+from ..transport import Route, group_order, move
 from ..types import TypeInfo
 from .cells import CellList, cell_list, facets_of, local_cells
 from ..agreement import agree, agreement
@@ -55,7 +55,7 @@ def _shared_facets(cells: CellList, dim, payload, comm):
     facets, per = facets_of(cells, dim)
     k = facets.shape[1]
     dest = _owner(facets, P)
-    order = np.argsort(dest, kind="stable")
+    order = group_order(dest, P)
     # the records, built column by column in send order (temporaries of one
     # column, not of the whole table: this is the pipeline's memory peak)
     rec = np.empty((len(facets), k + q), np.int64)
@@ -64,11 +64,11 @@ def _shared_facets(cells: CellList, dim, payload, comm):
     del facets
     for j in range(q):
         rec[:, k + j] = np.repeat(payload[:, j], per)[order]
-    send = np.bincount(dest, minlength=P).astype(np.int64)
-    recv = exchange.alltoallv(comm, send, np.ones(P, np.int64), np.ones(P, np.int64))
-    got = exchange.alltoallv(comm, rec.reshape(-1), send * (k + q), recv * (k + q))
+    # in send order already: the route moves the table as it is (no copy)
+    route = Route(comm, None, np.bincount(dest, minlength=P)).with_recv_counts()
+    got = move(route, Parts.of_array(rec))[0].values
     del rec
-    got = got.reshape(-1, k + q)
+    recv = route.recv_counts
     order = np.lexsort(got[:, :k].T[::-1])
     # equal neighbours in sorted order are the two sides of a facet
     same = np.ones(max(len(got) - 1, 0), bool)
@@ -90,12 +90,7 @@ def _shared_facets(cells: CellList, dim, payload, comm):
 def _to_holders(comm, rows: np.ndarray, to: np.ndarray) -> np.ndarray:
     """Send int64 ``rows`` (``(m, w)``) to ranks ``to``; returns the rows
     this rank receives (one alltoallv of counts, one of rows)."""
-    P = comm.size
-    w = rows.shape[1]
-    order = np.argsort(to, kind="stable")
-    send = np.bincount(to, minlength=P).astype(np.int64)
-    recv = exchange.alltoallv(comm, send, np.ones(P, np.int64), np.ones(P, np.int64))
-    return exchange.alltoallv(comm, rows[order].reshape(-1), send * w, recv * w).reshape(-1, w)
+    return move(Route.to_ranks(comm, to), Parts.of_array(rows))[0].values
 
 
 def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -222,17 +217,19 @@ def metis_partition(offsets, neighbours, cell_ids, comm=None, parts: int | None 
     comm = _comm.resolve(comm)
     parts = comm.size if parts is None else int(parts)
     ids = np.asarray(cell_ids, np.int64)
-    degree = np.diff(np.asarray(offsets, np.int64))
     n = len(ids)
-    counts = np.array(comm.allgather(n), np.int64)
-    adj_counts = np.array(comm.allgather(len(neighbours)), np.int64)
-    all_ids = exchange.gatherv(comm, ids, counts, root)
-    all_deg = exchange.gatherv(comm, degree, counts, root)
-    all_adj = exchange.gatherv(comm, np.asarray(neighbours, np.int64), adj_counts, root)
+    # the graph as ragged rows (a cell's neighbours) with the cells' ids
+    rows = Parts(TypeInfo.of_ragged(2, "int64"), np.asarray(neighbours, np.int64), None,
+                 (np.array([0, n], np.int32), np.asarray(offsets).astype(np.int32)))
+    gather = Route.gather(comm, np.arange(n), root).with_recv_counts()
+    got_ids, got = move(gather, Parts.of_array(ids), rows)
+    all_ids, all_adj = got_ids.values, got.values
+    all_deg = np.diff(got.offsets[1].astype(np.int64))
+    counts = gather.recv_counts
     result, error = None, None
     if comm.rank == root:
         try:
-            N = int(counts.sum())
+            N = len(all_ids)
             if not np.array_equal(np.sort(all_ids), np.arange(N)):
                 raise ValueError("metis_partition: cell_ids must number the cells 0 .. N-1 "
                                  "once each")
@@ -252,4 +249,5 @@ def metis_partition(offsets, neighbours, cell_ids, comm=None, parts: int | None 
         except Exception as e:
             error = e if isinstance(e, ValueError) else ValueError(f"metis_partition: {e}")
     agree(comm, error)
-    return exchange.scatterv(comm, result, counts, n, root, np.int64)
+    back = Route(comm, None, counts, np.eye(comm.size, dtype=np.int64)[root] * n)
+    return move(back, Parts.of_array(np.zeros(0, np.int64) if result is None else result))[0].values

@@ -12,12 +12,12 @@ from .collectives import (all_sum_reduce, all_sum_reduce_adjoint, broadcast,
                           broadcast_adjoint, sum_reduce, sum_reduce_adjoint)
 from .halo import HaloPlan, accumulate_halos, exchange_halos, halo_plan
 from .plan import RedistributionPlan, redistribution_plan
-from .redistribute import Redistributor, redistribute
+from .redistribute import redistribute
 from .reduce import reduce
 from .scatter import Scatter
 
 __all__ = ["broadcast", "broadcast_adjoint", "sum_reduce", "sum_reduce_adjoint",
            "all_sum_reduce", "all_sum_reduce_adjoint",
            "HaloPlan", "halo_plan", "exchange_halos", "accumulate_halos", "reduce",
-           "RedistributionPlan", "redistribution_plan", "Redistributor", "redistribute",
+           "RedistributionPlan", "redistribution_plan", "redistribute",
            "Scatter"]

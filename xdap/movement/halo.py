@@ -17,11 +17,11 @@ Every combination of sides is a message, corners included (3**ndim - 1
 neighbours at most, as PETSc's DMDA box stencil), so one round of
 nonblocking sends and receives completes the exchange.  The plan
 (``halo_plan``) is plain data computed from the Distribution alone; the
-executor sends contiguous slabs straight from the buffer and packs the
-others (faster than MPI subarray datatypes here).  ``exchange`` returns a
-*binding* -- persistent requests for that buffer -- that its caller passes
-back next time (the DistArray surface keeps it), so repeated exchanges of
-one array cost one Startall and one Waitall.
+transport's ``NeighbourExchange`` sends contiguous slabs straight from the
+buffer and packs the others (faster than MPI subarray datatypes here).  Its
+persistent requests for an array's buffer are kept in the communicator's
+plan store, so repeated exchanges of one array cost one Startall and one
+Waitall.
 
 >>> import numpy as np
 >>> from mpi4py import MPI
@@ -36,7 +36,6 @@ one array cost one Startall and one Waitall.
 from __future__ import annotations
 
 import itertools
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,9 +43,9 @@ import numpy as np
 from .. import plans
 from ..agreement import agree, agreement
 from ..arraylike import unwrap
-from ..comm import MPI
-from ..rows import leaf_ranges, leaf_counts
 from ..bitmaps import pack_validity
+from ..rows import leaf_counts, leaf_ranges
+from ..transport import NeighbourExchange
 
 __all__ = ["HaloPlan", "halo_plan", "exchange", "accumulate", "exchange_halos",
            "accumulate_halos"]
@@ -183,108 +182,6 @@ def halo_plan(distribution, rank: int | None = None) -> HaloPlan:
     return HaloPlan(tuple(recvs), tuple(sends), tuple(copies), d.local_shape)
 
 
-# --------------------------------------------------------------------------
-# the executor: moves bytes
-# --------------------------------------------------------------------------
-
-class _Messages:
-    """The buffers of one exchange direction on one local buffer: a message
-    whose region is contiguous in the buffer goes straight from / into it
-    (a view); any other region travels through a packed copy.  (Measured on
-    MPICH 4: packing with NumPy beats subarray datatypes ~5x for the column
-    slabs of a 2-d halo.)"""
-
-    def __init__(self, buf, outgoing, incoming):
-        self.out = [(peer, tag, *self._slot(buf, region)) for peer, tag, region in outgoing]
-        self.inc = [(peer, tag, *self._slot(buf, region)) for peer, tag, region in incoming]
-
-    @staticmethod
-    def _slot(buf, region):
-        view = buf[region]
-        if view.flags.c_contiguous:
-            return view, None
-        return np.empty(view.shape, buf.dtype), region
-
-    def requests(self, comm, persistent):
-        recv = comm.Recv_init if persistent else comm.Irecv
-        send = comm.Send_init if persistent else comm.Isend
-        # as bytes: records and fixed strings have no MPI datatype of their own
-        return ([recv([b, MPI.BYTE], source=peer, tag=tag) for peer, tag, b, _ in self.inc]
-                + [send([b, MPI.BYTE], dest=peer, tag=tag) for peer, tag, b, _ in self.out])
-
-    def pack(self, buf):
-        for _, _, b, region in self.out:
-            if region is not None:
-                np.copyto(b, buf[region])
-
-    def unpack(self, buf):
-        for _, _, b, region in self.inc:
-            if region is not None:
-                buf[region] = b
-
-
-class _Executor:
-    """Moves the bytes of one plan on one communicator.  For the DistArray's
-    own buffer the forward requests are persistent (built once: one
-    Startall and one Waitall a call)."""
-
-    def __init__(self, plan: HaloPlan, comm):
-        self.plan, self.comm = plan, comm
-        self._bound = None                      # (buf, messages, persistent requests)
-
-    def bind(self, buf):
-        if self._bound is None or self._bound[0] is not buf:
-            self._release()
-            msgs = _Messages(buf, self.plan.sends, self.plan.recvs)
-            reqs = msgs.requests(self.comm, persistent=True)
-            self._bound = (buf, msgs, reqs)
-            self._finalizer = weakref.finalize(self, _free_requests, reqs)
-
-    def _release(self):
-        if self._bound is not None:
-            self._finalizer()
-            self._bound = None
-
-    def forward(self, buf):
-        """Ghosts := owners' values."""
-        if self._bound is not None and self._bound[0] is buf:
-            _, msgs, reqs = self._bound
-            msgs.pack(buf)
-            MPI.Prequest.Startall(reqs)
-        else:
-            msgs = _Messages(buf, self.plan.sends, self.plan.recvs)
-            msgs.pack(buf)
-            reqs = msgs.requests(self.comm, persistent=False)
-        for ghost, src in self.plan.copies:
-            buf[ghost] = buf[src]
-        MPI.Request.Waitall(reqs)
-        msgs.unpack(buf)
-
-    def reverse(self, buf, combine):
-        """Owners combine the ghost values their neighbours hold: the
-        forward messages backwards, received into separate buffers."""
-        plan = self.plan
-        tmp = [np.empty([s.stop - s.start for s in r], buf.dtype) for _, _, r in plan.sends]
-        reqs = [self.comm.Irecv([t, MPI.BYTE], source=peer, tag=tag)
-                for (peer, tag, _), t in zip(plan.sends, tmp)]
-        reqs += [self.comm.Isend([np.ascontiguousarray(buf[r]), MPI.BYTE], dest=peer, tag=tag)
-                 for peer, tag, r in plan.recvs]
-        own = [(src, buf[ghost].copy()) for ghost, src in plan.copies]
-        MPI.Request.Waitall(reqs)
-        # in plan (direction) order, so "replace" is deterministic: the last
-        # direction wins where several ghosts map to one cell
-        for (_, _, region), t in zip(plan.sends, tmp):
-            combine(buf, region, t)
-        for region, t in own:
-            combine(buf, region, t)
-
-
-def _free_requests(reqs):
-    if MPI.Is_initialized() and not MPI.Is_finalized():
-        for r in reqs:
-            r.Free()
-
-
 def _plan(d) -> HaloPlan:
     """This rank's plan, cached on the distribution's fingerprint."""
     return plans.pure.get_or_make(plans.Key("halo", (d.fingerprint(), d.comm.size, d.comm.rank)),
@@ -320,7 +217,7 @@ def _check_ghost_rows(d, p, plan, what):
     """Every rank: do my ghost rows hold as many leaves as their owners'?"""
     counts = leaf_counts(p).astype(np.int64)
     got = counts.copy()
-    _Executor(plan, d.comm).forward(got)
+    _exchange(plan, d.comm).forward(got)
     error = None
     bad = np.flatnonzero(got != counts)
     if bad.size:
@@ -342,7 +239,7 @@ def _agreed(d, p, what, **options):
             ag.same(name, value)
         if not p.values.flags.writeable:
             raise ValueError(f"{what}: the array's local buffer is read-only")
-        if d.maps[0].dist_type == "u" and (any(g != 1 for g in d.grid[1:]) or p.info.optional
+        if d.maps[0].ghosts_by_index and (any(g != 1 for g in d.grid[1:]) or p.info.optional
                                            or p.info.ragged):
             raise TypeError(f"{what}: the ghost entries of an unstructured dimension are "
                             "updated for fixed, non-optional data distributed along dimension "
@@ -367,30 +264,42 @@ def _ghosts(d, p, what):
     return plans.on(d.comm).get_or_make(plans.Key("ghost update", (d.fingerprint(),)), make)
 
 
-def exchange(d, p, binding=None):
+def _exchange(plan: HaloPlan, comm) -> NeighbourExchange:
+    return NeighbourExchange(comm, plan.sends, plan.recvs, plan.copies)
+
+
+def _bound(d, p, plan) -> NeighbourExchange:
+    """The exchange bound to this array's buffers (persistent requests),
+    kept in the communicator's plan store under the distribution and the
+    buffers: repeated exchanges of one array -- or of two alternating ones
+    -- cost one Startall and one Waitall."""
+    key = plans.Key("halo exchange", (d.fingerprint(), id(p.values), p.values.dtype.str,
+                                      p.info.optional))
+    return plans.on(d.comm).get_or_make(key, lambda: _exchange(plan, d.comm),
+                                        release=NeighbourExchange.release)
+
+
+def exchange(d, p) -> None:
     """Fill the ghost cells of ``(d, p)`` from their owners, in place
     (collective): the communication padding of padded blocks, and the ghost
     entries of an unstructured dim 0 (indices held by several ranks; the
-    owner's value wins).  ``binding`` is what the previous call on the same
-    buffer returned (None the first time); returns the binding to pass next
-    time.  Optional data: the validity bits travel too (through a temporary
-    byte mask, a copy)."""
+    owner's value wins).  Optional data: the validity travels with the
+    values, in the same messages (as bytes: one copy of the bitmap)."""
     d.require_dims("exchange_halos")
     _agreed(d, p, "exchange_halos")
-    if d.maps[0].dist_type == "u":
+    if d.maps[0].ghosts_by_index:
         at, scatter = _ghosts(d, p, "exchange_halos")
         p.values[at] = scatter.forward(p)
-        return None
+        return
     plan = _plan_for(d, p, "exchange_halos")
-    if binding is None or binding.plan is not plan:
-        binding = _Executor(plan, d.comm)
-    binding.bind(p.values)
-    binding.forward(p.values)
-    if p.validity is not None:
-        mask = p.valid_mask().view(np.uint8).copy()
-        _Executor(plan, d.comm).forward(mask)
-        p.validity[:] = pack_validity(mask.view(bool))
-    return binding
+    if p.validity is None:
+        ex = _bound(d, p, plan)
+        ex.bind(p.values)
+        ex.forward(p.values)
+        return
+    mask = p.valid_mask().view(np.uint8).copy()
+    _exchange(plan, d.comm).forward(p.values, mask)
+    p.validity[:] = pack_validity(mask.view(bool))
 
 
 def exchange_halos(a):
@@ -400,12 +309,20 @@ def exchange_halos(a):
     return a
 
 
-def _add(buf, region, t):
-    buf[region] += t
+def _add(bufs, region, got):
+    bufs[0][region] += got[0]
 
 
-def _replace(buf, region, t):
-    buf[region] = t
+def _replace(bufs, region, got):
+    for b, t in zip(bufs, got):
+        b[region] = t
+
+
+def _add_valid(bufs, region, got):
+    """Values added where the ghost was valid (its value is zeroed where
+    not), validity or-ed."""
+    bufs[0][region] += got[0]
+    np.bitwise_or(bufs[1][region], got[1], out=bufs[1][region])
 
 
 def accumulate_halos(a, mode: str = "add", clear: bool = False):
@@ -429,33 +346,29 @@ def accumulate(d, p, mode: str = "add", clear: bool = False) -> None:
     """
     d.require_dims("accumulate_halos")
     _agreed(d, p, "accumulate_halos", mode=mode, clear=bool(clear))
-    if d.maps[0].dist_type == "u":           # ghost entries of an unstructured dim
+    if d.maps[0].ghosts_by_index:            # ghost entries of an unstructured dim
         at, scatter = _ghosts(d, p, "accumulate_halos")
         scatter.reverse(p.values[at], into=p, mode=mode, refresh=False)
         if clear:
             p.values[at] = 0
         return
-    ex = _Executor(_plan_for(d, p, "accumulate_halos"), d.comm)
+    plan = _plan_for(d, p, "accumulate_halos")
+    ex = _exchange(plan, d.comm)
     if p.validity is None:
-        ex.reverse(p.values, _add if mode == "add" else _replace)
+        ex.reverse((p.values,), _add if mode == "add" else _replace)
     else:
         mask = p.valid_mask()
         vals = p.values
+        m8 = mask.view(np.uint8).copy()
         if mode == "add":
             saved = vals.copy()
             vals[~mask] = 0                      # NA contributes nothing
-            ex.reverse(vals, _add)
-            m8 = mask.view(np.uint8).copy()
-            ex.reverse(m8, lambda b, r, t: np.bitwise_or(b[r], t, out=b[r]))
-            newmask = m8.view(bool)
-            keep = ~newmask                      # still NA: restore the hidden values
+            ex.reverse((vals, m8), _add_valid)
+            keep = ~m8.view(bool)                # still NA: restore the hidden values
             vals[keep] = saved[keep]
         else:
-            ex.reverse(vals, _replace)
-            m8 = mask.view(np.uint8).copy()
-            ex.reverse(m8, _replace)
-            newmask = m8.view(bool)
-        p.validity[:] = pack_validity(newmask)
+            ex.reverse((vals, m8), _replace)
+        p.validity[:] = pack_validity(m8.view(bool))
     if clear:
-        for region in ex.plan.ghost_regions:
+        for region in plan.ghost_regions:
             p.values[region] = 0

@@ -8,9 +8,10 @@ row keeps its global index, so ``to_global()`` is unchanged -- and the
 the same way (PETSc's migration star forest, kept for every field of a
 mesh).  Rows arrive grouped by source rank, in their source order.
 
-Fixed rows travel as one Alltoallv of bytes; ragged rows as lengths per
-level, values and validity; the global indices as one more.  The new map
-is built without a directory: it is one-to-one by construction.
+The rows and their global indices travel together along one route
+(``xdap.transport``): one ``Alltoall`` of counts, then one exchange of
+every buffer (values, validity, ragged lengths, indices).  The new map is
+built without a directory: it is one-to-one by construction.
 
 >>> import numpy as np
 >>> from mpi4py import MPI
@@ -24,16 +25,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..progress import bar
 from ..agreement import agreement
-from .. import exchange
 from ..arraylike import is_distributed, unwrap, wrap_like
 from ..distribution import Distribution
 from ..maps import UnstructuredMap, index_digest, unstructured_fingerprint
 from ..parts import Parts
-from ..rows import take_rows
-from ..bitmaps import pack_validity
-from .gather import _ends
+from ..progress import bar
+from ..transport import Route, move
 
 __all__ = ["migrate", "MigrationPlan"]
 
@@ -42,10 +40,9 @@ class MigrationPlan:
     """How the rows of one distribution move: replay it with ``apply`` on
     any other array of that distribution (collective)."""
 
-    def __init__(self, source, target, rows, send_counts, recv_counts):
+    def __init__(self, source, target, route: Route):
         self.source, self.target = source, target
-        self._rows = rows                        # my rows to send, grouped by destination
-        self._send, self._recv = send_counts, recv_counts
+        self.route = route                 # my rows to send, grouped by destination
 
     def apply(self, x, p: Parts | None = None):
         """Move another array whose rows are distributed as the source's the
@@ -60,7 +57,7 @@ class MigrationPlan:
         d, q = x, p
         with agreement(d.comm, "MigrationPlan.apply"):
             self._check(d)
-        return _move_rows(d.comm, q, self._rows, self._send, self._recv)
+        return move(self.route, q)[0]
 
     def _check(self, d) -> None:
         if d is self.source or d == self.source:
@@ -107,56 +104,18 @@ def migrate(d, p: Parts, dest) -> tuple:
             raise ValueError(f"migrate: dest names rank {bad}, out of range [0, {comm.size})")
     m = d.maps[0]
     own = np.arange(n)[m.canonical_positions(d.coords[0])]
-    order = np.argsort(dest[own], kind="stable")
-    rows = own[order]
-    send = np.bincount(dest[own], minlength=comm.size).astype(np.int64)
-    ones = np.ones(comm.size, np.int64)
+    route = Route.to_ranks(comm, dest[own], rows=own).with_recv_counts()
     with bar(comm, 3, "migrate", "step") as progress:
-        recv = exchange.alltoallv(comm, send, ones, ones)
-        ids = exchange.alltoallv(comm, m.global_indices(d.coords[0])[rows], send, recv)
+        ids = Parts.of_array(m.global_indices(d.coords[0]))
         progress.update(1)
+        moved_ids, moved = move(route, ids, p)
+        progress.update(1)
+        ids = moved_ids.values
         with agreement(comm, "migrate", share=True) as ag:
             ag.share((len(ids), index_digest(ids)))
         counts = [c for c, _ in ag.shared]
         fp = unstructured_fingerprint(m.size, True, counts, [g for _, g in ag.shared])
         new = UnstructuredMap.partial(m.size, counts, {comm.rank: ids}, True, fp)
         target = Distribution((new,) + d.maps[1:], comm)
-        plan = MigrationPlan(d, target, rows, send, recv)
         progress.update(1)
-        moved = _move_rows(comm, p, rows, send, recv)
-        progress.update(1)
-    return (target, moved), plan
-
-
-def _move_rows(comm, p: Parts, rows, send, recv) -> Parts:
-    """Rows ``rows`` of ``p`` (grouped by destination, ``send`` per rank)
-    to their ranks; ``recv`` rows arrive from each rank."""
-    info = p.info
-    mine = take_rows(p, rows)
-    if not info.ragged:
-        width = int(np.prod(mine.values.shape[1:], dtype=np.int64))
-        values = exchange.alltoallv(comm, mine.values, send * width, recv * width)
-        values = values.reshape((int(recv.sum()),) + mine.values.shape[1:])
-        validity = None
-        if info.optional:
-            got = exchange.alltoallv(comm, mine.valid_mask().view(np.uint8), send * width,
-                                     recv * width)
-            validity = pack_validity(got.view(bool))
-        return Parts(info.with_shape(values.shape), values, validity)
-    # ragged: the number of items below each row is known only to its sender
-    ends = _ends(mine, send)
-    items_out = [np.diff(e) for e in ends]                      # per level, per destination
-    ones = np.ones(comm.size, np.int64)
-    items_in = [recv] + [exchange.alltoallv(comm, c, ones, ones) for c in items_out[1:]]
-    offsets = [np.array([0, int(recv.sum())], np.int32)]
-    for level in range(1, info.var_ndim):
-        lengths = exchange.alltoallv(comm, np.diff(mine.offsets[level].astype(np.int64)),
-                                     items_out[level - 1], items_in[level - 1])
-        offsets.append(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
-    leaves_out, leaves_in = items_out[-1], items_in[-1]
-    values = exchange.alltoallv(comm, mine.values, leaves_out, leaves_in)
-    validity = None
-    if info.optional:
-        got = exchange.alltoallv(comm, mine.valid_mask().view(np.uint8), leaves_out, leaves_in)
-        validity = pack_validity(got.view(bool))
-    return Parts(info, values, validity, tuple(offsets))
+    return (target, moved), MigrationPlan(d, target, route)

@@ -38,16 +38,15 @@ step-1 slice).
 from __future__ import annotations
 
 import itertools
-import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from .. import plans
 from ..maps import Map
+from ..transport import Transfer, index_len, positions as as_positions, runs
 
 __all__ = ["DimPlan", "Transfer", "RedistributionPlan", "redistribution_plan", "plan_ranks",
-           "compress", "runs"]
+           "compress", "runs", "as_positions", "index_len"]
 
 _I64 = np.int64
 
@@ -77,41 +76,6 @@ def compress(pos: np.ndarray):
         if (d == step).all():
             return slice(first, int(pos[-1]) + 1, step)
     return pos
-
-
-def as_positions(index) -> np.ndarray:
-    """A compressed index (slice or array) back to an int64 array."""
-    if isinstance(index, slice):
-        return np.arange(index.start, index.stop, index.step, dtype=_I64)
-    return np.asarray(index, dtype=_I64)
-
-
-def index_len(index) -> int:
-    if isinstance(index, slice):
-        return len(range(index.start, index.stop, index.step))
-    return len(index)
-
-
-def runs(index) -> tuple[np.ndarray, np.ndarray]:
-    """Maximal runs of consecutive positions: ``(starts, lengths)``.
-
-    >>> [a.tolist() for a in runs(np.array([0, 1, 2, 7, 8, 4]))]
-    [[0, 7, 4], [3, 2, 1]]
-    >>> [a.tolist() for a in runs(slice(1, 9, 4))]
-    [[1, 5], [1, 1]]
-    """
-    if isinstance(index, slice) and index.step == 1:
-        n = index.stop - index.start
-        if n <= 0:
-            return np.zeros(0, _I64), np.zeros(0, _I64)
-        return np.array([index.start], _I64), np.array([n], _I64)
-    pos = as_positions(index)
-    if pos.size == 0:
-        return np.zeros(0, _I64), np.zeros(0, _I64)
-    breaks = np.flatnonzero(np.diff(pos) != 1) + 1
-    starts_at = np.concatenate([[0], breaks])
-    lengths = np.diff(np.concatenate([starts_at, [pos.size]]))
-    return pos[starts_at], lengths.astype(_I64)
 
 
 # --------------------------------------------------------------------------
@@ -158,30 +122,6 @@ class DimPlan:
 # --------------------------------------------------------------------------
 # the whole plan
 # --------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Transfer:
-    """One message: ``peer`` is the partner's parent rank; ``index`` one
-    compressed position list (slice or int64 array) per dimension, in the
-    local buffer of the rank the transfer belongs to (the sender's buffer for
-    a send, the receiver's for a receive).  The elements are the tensor
-    product of the lists, in C order -- the same order on both sides."""
-    peer: int
-    index: tuple
-
-    @property
-    def shape(self) -> tuple:
-        return tuple(index_len(i) for i in self.index)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    @property
-    def rectangular(self) -> bool:
-        """Every dimension a step-1 slice: a slab (one MPI subarray)."""
-        return all(isinstance(i, slice) and i.step == 1 for i in self.index)
-
 
 class RedistributionPlan:
     """Who sends what to whom, for every rank of the parent communicator.

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..directory import directory_of
 from ..heap import trims_heap
-from .. import exchange
-from ..directory import directory_of, group_order
+from ..transport import group_order, send_lists
 
 __all__ = ["RankDimPlan", "rank_dim_plan"]
 
@@ -121,18 +121,7 @@ def _export(S, T, p, q, dst_at, src_rep, comm) -> RankDimPlan:
 def _notify(comm, lists: dict, at: np.ndarray) -> dict:
     """Send ``lists[c]`` (int64) to every rank whose position in ``at`` is
     c; returns ``{sender rank: list}`` of what this rank received."""
-    speer, send = [], []
-    for c, v in lists.items():
-        for r in np.flatnonzero(at == c):
-            speer.append(int(r))
-            send.append(v)
-    ones = np.ones(comm.size, np.int64)
-    counts = np.zeros(comm.size, np.int64)
-    for r, v in zip(speer, send):
-        counts[r] = len(v)
-    sizes = exchange.alltoallv(comm, counts, ones, ones)
-    got = exchange.alltoallv_arrays(comm, speer, send, list(range(comm.size)), sizes, np.int64)
-    return {r: g for r, g in enumerate(got) if sizes[r]}
+    return send_lists(comm, {int(r): v for c, v in lists.items() for r in np.flatnonzero(at == c)})
 
 
 def _position_of(rank: int, reps: dict) -> int:

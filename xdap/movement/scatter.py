@@ -51,12 +51,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import comm as _comm
-from .. import exchange
+from ..agreement import agreement
 from ..arraylike import is_distributed, unwrap
 from ..directory import directory_of
 from ..distribution import Distribution
 from ..parts import Parts
-from ..agreement import agreement
+from ..transport import Route, RowExchange, move
 
 __all__ = ["Scatter", "MODES"]
 
@@ -132,35 +132,27 @@ class Scatter:
                            dtype=np.int64)
         owner = rank_of[grank]
         self.owner_ranks = owner       # the rank answering for each distinct needed index
-        self._order = np.argsort(owner, kind="stable")     # requests grouped by owner
-        self._recv_counts = np.bincount(owner, minlength=comm.size).astype(np.int64)
-        ones = np.ones(comm.size, np.int64)
-        self._send_counts = exchange.alltoallv(comm, self._recv_counts, ones, ones)
-        # owners learn which of their local positions each requester wants
-        self._send_local = np.empty(int(self._send_counts.sum()), np.int64)
-        self._alltoallv(local[self._order], self._recv_counts, self._send_local,
-                        self._send_counts)
+        # the requests travel to the owners: which of their positions we want
+        ask = Route.to_ranks(comm, owner).with_recv_counts()
+        self._send_local = move(ask, Parts.of_array(local))[0].values
         self._row_shape = tuple(d.local_shape[1:])
         self._copies = None            # the refresh plan, built on first use
-        # the repeated exchange of forward, counts worked out once
-        self._gather = exchange.AlltoallvPattern(comm, self._send_counts, self._recv_counts)
-        self._buffers = {}             # kept send/receive buffers, per element type
         # needed distinct, ascending and owners in rank order (a ghost layer
         # of block-numbered nodes): values arrive in needed's order, no
         # permutation afterwards; else one take puts the arrivals in order
         ramp = np.arange(self._n_uniq)
-        self._in_order = (self.n_needed == self._n_uniq and np.array_equal(self._order, ramp)
-                          and np.array_equal(self._inverse, ramp))
-        if not self._in_order:
+        in_order = (self.n_needed == self._n_uniq and np.array_equal(ask.rows, ramp)
+                    and np.array_equal(self._inverse, ramp))
+        arrival = None
+        if not in_order:
             arrival = np.empty(self._n_uniq, np.int64)
-            arrival[self._order] = ramp
-            self._arrival = arrival[self._inverse]
-
-    # -- the one collective -------------------------------------------------
-    def _alltoallv(self, send, scounts, recv, rcounts):
-        """Alltoallv of rows (counts in rows) into ``recv``."""
-        row = int(np.prod(send.shape[1:], dtype=np.int64))
-        exchange.alltoallv(self.comm, send, scounts * row, rcounts * row, out=recv)
+            arrival[ask.rows] = ramp
+            arrival = arrival[self._inverse]
+        # the answers come back the same way (forward), the contributions go
+        # out along the requests (reverse)
+        self._answer = RowExchange(Route(comm, self._send_local, ask.recv_counts,
+                                         ask.send_counts, order=arrival))
+        self._contribute = Route(comm, ask.rows, ask.send_counts, ask.recv_counts)
 
     def _check_array(self, a, what: str, ag=None) -> np.ndarray:
         """The local values of ``a`` (a writable view): a DistArray of the
@@ -207,22 +199,10 @@ class Scatter:
                                         else type(out).__name__))
                 if not (out.flags.c_contiguous and out.flags.writeable):
                     raise ValueError("Scatter.forward: out must be C-contiguous and writable")
-            send = self._buffer("send", values, len(self._send_local))
-            ag.meanwhile(lambda: np.take(values, self._send_local, axis=0, out=send))
+            ag.meanwhile(lambda: self._answer.pack(values))
         if out is None:
             out = np.empty(shape, values.dtype)
-        if self._in_order:
-            return self._gather.run(send, out)
-        got = self._gather.run(send, self._buffer("recv", values, self._n_uniq))
-        return np.take(got, self._arrival, axis=0, out=out)
-
-    def _buffer(self, kind: str, like: np.ndarray, rows: int) -> np.ndarray:
-        """A kept C-contiguous buffer of ``rows`` rows shaped like ``like``'s."""
-        key = (kind, like.dtype, like.shape[1:])
-        buf = self._buffers.get(key)
-        if buf is None:
-            buf = self._buffers[key] = np.empty((rows,) + like.shape[1:], like.dtype)
-        return buf
+        return self._answer.send(out)
 
     # -- scatter ------------------------------------------------------------
     def reverse(self, values, into, mode: str = "add", refresh: bool = True) -> None:
@@ -257,8 +237,7 @@ class Scatter:
             # start from any contribution of each index, then fold in all
             acc = values[_last_occurrence(self._inverse, self._n_uniq)]
             _UFUNC[mode].at(acc, self._inverse, values)
-        got = np.empty((len(self._send_local),) + buf.shape[1:], buf.dtype)
-        self._alltoallv(acc[self._order], self._recv_counts, got, self._send_counts)
+        got = move(self._contribute, Parts.of_array(acc))[0].values
         # arrivals are in requester-rank order: for "replace" the last one wins
         if mode == "replace":
             if len(self._send_local):
