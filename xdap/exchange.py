@@ -86,6 +86,8 @@ class AlltoallvPattern:
     """An ``alltoallv`` repeated with the same counts (in rows): the byte
     counts and displacements are worked out once per row size, so a call
     costs the MPI call alone -- what a repeated ghost update needs.
+    ``send_starts``: where each rank's rows start in the send buffer (rows;
+    default one after another).
 
     >>> import numpy as np
     >>> from mpi4py import MPI
@@ -95,10 +97,12 @@ class AlltoallvPattern:
     6.0
     """
 
-    def __init__(self, comm, send_counts, recv_counts):
+    def __init__(self, comm, send_counts, recv_counts, send_starts=None):
         self.comm = comm
         self.send_counts = np.asarray(send_counts, np.int64)
         self.recv_counts = np.asarray(recv_counts, np.int64)
+        self.send_starts = _displs(self.send_counts) if send_starts is None else \
+            np.asarray(send_starts, np.int64)
         self._by_row = {}
 
     def run(self, send: np.ndarray, recv: np.ndarray) -> np.ndarray:
@@ -111,11 +115,11 @@ class AlltoallvPattern:
         if counts is None:
             row = send.itemsize * int(np.prod(send.shape[1:], dtype=np.int64))
             sc, rc = self.send_counts * row, self.recv_counts * row
-            counts = self._by_row[key] = (row, sc, _displs(sc), rc, _displs(rc))
+            counts = self._by_row[key] = (row, sc, self.send_starts * row, rc, _displs(rc))
         row, sc, sd, rc, rd = counts
         if not _LARGE_COUNTS:      # rounds, agreed by every rank (see alltoallv)
             item = send.itemsize
-            return alltoallv(self.comm, send, sc // item, rc // item, out=recv)
+            return alltoallv(self.comm, send, sc // item, rc // item, out=recv, send_displs=sd)
         if not (send.flags.c_contiguous and recv.flags.c_contiguous):
             raise ValueError("AlltoallvPattern.run: buffers must be C-contiguous")
         self.comm.Alltoallv([send, (sc, sd), MPI.BYTE], [recv, (rc, rd), MPI.BYTE])

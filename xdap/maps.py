@@ -221,6 +221,12 @@ class Map:
         they are consecutive, else an int64 array (:meth:`global_indices`)."""
         return self.global_indices(p)
 
+    def canonical_indices(self, p: int):
+        """Global indices of grid rank ``p``'s canonical piece (its
+        :meth:`canonical_positions`), in buffer order: a ``range`` when
+        they are consecutive (blocks), else an int64 array."""
+        return np.asarray(self.global_indices(p))[self.canonical_positions(p)]
+
     @property
     def has_copies(self) -> bool:
         """Whether some global index sits in more than one buffer (ghost
@@ -536,6 +542,9 @@ class BlockMap(Map):
 
     def buffer_indices(self, p: int):
         return range(*self.buffer_range(p))
+
+    def canonical_indices(self, p: int):
+        return range(*self.owned_range(p))
 
     @property
     def has_copies(self) -> bool:

@@ -37,6 +37,7 @@ plans.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import weakref
 from collections import OrderedDict
@@ -183,3 +184,14 @@ def set_size(n: int) -> None:
 def size() -> int:
     """The bound of each scope."""
     return _SIZE[0]
+
+
+@atexit.register
+def _release_all() -> None:
+    """At exit, before mpi4py finalizes MPI (its exit hook was registered
+    first, so it runs after this one): release every entry's MPI resources
+    while MPI still takes them back quietly."""
+    if MPI.Is_initialized() and not MPI.Is_finalized():
+        for store in list(_STORES):
+            store.clear()
+        pure.clear()

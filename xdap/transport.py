@@ -53,7 +53,7 @@ from .rows import take_rows
 
 __all__ = ["Route", "move", "RowExchange", "BlockExchange", "NeighbourExchange",
            "exchange_counts", "send_lists", "group_order", "Transfer", "runs", "positions",
-           "index_len", "METHODS"]
+           "index_len", "compress", "METHODS"]
 
 _I64 = np.dtype(np.int64)
 
@@ -324,46 +324,42 @@ class RowExchange:
         if route.recv_counts is None:
             route = route.with_recv_counts()
         self.route = route
+        self._pattern = exchange.AlltoallvPattern(route.comm, route.send_counts,
+                                                  route.recv_counts, route.send_starts)
         self._layouts: dict = {}
         self._send = None
-        self._values = None
 
-    def _layout(self, values: np.ndarray):
+    def _buffers(self, values: np.ndarray):
         key = (values.dtype, values.shape[1:])
-        lay = self._layouts.get(key)
-        if lay is None:
+        bufs = self._layouts.get(key)
+        if bufs is None:
             r = self.route
-            row = math.prod(values.shape[1:])
-            sends = np.empty((r.n_send,) + values.shape[1:], values.dtype)
-            recv = np.empty((r.n_recv,) + values.shape[1:], values.dtype)
-            lay = self._layouts[key] = (row, sends, recv)
-        return lay
+            bufs = self._layouts[key] = (
+                np.empty((r.n_send,) + values.shape[1:], values.dtype),
+                np.empty((r.n_recv,) + values.shape[1:], values.dtype))
+        return bufs
 
     def pack(self, values: np.ndarray) -> None:
         """Take the rows to send from ``values`` into the kept buffer (local)."""
-        row, sends, _ = self._layout(values)
+        sends, _ = self._buffers(values)
         rows = self.route.rows
         if rows is None:
             sends[...] = values
         else:
             np.take(values, rows, axis=0, out=sends, mode="clip")
-        self._send, self._values = sends, values
+        self._send = sends
 
     def send(self, out: np.ndarray | None = None) -> np.ndarray:
         """Send what ``pack`` took; the arrived rows in ``route.order`` (into
         ``out`` -- C-contiguous, the right shape and dtype -- when given)."""
-        r, sends = self.route, self._send
-        row, _, recv = self._layout(self._values)
-        target = out if (r.order is None and out is not None) else recv
-        if r.order is None and out is None:
-            target = np.empty_like(recv)
-        _alltoallv_items(r.comm, sends.reshape(-1), r.send_starts * row, r.send_counts * row,
-                         target.reshape(-1), _starts(r.recv_counts) * row, r.recv_counts * row)
-        if r.order is None:
-            return target
+        sends, order = self._send, self.route.order
+        _, recv = self._buffers(sends)
+        if order is None:
+            return self._pattern.run(sends, np.empty_like(recv) if out is None else out)
+        self._pattern.run(sends, recv)
         if out is None:
-            out = np.empty((len(r.order),) + recv.shape[1:], recv.dtype)
-        return np.take(recv, r.order, axis=0, out=out, mode="clip")
+            out = np.empty((len(order),) + recv.shape[1:], recv.dtype)
+        return np.take(recv, order, axis=0, out=out, mode="clip")
 
 
 # --------------------------------------------------------------------------
@@ -406,6 +402,29 @@ class Transfer:
 def _key(index):
     return tuple((i.start, i.stop, i.step) if isinstance(i, slice) else tuple(i.tolist())
                  for i in index)
+
+
+def compress(pos: np.ndarray):
+    """An int64 position list as a ``slice`` when it is an increasing
+    arithmetic progression (step >= 1), else the array itself.
+
+    >>> compress(np.array([2, 4, 6])), compress(np.array([5]))
+    (slice(2, 7, 2), slice(5, 6, 1))
+    >>> compress(np.array([0, 1, 3]))
+    array([0, 1, 3])
+    """
+    n = len(pos)
+    if n == 0:
+        return slice(0, 0, 1)
+    first = int(pos[0])
+    if n == 1:
+        return slice(first, first + 1, 1)
+    step = int(pos[1]) - first
+    if step >= 1 and int(pos[-1]) == first + step * (n - 1):
+        d = np.diff(pos)
+        if (d == step).all():
+            return slice(first, int(pos[-1]) + 1, step)
+    return pos
 
 
 def index_len(index) -> int:
@@ -529,7 +548,7 @@ def _slab_copies(src_index, dst_index, max_runs: int = 4096):
     return None
 
 
-def _flatpositions(index: tuple, shape: tuple) -> np.ndarray:
+def _flat_positions(index: tuple, shape: tuple) -> np.ndarray:
     """The C-order linear positions, in a buffer of ``shape``, of a
     transfer's elements (the tensor product of its per-dimension lists)."""
     flat = np.zeros(1, np.intp)
@@ -541,7 +560,7 @@ def _flatpositions(index: tuple, shape: tuple) -> np.ndarray:
 def _concat_flat(transfers, shape) -> np.ndarray:
     if not transfers:
         return np.zeros(0, np.intp)
-    return np.concatenate([_flatpositions(t.index, shape) for t in transfers])
+    return np.concatenate([_flat_positions(t.index, shape) for t in transfers])
 
 
 class _Packing:
@@ -552,8 +571,10 @@ class _Packing:
     the received elements go: every target position receives exactly one),
     so a call is two ``np.take`` and one exchange."""
 
-    def __init__(self, sends, recvs, src_shape, dst_shape, me: int, size: int):
-        scattered = any(not t.rectangular for t in sends + recvs)
+    def __init__(self, sends, recvs, src_shape, dst_shape, me: int, size: int, flat=True):
+        # flat=False: never a linear index (one-shot exchanges -- a root
+        # scatter -- copy transfer by transfer, strided slices as views)
+        scattered = flat and any(not t.rectangular for t in sends + recvs)
         # scattered: our own share rides along in the two gathers; slabs:
         # NumPy copies it directly
         self.with_own = scattered
@@ -606,8 +627,10 @@ class BlockExchange:
     global figure).  The validity of ``?T`` data (a byte mask) travels in
     the same call as its values."""
 
-    def __init__(self, comm, sends, recvs, src_shape, dst_shape, avg_run_bytes=None):
+    def __init__(self, comm, sends, recvs, src_shape, dst_shape, avg_run_bytes=None,
+                 flat=True):
         self.comm = comm
+        self.flat = flat
         self.sends, self.recvs = list(sends), list(recvs)
         self.src_shape, self.dst_shape = src_shape, dst_shape
         self.avg_run_bytes = avg_run_bytes
@@ -709,7 +732,7 @@ class BlockExchange:
     def _packing(self) -> _Packing:
         if self._packed is None:
             self._packed = _Packing(self.sends, self.recvs, self.src_shape, self.dst_shape,
-                                    self.comm.rank, self.comm.size)
+                                    self.comm.rank, self.comm.size, self.flat)
         return self._packed
 
     def _packed_run(self, pairs):

@@ -21,11 +21,10 @@ import numpy as np
 
 from ..agreement import agreement
 from ..bitmaps import pack_validity
-from ..maps import as_slice
 from ..packing import Form, no_rows
 from ..parts import Parts
 from ..rows import take_rows
-from ..transport import BlockExchange, Route, Transfer, move, send_lists
+from ..transport import BlockExchange, Route, Transfer, compress, move, send_lists
 
 __all__ = ["to_global", "scatter_from_root", "read_element"]
 
@@ -38,11 +37,15 @@ def _method(d) -> str:
 
 
 def _index(lists) -> tuple:
-    """Per-dimension position lists as slices where they are ranges."""
+    """Per-dimension position lists (ranges, slices or arrays) as slices
+    where they are progressions (a range or slice is never materialised;
+    a cyclic map's list becomes a strided slice)."""
     out = []
     for a in lists:
-        s = as_slice(a)
-        out.append(slice(s.start, s.stop, 1) if isinstance(s, slice) else np.asarray(a, np.int64))
+        if isinstance(a, (slice, range)):
+            out.append(slice(a.start, a.stop, a.step or 1))
+        else:
+            out.append(compress(np.asarray(a, np.int64)))
     return tuple(out)
 
 
@@ -75,11 +78,11 @@ def scatter_from_root(p: Parts | None, info, d, root: int) -> Parts:
         return move(route, p)[0]
     sends = []
     if comm.rank == root:
-        sends = [Transfer(r, _index([d.global_indices(k, r) for k in range(d.ndim)]))
+        sends = [Transfer(r, _index([m.buffer_indices(c) for m, c in zip(d.maps, d.coords_of(r))]))
                  for r in range(P)]
     shape = d.local_shape
     recvs = [Transfer(root, tuple(slice(0, n, 1) for n in shape))]
-    ex = BlockExchange(comm, sends, recvs, None if p is None else p.values.shape, shape)
+    ex = BlockExchange(comm, sends, recvs, None if p is None else p.values.shape, shape, flat=False)
     values = None if p is None else np.ascontiguousarray(p.values)
     mask = None if p is None else _mask_bytes(p)
     if info.optional and mask is None:
@@ -110,7 +113,7 @@ def to_global(d, p: Parts, root: int | None = None) -> Parts | None:
         return _gather_rows(d, p, root)
     P, me = comm.size, comm.rank
     pos = d.canonical_positions()
-    mine = _index([np.arange(n)[s] for s, n in zip(pos, p.values.shape)])
+    mine = _index(pos)
     receivers = range(P) if root is None else [root]
     sends = [Transfer(q, mine) for q in receivers]
     held = _held_indices(d, pos, receivers, root is None or me == root)
@@ -118,7 +121,7 @@ def to_global(d, p: Parts, root: int | None = None) -> Parts | None:
     if root is None or me == root:
         shape = d.global_shape
         recvs = [Transfer(r, _index([held[k][r] for k in range(d.ndim)])) for r in range(P)]
-    ex = BlockExchange(comm, sends, recvs, p.values.shape, shape)
+    ex = BlockExchange(comm, sends, recvs, p.values.shape, shape, flat=False)
     out, got = ex.run(np.ascontiguousarray(p.values), p.info.numpy_dtype, _method(d),
                       mask=_mask_bytes(p))
     ex.free()
@@ -138,8 +141,7 @@ def _held_indices(d, pos, receivers, receiving: bool) -> list:
         if m.complete and not receiving:
             out.append({})
         elif m.complete:
-            out.append({r: np.asarray(d.global_indices(k, r))[
-                m.canonical_positions(d.coords_of(r)[k])] for r in range(d.size)})
+            out.append({r: m.canonical_indices(d.coords_of(r)[k]) for r in range(d.size)})
         else:
             mine = np.asarray(d.global_indices(k))[pos[k]]
             out.append(send_lists(d.comm, {q: mine for q in receivers}))

@@ -43,7 +43,7 @@ import numpy as np
 
 from .. import plans
 from ..maps import Map
-from ..transport import Transfer, index_len, positions as as_positions, runs
+from ..transport import Transfer, compress, index_len, positions as as_positions, runs
 
 __all__ = ["DimPlan", "Transfer", "RedistributionPlan", "redistribution_plan", "plan_ranks",
            "compress", "runs", "as_positions", "index_len"]
@@ -54,29 +54,6 @@ _I64 = np.int64
 # --------------------------------------------------------------------------
 # index lists
 # --------------------------------------------------------------------------
-
-def compress(pos: np.ndarray):
-    """An int64 position list as a ``slice`` when it is an increasing
-    arithmetic progression (step >= 1), else the array itself.
-
-    >>> compress(np.array([2, 4, 6])), compress(np.array([5]))
-    (slice(2, 7, 2), slice(5, 6, 1))
-    >>> compress(np.array([0, 1, 3]))
-    array([0, 1, 3])
-    """
-    n = len(pos)
-    if n == 0:
-        return slice(0, 0, 1)
-    first = int(pos[0])
-    if n == 1:
-        return slice(first, first + 1, 1)
-    step = int(pos[1]) - first
-    if step >= 1 and int(pos[-1]) == first + step * (n - 1):
-        d = np.diff(pos)
-        if (d == step).all():
-            return slice(first, int(pos[-1]) + 1, step)
-    return pos
-
 
 # --------------------------------------------------------------------------
 # the per-dimension plan
