@@ -87,16 +87,19 @@ class Directory:
         # homes; a home knows each sender's holder from the agreement
         route = Route.to_ranks(comm, self.home(ids)).with_recv_counts()
         # the positions are the rows themselves unless given (0..n-1 by default)
+        # positions as int32 where they fit: 4 bytes an id less at the peak
+        small = np.int32 if n < 2 ** 31 and (positions is None or not len(positions) or
+                                              int(positions.max()) < 2 ** 31) else np.int64
         sent = [Parts.of_array(ids), Parts.of_array(
-            np.arange(n, dtype=np.int64) if positions is None else positions)]
+            np.arange(n, dtype=small) if positions is None else positions.astype(small))]
         if flags is not None:
             sent.append(Parts.of_array(flags.view(np.uint8)))
         got = move(route, *sent)
         del sent
         got_own = got[2].values.view(bool) if flags is not None else None
         holders = np.array([h for _, h in ag.shared], np.int32 if comm.size < 2 ** 31 else np.int64)
-        self._settle(got[0].values, np.repeat(holders, route.recv_counts), got[1].values,
-                     got_own, what)
+        self._settle(got[0].values, np.repeat(holders, route.recv_counts),
+                     got[1].values, got_own, what)
         return self
 
     def _settle(self, ids, holder, pos, own, what: str) -> None:

@@ -41,16 +41,16 @@ import atexit
 import os
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from mpi4py import MPI
 
 __all__ = ["Key", "Store", "pure", "on", "clear", "set_size", "size"]
 
 
-@dataclass(frozen=True)
-class Key:
-    """What a plan is and what it was computed from.
+class Key(NamedTuple):
+    """What a plan is and what it was computed from (a named tuple: made
+    and hashed at C speed, as repeated halo exchanges look it up).
 
     kind    the kind of plan, e.g. ``"halo"``, ``"redistribute"``
     inputs  the fingerprints (bytes) and small ints (ranks, sizes) that
@@ -71,12 +71,12 @@ class Store:
     def get_or_make(self, key: Key, make, release=None):
         """The plan kept under ``key``, or ``make()`` kept under it
         (``release(value)`` is called when it leaves the store)."""
-        if not isinstance(key, Key):
-            raise TypeError(f"plan store keys are xdap.plans.Key, got {type(key).__name__}")
         hit = self._items.get(key)
         if hit is not None:
             self._items.move_to_end(key)
             return hit[0]
+        if not isinstance(key, Key):
+            raise TypeError(f"plan store keys are xdap.plans.Key, got {type(key).__name__}")
         value = make()
         self._items[key] = (value, release)
         self._trim()

@@ -92,7 +92,8 @@ class Route:
     send_starts  where each rank's rows start in ``rows`` (default: one
                  after another in rank order; they may overlap -- every
                  rank may get the same rows)
-    recv_counts  rows from each rank (None: learned when the rows move)
+    recv_counts  rows from each rank (None: learned -- and kept -- when rows
+                 first move along the route)
     order        the result's rows as positions in what arrived (arrivals
                  are grouped by source rank, each in its sender's order):
                  ``result = arrived[order]``; None keeps the arrival order
@@ -225,6 +226,8 @@ def move(route: Route, *parts: Parts) -> list:
             route.send_counts[:, None]
         got = exchange_counts(comm, table)
         recv_rows, recv_n = got[:, 0], [got[:, 1 + b] for b in range(len(send_n))]
+        if route.recv_counts is None:       # learned: the route's next move needs no table
+            route.recv_counts = recv_rows.copy()
     else:
         recv_n = [recv_rows * f.row_size for f in forms for _ in f.dtypes]
     sends = [b for pk in packs for b in pk.buffers]
@@ -876,6 +879,19 @@ class NeighbourExchange:
         if self._bound is not None:
             _free_requests(self._bound[2])
             self._bound = None
+
+    def run_bound(self, buf) -> None:
+        """``forward`` of one buffer through persistent requests, bound to
+        it first if they are not yet (the repeated halo exchange)."""
+        if self._bound is None or self._bound[0][0]() is not buf or len(self._bound[0]) != 1:
+            self.bind(buf)
+        _, (msgs,), reqs = self._bound
+        msgs.pack(buf)
+        MPI.Prequest.Startall(reqs)
+        for ghost, src in self.copies:
+            buf[ghost] = buf[src]
+        MPI.Request.Waitall(reqs)
+        msgs.unpack(buf)
 
     def forward(self, *bufs) -> None:
         """Received regions := the peers' sent ones; copies within the rank."""

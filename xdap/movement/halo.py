@@ -273,8 +273,7 @@ def _bound(d, p, plan) -> NeighbourExchange:
     kept in the communicator's plan store under the distribution and the
     buffers: repeated exchanges of one array -- or of two alternating ones
     -- cost one Startall and one Waitall."""
-    key = plans.Key("halo exchange", (d.fingerprint(), id(p.values), p.values.dtype.str,
-                                      p.info.optional))
+    key = plans.Key("halo exchange", (d.fingerprint(), id(p.values)))
     return plans.on(d.comm).get_or_make(key, lambda: _exchange(plan, d.comm),
                                         release=NeighbourExchange.release)
 
@@ -293,9 +292,7 @@ def exchange(d, p) -> None:
         return
     plan = _plan_for(d, p, "exchange_halos")
     if p.validity is None:
-        ex = _bound(d, p, plan)
-        ex.bind(p.values)
-        ex.forward(p.values)
+        _bound(d, p, plan).run_bound(p.values)
         return
     mask = p.valid_mask().view(np.uint8).copy()
     _exchange(plan, d.comm).forward(p.values, mask)

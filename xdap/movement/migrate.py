@@ -104,7 +104,7 @@ def migrate(d, p: Parts, dest) -> tuple:
             raise ValueError(f"migrate: dest names rank {bad}, out of range [0, {comm.size})")
     m = d.maps[0]
     own = np.arange(n)[m.canonical_positions(d.coords[0])]
-    route = Route.to_ranks(comm, dest[own], rows=own).with_recv_counts()
+    route = Route.to_ranks(comm, dest[own], rows=own)    # counts learned as the rows move
     with bar(comm, 3, "migrate", "step") as progress:
         ids = Parts.of_array(m.global_indices(d.coords[0]))
         progress.update(1)
