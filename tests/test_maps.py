@@ -1064,3 +1064,58 @@ def test_rule_unstructured_one_to_one_exactly_once():
           r"one_to_one is True but the owned counts sum to 6, not size 5: global index 0 is held by grid ranks 0 and 1")
     dicts[0]["one_to_one"] = dicts[1]["one_to_one"] = False     # allowed without one_to_one
     assert map_from_dim_dicts(dicts, [2, 4]).owners([0])[0].tolist() == [0]
+
+
+# -- maps as types: one interface, every kind answers for itself ----------------------
+
+def test_each_kind_names_and_describes_itself():
+    cases = [(BlockMap(8, 2), "b", "block"), (BlockMap(8, 1), "n", "n"),
+             (BlockMap(8, 2, padding=(1, 1)), "b+pad", "block padded"),
+             (CyclicMap(8, 2), "c", "cyclic"), (CyclicMap(8, 2, block_size=3), "c[3]",
+                                                "block-cyclic(3)"),
+             (UnstructuredMap(4, [[0, 1], [2, 3]]), "u", "unstructured")]
+    for m, spec, words in cases:
+        assert (m.spec, m.describe()) == (spec, words), m
+        assert Map.kind_of(m.dist_type) is type(m)
+        assert Map.kind_of(m.to_json()) is type(m)
+    assert Map.kind_of("n") is BlockMap
+    with pytest.raises(ValueError, match="unknown dist type 'x'"):
+        Map.kind_of("x")
+    assert [m.padded for m, _, _ in cases] == [False, False, True, False, False, False]
+    assert [m.ranges for m, _, _ in cases] == [True, True, True, False, False, False]
+    assert [type(m).stored_indices for m, _, _ in cases] == [False] * 5 + [True]
+    assert [m.ghosts_by_index for m, _, _ in cases] == [False] * 5 + [True]
+
+
+def test_from_spec_builds_each_kind_from_its_dist_options():
+    assert BlockMap.from_spec(10, 2, sizes=[3, 7]) == BlockMap(10, 2, bounds=(0, 3, 10))
+    assert BlockMap.from_spec(10, 2, padding=(1, 1), periodic=True) == \
+        BlockMap(10, 2, padding=(1, 1), periodic=True)
+    # per-rank padding, as DAP allows: one (lo, hi) per grid rank
+    assert BlockMap.from_spec(10, 2, padding=[(0, 2), (2, 1)]).padding == ((0, 2), (2, 1))
+    assert CyclicMap.from_spec(10, 2, block_size=4) == CyclicMap(10, 2, block_size=4)
+    m = UnstructuredMap.from_spec(4, 2, indices=[[3, 1], [0, 2]])
+    assert m.one_to_one and m.global_indices(0).tolist() == [3, 1]
+    with pytest.raises(ValueError, match=r"give indices\[0\]"):
+        UnstructuredMap.from_spec(4, 2, where="[0]")
+    with pytest.raises(TypeError, match=r"padding\[1\] must hold ints"):
+        BlockMap.from_spec(10, 2, padding=(1.0, 1), where="[1]")
+    with pytest.raises(ValueError, match="one .lo, hi. per grid rank .2., got 3"):
+        BlockMap.from_spec(10, 2, padding=[(1, 1)] * 3)
+
+
+def test_the_distributed_unstructured_map_answers_the_same_interface():
+    from xdap.maps import DistributedUnstructuredMap, NotLocal
+    whole = UnstructuredMap(5, [[3, 0], [4, 2, 1]], one_to_one=True)
+    part = DistributedUnstructuredMap(5, [2, 3], {1: [4, 2, 1]}, True, whole.fingerprint())
+    assert isinstance(part, UnstructuredMap) and not part.complete and whole.complete
+    assert part == whole and hash(part) == hash(whole)
+    assert part.to_json() == whole.to_json()
+    assert part.to_dim_dict(1)["indices"].tolist() == [4, 2, 1]
+    assert part.local_from_global(1, [1, 4]).tolist() == [2, 0]
+    assert (part.spec, part.describe(), part.known) == ("u", "unstructured", (1,))
+    assert "distributed" in repr(part) and "distributed" not in repr(whole)
+    for call in (lambda: part.global_indices(0), lambda: part.owners([1]),
+                 lambda: part.json_arrays()):
+        with pytest.raises(NotLocal):
+            call()

@@ -600,14 +600,8 @@ def _numpy_scalar(x):
 
 
 def _describe_map(m) -> str:
-    """'b', 'c', 'c[4]' (block-cyclic), 'u', 'b+pad' -- a map in a few letters."""
-    kind = m.dist_type
-    padded = kind == "b" and any(x for pair in m.padding for x in pair)
-    if m.grid_size == 1 and kind == "b" and not padded:
-        return "'n'"
-    if kind == "c" and getattr(m, "block_size", 1) != 1:
-        return f"'c[{m.block_size}]'"
-    return "'b+pad'" if padded else f"'{kind}'"
+    """'b', 'c', 'c[4]' (block-cyclic), 'u', 'b+pad', 'n' -- a map in a few letters."""
+    return f"'{m.spec}'"
 
 
 def _ragged_leaf_index(d: Distribution, p: Parts):

@@ -30,7 +30,7 @@ from .heap import trims_heap
 from .parts import Parts
 from .transport import Route, exchange_counts, move
 
-__all__ = ["Directory", "unstructured_map", "directory_of", "remember",
+__all__ = ["Directory", "unstructured_map", "owners_of", "directory_of", "remember",
            "prefix_sums"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -227,7 +227,7 @@ def unstructured_map(comm, grid_size: int, coord: int, indices, size=None, one_t
     every rank at once: integers, range, local uniqueness, coverage of
     ``[0, size)``, the one_to_one claim, one owner per index.
     """
-    from .maps import UnstructuredMap, index_digest, is_int, unstructured_fingerprint
+    from .maps import DistributedUnstructuredMap, index_digest, is_int, unstructured_fingerprint
     own = None
     with agreement(comm, what, share=True) as ag:
         ag.same("grid size", grid_size)
@@ -290,7 +290,7 @@ def unstructured_map(comm, grid_size: int, coord: int, indices, size=None, one_t
         holder, _ = directory.lookup(own)
         canonical = {int(coord): np.flatnonzero(holder == coord)}
     fp = unstructured_fingerprint(size, one, counts, digests)
-    return UnstructuredMap.partial(size, counts, {int(coord): own}, one, fp, canonical), directory
+    return DistributedUnstructuredMap(size, counts, {int(coord): own}, one, fp, canonical), directory
 
 
 def directory_of(d, k: int) -> Directory:
@@ -311,6 +311,14 @@ def directory_of(d, k: int) -> Directory:
                 owned[m.canonical_positions(coord)] = True
         return Directory.build(d.comm, m.size, ids, holder=coord, owned=owned)
     return plans.on(d.comm).get_or_make(plans.Key("directory", (m.fingerprint(),)), build)
+
+
+def owners_of(d, k: int, ids) -> tuple:
+    """``(grid rank, local position)`` of the owner of each of ``ids`` along
+    dim ``k``: answered by a complete map itself, asked of the directory of
+    a distributed one (collective then -- call it where every rank does)."""
+    m = d.maps[k]
+    return m.owners(ids) if m.complete else directory_of(d, k).lookup(ids)
 
 
 def remember(d, k: int, directory: Directory) -> None:

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from . import comm as _comm
-from .maps import BlockMap, CyclicMap, Map, UnstructuredMap, is_int
+from .maps import BlockMap, Map, is_int
 
 __all__ = ["Distribution", "make_distribution", "DIST_TYPES"]
 
@@ -288,14 +288,6 @@ def _ints(name: str, values, minimum: int) -> tuple:
     return tuple(int(v) for v in values)
 
 
-def _index_array(a, name: str) -> np.ndarray:
-    """A list of global indices as int64: integers only."""
-    a = np.asarray(a)
-    if a.size and a.dtype.kind not in "iu":
-        raise TypeError(f"{name} must hold integer indices, got dtype {a.dtype}")
-    return a.astype(np.int64).reshape(-1)
-
-
 def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_size=None,
                       padding=None, periodic=None, indices=None, sizes=None) -> Distribution:
     """Build a Distribution from user options (validated, the same on every rank).
@@ -338,9 +330,7 @@ def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_si
         tuple(v) + (None,) * pad if isinstance(v, (list, tuple)) and len(v) == ndim - pad else v
         for v in (block_size, padding, periodic, indices, sizes))
     for d in dist:
-        if d not in DIST_TYPES:
-            raise ValueError(f"unknown dist type {d!r}: use 'b' (block), 'c' (cyclic), "
-                             "'u' (unstructured) or 'n' (not distributed)")
+        Map.kind_of(d)                      # ValueError for an unknown letter
     block_size, padding, periodic, indices, sizes = (
         _per_dim(n, v, ndim) for n, v in (("block_size", block_size), ("padding", padding),
                                           ("periodic", periodic), ("indices", indices),
@@ -372,29 +362,8 @@ def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_si
                          f"has {comm.size} ranks")
     maps = []
     for i, (n, d, g) in enumerate(zip(global_shape, dist, grid)):
-        if d in ("b", "n"):
-            bounds = None
-            if sizes[i] is not None:
-                s = np.asarray(_ints(f"sizes[{i}]", sizes[i], 0), dtype=np.int64)
-                if len(s) != g or (s < 0).any() or s.sum() != n:
-                    raise ValueError(f"sizes[{i}] must be {g} non-negative owned sizes summing to "
-                                     f"{n}, got {list(sizes[i])}")
-                bounds = np.concatenate([[0], np.cumsum(s)])
-            pad_i = (0, 0) if padding[i] is None else _ints(f"padding[{i}]", padding[i], 0)
-            if periodic[i] is not None and not isinstance(periodic[i], (bool, np.bool_)):
-                raise TypeError(f"periodic[{i}] must be a bool, got {periodic[i]!r}")
-            maps.append(BlockMap(n, g, bounds=bounds, padding=pad_i, periodic=bool(periodic[i])))
-        elif d == "c":
-            bs = 1 if block_size[i] is None else _ints(f"block_size[{i}]", (block_size[i],), 1)[0]
-            maps.append(CyclicMap(n, g, block_size=bs))
-        else:
-            if indices[i] is None:
-                raise ValueError(f"dimension {i} is 'u' (unstructured): give indices[{i}], "
-                                 "a list of global index arrays, one per grid rank")
-            idx = [_index_array(a, f"indices[{i}][{q}]") for q, a in enumerate(indices[i])]
-            if len(idx) != g:
-                raise ValueError(f"indices[{i}] has {len(idx)} arrays but grid[{i}] is {g}")
-            allidx = np.concatenate(idx) if idx else np.zeros(0, np.int64)
-            one_to_one = len(allidx) == n and len(np.unique(allidx)) == n
-            maps.append(UnstructuredMap(n, idx, one_to_one=one_to_one))
+        options = {"b": dict(sizes=sizes[i], padding=padding[i], periodic=periodic[i]),
+                   "c": dict(block_size=block_size[i]), "u": dict(indices=indices[i])}
+        kind = Map.kind_of(d)
+        maps.append(kind.from_spec(n, g, **options[kind.dist_type], where=f"[{i}]"))
     return Distribution(maps, comm)

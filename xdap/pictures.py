@@ -143,7 +143,7 @@ def _sample_coords(d, samples) -> list:
     comm = d.comm
     coords = []
     for k, (m, s) in enumerate(zip(d.maps, samples)):
-        if m.dist_type != "u" or getattr(m, "complete", True):
+        if m.complete:
             coords.append(m.owners(s)[0])
             continue
         c = d.coords[k]
@@ -200,16 +200,7 @@ def _legend(ax, colors):
 
 
 def _describe(d) -> str:
-    kinds = {"b": "block", "c": "cyclic", "u": "unstructured"}
-    parts = []
-    for m in d.maps:
-        name = kinds[m.dist_type] if m.grid_size > 1 else "n"
-        if m.dist_type == "c" and m.grid_size > 1 and m.block_size > 1:
-            name = f"block-cyclic({m.block_size})"
-        if any(lo or hi for lo, hi in m.padding):
-            name += " padded"
-        parts.append(name)
-    return f"({', '.join(parts)}) on a {' x '.join(map(str, d.grid))} grid"
+    return f"({', '.join(m.describe() for m in d.maps)}) on a {' x '.join(map(str, d.grid))} grid"
 
 
 def _position(samples, g):
@@ -220,17 +211,17 @@ def _position(samples, g):
 def _halos(ax, d, samples, colors):
     """Hatch each rank's communication padding: its buffer beyond its owned range."""
     from matplotlib.patches import Rectangle
-    if not any(m.dist_type == "b" and any(lo or hi for lo, hi in m.padding) for m in d.maps):
+    if not any(m.padded for m in d.maps):
         return
     rows = samples[0] if len(samples) == 2 else np.array([0])     # a 1-d array is one row
     for r in range(d.size):
         c = d.coords_of(r)
         spans = []
         for m, cc, s in zip(d.maps, c, samples):
-            if m.dist_type != "b":
+            if not m.ranges:             # only blocks have padding to hatch
                 spans.append(((0, m.size), (0, m.size)))
                 continue
-            lo, hi = m.bounds[cc], m.bounds[cc + 1]
+            lo, hi = m.owned_range(cc)
             clo, chi = m.comm_padding(cc)
             spans.append(((lo, hi), (lo - clo, hi + chi)))
         if len(spans) == 1:
@@ -413,7 +404,7 @@ def plot_store(path, ax=None, max_cells: int = MAX_CELLS):
 
     maps = []
     for k, j in enumerate(dist["maps"]):
-        if j["dist_type"] != "u":
+        if not Map.kind_of(j).stored_indices:
             maps.append(Map.from_json(j))
             continue
         table = array(sf.indices_name(k), slice(0, sum(j["counts"])))

@@ -31,7 +31,7 @@ import re
 import zlib
 
 
-from ..maps import Map
+from ..maps import MAP_KINDS, Map
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "maps_to_json",
            "maps_from_json", "dumps", "loads", "generation_name", "file_name"]
@@ -204,7 +204,8 @@ def _check_files(files, body, r, bad):
     if body["optional"] and not ragged:
         roles["validity"] = f"{gen}.piece{r}.validity.npy"
     for k, m in enumerate(body["distribution"]["maps"]):
-        if f"map{k}" in files and m.get("dist_type") == "u":
+        if f"map{k}" in files and m.get("dist_type") in MAP_KINDS and \
+                Map.kind_of(m).stored_indices:
             roles[f"map{k}"] = f"{gen}.piece{r}.map{k}.npy"
     extra = set(files) - set(roles)
     if extra:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 from ..distribution import Distribution
-from ..maps import Map, UnstructuredMap, index_digest, unstructured_fingerprint
+from ..maps import (DistributedUnstructuredMap, Map, UnstructuredMap, index_digest,
+                    unstructured_fingerprint)
 from ..agreement import agreement
 
 __all__ = ["unstructured_dims", "read_index_table", "staged_load", "complete_maps"]
@@ -30,7 +31,7 @@ def unstructured_dims(body) -> list:
     """The saved unstructured dims whose indices are per grid position (the
     current format); [] for saves without them, or of the first format
     (one file per dimension, read whole by ``complete_maps``)."""
-    dims = [k for k, m in enumerate(body["distribution"]["maps"]) if m["dist_type"] == "u"]
+    dims = [k for k, m in enumerate(body["distribution"]["maps"]) if Map.kind_of(m).stored_indices]
     if not dims or body.get("maps_files"):
         return []
     return dims
@@ -63,7 +64,7 @@ def complete_maps(path, body, read_npy) -> list:
     jsons = body["distribution"]["maps"]
     maps = []
     for k, j in enumerate(jsons):
-        if j["dist_type"] != "u":
+        if not Map.kind_of(j).stored_indices:
             maps.append(Map.from_json(j))
         elif body.get("maps_files"):
             maps.append(Map.from_json(j, {"indices": read_npy(path, body["maps_files"][str(k)])}))
@@ -79,7 +80,7 @@ def _saved_map(j, k, body, coord, table, canonical_only: bool):
     """Saved dim k at grid position ``coord`` as this process sees it: the
     kind's map, or a distributed unstructured map of that position (its
     indices from ``table``; only the canonical ones if ``canonical_only``)."""
-    m = Map.from_json(j) if j["dist_type"] != "u" else None
+    m = None if Map.kind_of(j).stored_indices else Map.from_json(j)
     if m is not None:
         return m.without_padding() if canonical_only else m
     records = _map_records(body, k)
@@ -88,10 +89,10 @@ def _saved_map(j, k, body, coord, table, canonical_only: bool):
         counts = [_piece_extent(body, k, c) for c in range(grid)]
         digests = [bytes.fromhex(records[c]["canonical_digest"]) for c in range(grid)]
         ids = table[table[:, 1] == 1, 0]
-        return UnstructuredMap.partial(j["size"], counts, {coord: ids}, True,
+        return DistributedUnstructuredMap(j["size"], counts, {coord: ids}, True,
                                        unstructured_fingerprint(j["size"], True, counts, digests))
     digests = [bytes.fromhex(records[c]["digest"]) for c in range(grid)]
-    return UnstructuredMap.partial(
+    return DistributedUnstructuredMap(
         j["size"], j["counts"], {coord: table[:, 0]}, j["one_to_one"],
         unstructured_fingerprint(j["size"], j["one_to_one"], j["counts"], digests),
         {coord: np.flatnonzero(table[:, 1] == 1)})
@@ -155,6 +156,6 @@ def staged_load(path, body, info, comm, read_pieces, read_npy):
               for r in range(comm.size)]
     fp = unstructured_fingerprint(size, True, counts, ag.shared)
     maps = [Map.from_json(j) if kk != k else
-            UnstructuredMap.partial(size, counts, {comm.rank: ids}, True, fp)
+            DistributedUnstructuredMap(size, counts, {comm.rank: ids}, True, fp)
             for kk, j in enumerate(jsons)]
     return Distribution(maps, comm), local, None

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..maps import MAP_KINDS, Map
 from ..types import TypeInfo, type_info
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "ATTRIBUTE", "VALUES", "VALIDITY", "offsets_name",
@@ -134,7 +135,7 @@ def validate(attrs, where: str) -> None:
                 or m["grid_size"] != grid[k]:
             bad(f"distribution.maps[{k}] has size {m.get('size')!r} on {m.get('grid_size')!r} "
                 f"grid positions; the shape and grid say {shape[k]} on {grid[k]}")
-        if m.get("dist_type") == "u":
+        if m.get("dist_type") in MAP_KINDS and Map.kind_of(m).stored_indices:
             digests = m.get("digests")
             if not isinstance(digests, list) or len(digests) != grid[k] or not all(
                     isinstance(x, str) and len(x) == 32 for x in digests + m.get(

@@ -17,7 +17,7 @@ import numpy as np
 from .. import comm as _comm
 from ..distribution import Distribution
 from ..heap import trims_heap
-from ..maps import (BlockMap, Map, UnstructuredMap, as_slice, index_digest,
+from ..maps import (BlockMap, DistributedUnstructuredMap, Map, as_slice, index_digest,
                     unstructured_fingerprint)
 from ..movement.redistribute import move
 from ..parts import Parts
@@ -127,7 +127,8 @@ def _check_arrays(path, attrs, where) -> dict:
     info = sf.info_of(attrs)
     dtype, item = sf.storage(info)
     trailing = () if item is None else (item,)
-    u_dims = [k for k, m in enumerate(attrs["distribution"]["maps"]) if m["dist_type"] == "u"]
+    u_dims = [k for k, m in enumerate(attrs["distribution"]["maps"])
+              if Map.kind_of(m).stored_indices]
     out = {}
     for name in sf.array_names(info, u_dims):
         try:
@@ -286,7 +287,7 @@ def _saved(path, attrs, arrays, comm) -> Distribution:
         list(np.unravel_index(comm.rank, grid))
     maps = []
     for k, j in enumerate(dist["maps"]):
-        if j["dist_type"] != "u":
+        if not Map.kind_of(j).stored_indices:
             maps.append(Map.from_json(j))
             continue
         counts = j["counts"]
@@ -300,6 +301,6 @@ def _saved(path, attrs, arrays, comm) -> Distribution:
                              "names")
         fp = unstructured_fingerprint(j["size"], j["one_to_one"], counts,
                                       [bytes.fromhex(x) for x in j["digests"]])
-        maps.append(UnstructuredMap.partial(j["size"], counts, {c: ids}, j["one_to_one"], fp,
+        maps.append(DistributedUnstructuredMap(j["size"], counts, {c: ids}, j["one_to_one"], fp,
                                             {c: np.flatnonzero(table[:, 1] == 1)}))
     return Distribution(maps, comm, placement)

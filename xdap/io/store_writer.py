@@ -171,7 +171,7 @@ def _index_tables(d) -> dict:
     table of all positions."""
     out = {}
     for k, m in enumerate(d.maps):
-        if m.dist_type != "u":
+        if not m.stored_indices:
             continue
         c = d.coords[k]
         lowest = min(r for r in range(d.size) if d.coords_of(r)[k] == c) == d.comm.rank
@@ -303,7 +303,7 @@ def _attributes(d, info, generation, digests) -> dict:
     maps = []
     for k, m in enumerate(d.maps):
         j = m.to_json()
-        if m.dist_type == "u":
+        if m.stored_indices:
             per = {}
             for rank_digests in digests:
                 if k in rank_digests:

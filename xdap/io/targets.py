@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..comm import balanced_grid
 from ..distribution import Distribution, make_distribution
-from ..maps import BlockMap, Map
+from ..maps import Map
 
 __all__ = ["default_distribution", "requested_distribution"]
 
@@ -19,13 +19,14 @@ def default_distribution(shape, jsons, comm) -> Distribution:
     """Keep each dim's kind on another rank count: the saved maps resized
     over a balanced grid of the distributed dims ('u' becomes 'b')."""
     # a cyclic dim saved from one rank was still asked to be distributed
-    distributed = [k for k, j in enumerate(jsons)
-                   if j["grid_size"] > 1 or j["dist_type"] == "c"] or [0]
+    kinds = [Map.kind_of(j) for j in jsons]
+    distributed = [k for k, (j, kind) in enumerate(zip(jsons, kinds))
+                   if j["grid_size"] > 1 or kind.stays_distributed] or [0]
     grid = [1] * len(jsons)
     for k, g in zip(distributed, balanced_grid(comm.size, len(distributed))):
         grid[k] = g
-    return Distribution([BlockMap(j["size"], g) if j["dist_type"] == "u" else
-                         Map.from_json(j).resized(g) for j, g in zip(jsons, grid)], comm)
+    return Distribution([kind.resized_from_json(j, g) for j, kind, g in zip(jsons, kinds, grid)],
+                        comm)
 
 
 def requested_distribution(shape, ragged: bool, comm, dist, grid, per_dim) -> Distribution:

@@ -28,7 +28,7 @@ import numpy as np
 from ..agreement import agreement
 from ..arraylike import is_distributed, unwrap, wrap_like
 from ..distribution import Distribution
-from ..maps import UnstructuredMap, index_digest, unstructured_fingerprint
+from ..maps import DistributedUnstructuredMap, index_digest, unstructured_fingerprint
 from ..parts import Parts
 from ..progress import bar
 from ..transport import Route, move
@@ -115,7 +115,7 @@ def migrate(d, p: Parts, dest) -> tuple:
             ag.share((len(ids), index_digest(ids)))
         counts = [c for c, _ in ag.shared]
         fp = unstructured_fingerprint(m.size, True, counts, [g for _, g in ag.shared])
-        new = UnstructuredMap.partial(m.size, counts, {comm.rank: ids}, True, fp)
+        new = DistributedUnstructuredMap(m.size, counts, {comm.rank: ids}, True, fp)
         target = Distribution((new,) + d.maps[1:], comm)
         progress.update(1)
     return (target, moved), MigrationPlan(d, target, route)

@@ -43,7 +43,7 @@ from xnd import xnd
 from ..arraylike import unwrap, wrap_like
 from ..comm import MPI
 from ..distribution import Distribution
-from ..maps import UnstructuredMap
+from ..maps import DistributedUnstructuredMap, UnstructuredMap
 from ..parts import Parts
 from ..rows import expand_ranges, leaf_ranges
 from ..bitmaps import pack_validity
@@ -298,7 +298,7 @@ def _replicated(m0, R, c, lin):
     fp = hashlib.blake2b(m0.fingerprint() + R.to_bytes(8, "little"), digest_size=16).digest()
     canonical = np.arange(m0.local_size(c))[m0.canonical_positions(c)] if lin == 0 else \
         np.zeros(0, np.int64)
-    return UnstructuredMap.partial(m0.size, [m0.local_size(q // R) for q in range(m0.grid_size * R)],
+    return DistributedUnstructuredMap(m0.size, [m0.local_size(q // R) for q in range(m0.grid_size * R)],
                                    {c * R + lin: m0.global_indices(c)}, False, fp,
                                    {c * R + lin: canonical})
 

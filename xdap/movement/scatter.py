@@ -53,7 +53,7 @@ import numpy as np
 from .. import comm as _comm
 from ..agreement import agreement
 from ..arraylike import is_distributed, unwrap
-from ..directory import directory_of
+from ..directory import owners_of
 from ..distribution import Distribution
 from ..parts import Parts
 from ..transport import Route, RowExchange, move
@@ -127,7 +127,7 @@ class Scatter:
         self._n_uniq = len(uniq)
         # the owners: computed for a complete map, asked of the directory of a
         # distributed one (one all-to-all of queries, one of answers)
-        grank, local = m.owners(uniq) if m.complete else directory_of(d, 0).lookup(uniq)
+        grank, local = owners_of(d, 0, uniq)
         rank_of = np.array([d.rank_of((q,) + (0,) * (d.ndim - 1)) for q in range(m.grid_size)],
                            dtype=np.int64)
         owner = rank_of[grank]

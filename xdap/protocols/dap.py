@@ -51,10 +51,11 @@ from .. import comm as _comm
 from ..agreement import agreement
 from ..distribution import Distribution
 from ..directory import remember, unstructured_map
-from ..maps import MAP_KINDS, _common_flag, index_digest, is_int
+from ..maps import MAP_KINDS, index_digest, is_int
+from ..maps.base import common_flag
 from ..parts import Parts, parts_of
 from ..types import TypeInfo, dtype_from_format, numpy_dtype, type_info
-from .dap_dims import check_dim_dicts
+from .dap_dims import check_dim_dicts, undistributed
 
 __all__ = ["export", "import_dap", "VERSION"]
 
@@ -75,11 +76,9 @@ def export(d: Distribution, p: Parts, version: str = VERSION, leaf_index=None) -
         raise ValueError(f"can export DAP 0.10.0 or 0.9.0, not {version!r}")
     if not p.info.ragged:
         dim_data = d.dim_data(version)
-        if version == "0.9.0":
-            dim_data = tuple({"dist_type": "n", "size": dd["size"]}
-                             if dd.get("proc_grid_size") == 1 and dd["dist_type"] == "b"
-                             and tuple(dd.get("padding", (0, 0))) == (0, 0) else dd
-                             for dd in dim_data)
+        if version == "0.9.0":          # 0.9.0 spells an undistributed dimension 'n'
+            dim_data = tuple({"dist_type": "n", "size": m.size} if m.spec == "n" else dd
+                             for m, dd in zip(d.maps, dim_data))
         out = {"__version__": version, "buffer": p.values, "dim_data": dim_data}
         if p.info.optional or not p.info.numpy_says_it:
             out[EXTENSION] = {"type": p.info.with_shape(p.values.shape).type_string(),
@@ -350,7 +349,7 @@ def _distribution(summaries, comm) -> tuple:
 
 
 def _grid_rank_and_size(dd, k, r, version):
-    if not dd or dd.get("dist_type") == "n":
+    if undistributed(dd):
         return 0, 1
     for key in ("proc_grid_size", "proc_grid_rank"):
         if key not in dd:
@@ -410,7 +409,7 @@ def _checked(dicts, lengths, version, what):
     try:
         kind, dicts, lengths, size, minor = check_dim_dicts(dicts, lengths, version)
         if kind == "u":
-            return size, _common_flag(dicts, "one_to_one", "unstructured")
+            return size, common_flag(dicts, "one_to_one", "unstructured")
         return MAP_KINDS[kind].from_dim_dicts(dicts, lengths, size, minor)
     except (ValueError, TypeError) as e:
         raise type(e)(f"{what}: {e}") from None

@@ -151,6 +151,16 @@ def _expand_alias(d, p: int, n: int, minor: int, ndicts: int) -> Mapping:
 
 
 
+def undistributed(d) -> bool:
+    """Whether a dimension dict is one of the aliases of an undistributed
+    dimension: ``{}`` or 0.9.0's ``'n'`` (checked by ``check_dim_dicts``).
+
+    >>> undistributed({}), undistributed({"dist_type": "n", "size": 3})
+    (True, True)
+    """
+    return not d or d.get("dist_type") == "n"
+
+
 def num_owned_indices(dim_dict: Mapping, version: str = "0.10.0") -> int:
     """Number of indices owned according to ONE dimension dictionary.
 

@@ -77,7 +77,7 @@ def _check_heat(d, p: Parts) -> None:
                          "it first, e.g. a.redistribute(dist=('b', 'n'))")
     for k in spread:
         m = d.maps[k]
-        if m.dist_type != "b" or not m.contiguous:
+        if not m.contiguous:
             raise ValueError(f"__partitioned__(dialect='heat'): heat's split axis is in "
                              f"unpadded blocks; dim {k} is {m!r}")
     if not d.c_order:

@@ -12,7 +12,8 @@ import itertools
 import numpy as np
 
 from ...distribution import Distribution
-from ...maps import BlockMap, CyclicMap, UnstructuredMap, index_digest, unstructured_fingerprint
+from ...maps import (BlockMap, CyclicMap, DistributedUnstructuredMap, UnstructuredMap,
+                     index_digest, unstructured_fingerprint)
 from ...parts import Parts
 from ...rows import concat_parts
 from ...bitmaps import pack_validity
@@ -113,7 +114,7 @@ def _tiled_map(b: np.ndarray, members: list, coord) -> UnstructuredMap:
     counts = [int(sizes[m].sum()) for m in members]
     digests = [index_digest(np.concatenate([b[m], b[np.asarray(m, np.int64) + 1]])) for m in members]
     fp = unstructured_fingerprint(int(b[-1]), True, counts, digests)
-    return UnstructuredMap.partial(int(b[-1]), counts, {coord: indices(members[coord])}, True, fp)
+    return DistributedUnstructuredMap(int(b[-1]), counts, {coord: indices(members[coord])}, True, fp)
 
 
 def assemble(layout, members, rank: int, bounds, tiling, tiles: dict, element: str) -> Parts:
