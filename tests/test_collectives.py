@@ -256,3 +256,18 @@ def test_bool_data_sums_with_logical_or(comm):
     parts(a.local).values[0, 0] = comm.rank == comm.size - 1
     s = all_sum_reduce(a, (0, 1) if len(a.grid) == 2 else None)
     assert parts(s.local).values[0, 0] and not parts(s.local).values[1].any()
+
+
+@pytest.mark.mpi(ranks=(1, 2, 4))
+def test_a_distarray_with_partitions_is_refused_on_every_rank(comm):
+    """The DistArray face takes grid axes; a Partition handed to it (the
+    local-data face's argument) is one TypeError on every rank, never read
+    as axes."""
+    from xdap.movement import all_sum_reduce, broadcast, sum_reduce
+    a = xdap.zeros((4, 4), dist=("b", "b"), comm=comm)
+    P = Partition(comm)
+    for call in (lambda: broadcast(a, P), lambda: sum_reduce(a, P, P),
+                 lambda: all_sum_reduce(a, P), lambda: broadcast(a, (0,), axes=(1,))):
+        with pytest.raises(TypeError, match="grid axes"):
+            call()
+    assert np.array_equal(broadcast(a, (0,)).to_numpy(), np.zeros((4, 4)))

@@ -97,17 +97,34 @@ class DistArray:
         return new
 
     @classmethod
-    def _of(cls, pair) -> "DistArray | None":
-        """The validated DistArray of an engine's ``(Distribution, Parts)``
-        (None stays None: a rank outside a target communicator)."""
-        return None if pair is None else cls(*pair)
+    def _agreed(cls, pair) -> "DistArray | None":
+        """The DistArray of an engine's ``(Distribution, Parts)``, which the
+        engine agreed on every rank (None stays None: a rank outside a
+        target communicator): nothing is checked again.  Fixed data: no
+        communication.  Ragged rows: one small collective, for what only
+        all ranks together know -- where a block of rows' leaves start in
+        the global leaf space (the DAP export's), and whether xnd can hold
+        every rank's rows."""
+        if pair is None:
+            return None
+        d, p = pair
+        if not p.info.ragged:
+            return cls._trusted(d, p)
+        block_rows = d.is_contiguous_1d
+        with agreement(d.comm, "DistArray", share=True) as ag:
+            check_representable(p)
+            ag.share(len(p.values) if block_rows else None)
+        leaf_index = None
+        if block_rows:
+            counts = ag.shared
+            leaf_index = (sum(counts[:d.comm.rank]), sum(counts))
+        return cls._trusted(d, p, leaf_index)
 
     # -- the arraylike protocol (xdap.arraylike) ------------------------------
     def __xdap_wrap__(self, distribution, p, same_rows=False, agreed=False):
-        if agreed and not (p.info.ragged and distribution.is_contiguous_1d):
-            return DistArray._trusted(distribution, p)
         if not same_rows:          # (a ragged result still needs its leaf index)
-            return DistArray(distribution, p)
+            return DistArray._agreed((distribution, p)) if agreed else \
+                DistArray(distribution, p)
         new = object.__new__(DistArray)       # _trusted, inlined: kernels' hot path
         new.distribution, new.parts, new._leaf_index = distribution, p, self._leaf_index
         return new
@@ -405,9 +422,8 @@ class DistArray:
         options, as ``from_global``) or an ``xdap.Distribution``; ``comm``: a
         subset of ``self.comm`` (ranks outside pass ``MPI.COMM_NULL`` and get
         None).  See ``xdap.movement.redistribute``."""
-        from .movement.redistribute import move
-        return DistArray._of(move(self.distribution, self.parts, dist, grid, comm,
-                                  method=method, **per_dim))
+        from .movement.redistribute import redistribute
+        return redistribute(self, dist, grid, comm, method=method, **per_dim)
 
     def migrate(self, dest):
         """Send each row this rank owns to rank ``dest[i]`` (one per local
@@ -426,22 +442,20 @@ class DistArray:
         """
         from .movement.migrate import migrate
         pair, plan = migrate(self.distribution, self.parts, dest)
-        return DistArray(*pair), plan
+        return DistArray._agreed(pair), plan
 
     def exchange_halos(self):
         """Fill the ghost cells of padded block dimensions from their owners,
         corners included, periodic edges wrapped; in place, returns self.
         See ``xdap.movement.halo``."""
-        from .movement import halo
-        halo.exchange(self.distribution, self.parts)
-        return self
+        from .movement.halo import exchange_halos
+        return exchange_halos(self)
 
     def accumulate_halos(self, mode="add", clear=False):
         """Reverse halo exchange: owners combine their ghost copies' values
         (mode "add" or "replace"); in place, returns self."""
-        from .movement import halo
-        halo.accumulate(self.distribution, self.parts, mode, clear)
-        return self
+        from .movement.halo import accumulate_halos
+        return accumulate_halos(self, mode, clear)
 
     def _reduce(self, op, axis):
         from .movement.reduce import reduce_parts
@@ -647,8 +661,8 @@ def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, 
     >>> a.global_shape, a.local.value
     ((3, None), [[1.0, None], [], [2.0]])
     """
-    return DistArray(*create.from_global(data, dist, grid, comm, root=root, type=type,
-                                         dtype=dtype, **per_dim))
+    return DistArray._agreed(create.from_global(data, dist, grid, comm, root=root, type=type,
+                                                dtype=dtype, **per_dim))
 
 
 def from_local(local, dist="b", axis=0, comm=None, *, indices=None, size=None, owned=None,
@@ -663,13 +677,14 @@ def from_local(local, dist="b", axis=0, comm=None, *, indices=None, size=None, o
     >>> a.global_shape, b.to_global().value
     ((3,), [8.0, 7.0])
     """
-    return DistArray(*create.from_local(local, dist, axis, comm, indices=indices, size=size,
-                                        owned=owned, one_to_one=one_to_one, type=type))
+    return DistArray._agreed(create.from_local(local, dist, axis, comm, indices=indices,
+                                               size=size, owned=owned, one_to_one=one_to_one,
+                                               type=type))
 
 
 def empty(shape, type="float64", dist=None, grid=None, comm=None, **per_dim) -> DistArray:
     """An uninitialised DistArray (``?T``: all missing); see ``xdap.create``."""
-    return DistArray(*create.empty(shape, type, dist, grid, comm, **per_dim))
+    return DistArray._agreed(create.empty(shape, type, dist, grid, comm, **per_dim))
 
 
 def zeros(shape, type="float64", dist=None, grid=None, comm=None, **per_dim) -> DistArray:
@@ -680,19 +695,20 @@ def zeros(shape, type="float64", dist=None, grid=None, comm=None, **per_dim) -> 
     >>> xdap.zeros((2, 3), "int32", comm=MPI.COMM_SELF).to_global().value
     [[0, 0, 0], [0, 0, 0]]
     """
-    return DistArray(*create.zeros(shape, type, dist, grid, comm, **per_dim))
+    return DistArray._agreed(create.zeros(shape, type, dist, grid, comm, **per_dim))
 
 
 def full(shape, fill_value, type="float64", dist=None, grid=None, comm=None,
          **per_dim) -> DistArray:
     """A DistArray filled with ``fill_value`` (None: missing, ``?T``)."""
-    return DistArray(*create.full(shape, fill_value, type, dist, grid, comm, **per_dim))
+    return DistArray._agreed(create.full(shape, fill_value, type, dist, grid, comm, **per_dim))
 
 
 def arange(start, stop=None, step=1, type="int64", dist=None, grid=None, comm=None,
            **per_dim) -> DistArray:
     """``numpy.arange`` as a DistArray, each rank computing only its part."""
-    return DistArray(*create.arange(start, stop, step, type, dist, grid, comm, **per_dim))
+    return DistArray._agreed(create.arange(start, stop, step, type, dist, grid, comm,
+                                           **per_dim))
 
 
 def from_function(f, shape, type=None, dist=None, grid=None, comm=None, **per_dim) -> DistArray:
@@ -704,7 +720,8 @@ def from_function(f, shape, type=None, dist=None, grid=None, comm=None, **per_di
     >>> xdap.from_function(lambda i: i * i, 4, comm=MPI.COMM_SELF).to_global().value
     [0, 1, 4, 9]
     """
-    return DistArray(*create.from_function(f, shape, type, dist, grid, comm, **per_dim))
+    return DistArray._agreed(create.from_function(f, shape, type, dist, grid, comm,
+                                                  **per_dim))
 
 
 def from_distarray(obj, comm=None) -> DistArray:
@@ -717,7 +734,7 @@ def from_distarray(obj, comm=None) -> DistArray:
     ValueError/TypeError on every rank, naming the rule, rank and value.
     """
     from .protocols import dap
-    return DistArray(*dap.import_dap(obj, comm))
+    return DistArray._agreed(dap.import_dap(obj, comm))
 
 
 def from_partitioned(obj, comm=None) -> DistArray:
@@ -733,7 +750,7 @@ def from_partitioned(obj, comm=None) -> DistArray:
     [0.0, 1.0, 2.0, 3.0]
     """
     from .protocols import partitioned
-    return DistArray(*partitioned.import_partitioned(obj, comm))
+    return DistArray._agreed(partitioned.import_partitioned(obj, comm))
 
 
 def from_arrow(arr, comm=None, type=None) -> DistArray:
@@ -747,14 +764,14 @@ def from_arrow(arr, comm=None, type=None) -> DistArray:
     ((2, None), [[1.0], [2.0, 3.0]])
     """
     from .protocols import arrow
-    return DistArray(*arrow.stack_arrow(arr, comm, type))
+    return DistArray._agreed(arrow.stack_arrow(arr, comm, type))
 
 
 def from_awkward(arr, comm=None, type=None) -> DistArray:
     """A DistArray of every rank's awkward array, rows stacked in rank order
     (collective; zero-copy); see ``xdap.protocols.awkward.stack_awkward``."""
     from .protocols import awkward
-    return DistArray(*awkward.stack_awkward(arr, comm, type))
+    return DistArray._agreed(awkward.stack_awkward(arr, comm, type))
 
 
 def load(path, comm=None, dist=None, grid=None, **per_dim) -> DistArray:
@@ -770,4 +787,4 @@ def load(path, comm=None, dist=None, grid=None, **per_dim) -> DistArray:
     [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
     """
     from . import io
-    return DistArray(*io.load(path, comm, dist, grid, **per_dim))
+    return DistArray._agreed(io.load(path, comm, dist, grid, **per_dim))

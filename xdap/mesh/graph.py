@@ -158,7 +158,7 @@ def _dual_graph_array(cells, dim):
     # xnd's ragged layout: the rows of this rank, then each row's neighbours
     rows = Parts(TypeInfo.of_ragged(2, "int64", False), nbrs,
                  offsets=(np.array([0, len(ids)], np.int32), offsets.astype(np.int32)))
-    return wrap_like(cells, Distribution((d.maps[0],), d.comm), rows)
+    return wrap_like(cells, Distribution((d.maps[0],), d.comm), rows, agreed=True)
 
 
 @trims_heap

@@ -185,7 +185,7 @@ def broadcast(x, P_send=None, P_recv=None, *, axes=None):
     ``broadcast(a, axes)`` with a DistArray: see the module docstring.
     """
     if is_distributed(x):
-        return grid_broadcast(x, P_send if axes is None else axes)
+        return grid_broadcast(x, _grid_axes(x, P_send, P_recv, axes, "broadcast"))
     same, a, agreed, ok, error = _two_teams(x, P_send, P_recv)
     reqs, out = [], None
     if P_send.active and ok[0]:
@@ -212,7 +212,7 @@ def sum_reduce(x, P_send=None, P_recv=None, *, axes=None):
     ``sum_reduce(a, axes)`` with a DistArray: see the module docstring.
     """
     if is_distributed(x):
-        return grid_sum_reduce(x, P_send if axes is None else axes)
+        return grid_sum_reduce(x, _grid_axes(x, P_send, P_recv, axes, "sum_reduce"))
     same, a, agreed, ok, error = _two_teams(x, P_send, P_recv)
     reqs, out = [], None
     if P_send.active and ok[0]:
@@ -233,7 +233,7 @@ def all_sum_reduce(x, P=None, *, axes=None):
     dtype, else every member raises ValueError.  ``all_sum_reduce(a, axes)``
     with a DistArray: see the module docstring."""
     if is_distributed(x):
-        return grid_all_sum_reduce(x, P if axes is None else axes)
+        return grid_all_sum_reduce(x, _grid_axes(x, P, None, axes, "all_sum_reduce"))
     if not P.active:
         return _like(x, _empty())
     a, meta, error = _data(x)
@@ -250,7 +250,7 @@ def broadcast_adjoint(y, P_send=None, P_recv=None, *, axes=None):
     """Adjoint of ``broadcast(., P_send, P_recv)``: the copies are summed
     back into each P_send root.  DistArray: ``sum_reduce(a, axes)``."""
     if is_distributed(y):
-        return grid_sum_reduce(y, P_send if axes is None else axes)
+        return grid_sum_reduce(y, _grid_axes(y, P_send, P_recv, axes, "broadcast_adjoint"))
     return sum_reduce(y, P_recv, P_send)
 
 
@@ -258,7 +258,7 @@ def sum_reduce_adjoint(y, P_send=None, P_recv=None, *, axes=None):
     """Adjoint of ``sum_reduce(., P_send, P_recv)``: each root's data is
     copied back to the members of its team.  DistArray: ``broadcast(a, axes)``."""
     if is_distributed(y):
-        return grid_broadcast(y, P_send if axes is None else axes)
+        return grid_broadcast(y, _grid_axes(y, P_send, P_recv, axes, "sum_reduce_adjoint"))
     return broadcast(y, P_recv, P_send)
 
 
@@ -287,10 +287,36 @@ def grid_team(d, axes) -> Partition:
                                         release=Partition.close)
 
 
+class _Refused:
+    """A DistArray face called with partitions: the error, raised inside
+    the call's agreement so that every rank raises it."""
+
+    def __init__(self, error):
+        self.error = error
+
+
+def _grid_axes(a, second, third, axes, what):
+    """The grid axes of a DistArray call: ``f(a, axes)`` or ``f(a,
+    axes=...)``.  Partitions belong to the local-data face: handed one with
+    a DistArray, the call refuses (on every rank, in its agreement) rather
+    than reading the partition as axes."""
+    given = [v for v in (second, third) if v is not None]
+    if any(isinstance(v, Partition) for v in given):
+        return _Refused(TypeError(f"{what}: a DistArray's teams are its grid axes -- call "
+                                  f"{what}(a, axes); Partitions go with local data "
+                                  f"({what}(x, P_send, P_recv))"))
+    if third is not None or (axes is not None and second is not None):
+        return _Refused(TypeError(f"{what}(a, axes): give the grid axes once, got "
+                                  f"{second!r}, {third!r} and axes={axes!r}"))
+    return second if axes is None else axes
+
+
 def _blocks(a, axes, what):
     """Validate (collectively); return (values, team partition)."""
     d, p = unwrap(a)
     with agreement(d.comm, what):
+        if isinstance(axes, _Refused):
+            raise axes.error
         if p.info.ragged or p.info.optional:
             raise TypeError(f"{what}: needs a fixed, non-optional DistArray; got "
                             f"'{p.info.global_type(d.global_shape)}'")

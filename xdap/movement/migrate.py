@@ -53,7 +53,7 @@ class MigrationPlan:
         Distribution and ``p`` its Parts."""
         if is_distributed(x):
             d, q = unwrap(x)
-            return wrap_like(x, self.target_for(d), self.apply(d, q))
+            return wrap_like(x, self.target_for(d), self.apply(d, q), agreed=True)
         d, q = x, p
         with agreement(d.comm, "MigrationPlan.apply"):
             self._check(d)
