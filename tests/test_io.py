@@ -23,7 +23,8 @@ from mpi4py import MPI
 
 import xdap
 from xdap.parts import as_container, parts
-from xdap.io.store_writer import finish_cleanup, staging_names
+from xdap.io.store_location import staging_names
+from xdap.io.store_writer import finish_cleanup
 
 from helpers import DTYPES, balanced_indices, kinds, sample
 
@@ -792,16 +793,16 @@ def test_load_while_another_process_saves(comm, monkeypatch):
     with SharedDir(comm) as tmp:
         path = os.path.join(tmp, "a")
         xdap.from_global(old, comm=comm, dist=("c",)).save(path)
-        read_frame, calls = reader._read_frame, []
+        read_frame, calls = reader.read_frame, []
 
-        def read_then_replace(p):
-            body = read_frame(p)
+        def read_then_replace(p, what="load"):
+            body = read_frame(p, what)
             if not calls:                     # the concurrent save (a separate job)
                 xdap.from_global(new, comm=MPI.COMM_SELF).save(path)
                 finish_cleanup()              # the generation just read is gone now
             calls.append(p)
             return body
-        monkeypatch.setattr(reader, "_read_frame", read_then_replace)
+        monkeypatch.setattr(reader, "read_frame", read_then_replace)
         b = xdap.load(path, comm=comm, dist=("b",))
         check_local(b, reference(new))
         assert len(calls) == (2 if comm.rank == 0 else 0)
@@ -827,7 +828,7 @@ def test_out_of_memory_on_one_rank_raises_everywhere(comm, monkeypatch):
                              padding=((0, 0), (1, 1)))
         a.save(path)
         if comm.rank == comm.size - 1:
-            monkeypatch.setattr(reader, "_read", out_of_memory)
+            monkeypatch.setattr(reader, "read_array", out_of_memory)
             monkeypatch.setattr(writer, "_write_pieces", out_of_memory)
         msg = expect_error(comm, lambda: xdap.load(path, comm=comm, dist=("c",)),
                            f"(rank {comm.size - 1})")

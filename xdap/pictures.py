@@ -384,39 +384,23 @@ def plot_store(path, ax=None, max_cells: int = MAX_CELLS):
     >>> plot_store(path).images[0].get_array().tolist()
     [[0, 0, 0, 0, 0, 0, 0, 0, 0, 0]]
     """
-    import os
-
     from .distribution import Distribution
     from .io import store_format as sf
-    from .io.chunk_files import array_layout, read_chunks
-    from .io.store_writer import read_store_attrs
-    from .maps import Map, UnstructuredMap
-    attrs = read_store_attrs(path)
-    if attrs is None:
-        raise ValueError(f"show: {path!r} is not an xdap store (no zarr.json)")
-    sf.validate(attrs, f"xdap store {path!r}")
+    from .io.store_reader import read_array, read_frame, saved_maps
+    found = read_frame(path, "show")
+    if found[0] != "zarr":
+        raise ValueError(f"show: {path!r} is a store of the previous format; load it with "
+                         "xdap.load and save it again to draw it")
+    _, attrs, arrays = found
     dist = attrs["distribution"]
-
-    def array(name, sel):                   # int64 arrays: offsets, index tables
-        shape, chunks = array_layout(os.path.join(path, name))
-        return read_chunks(os.path.join(path, name), chunks, shape, [sel], np.dtype(np.int64),
-                           shape[1:], name)
-
-    maps = []
-    for k, j in enumerate(dist["maps"]):
-        if not Map.kind_of(j).stored_indices:
-            maps.append(Map.from_json(j))
-            continue
-        table = array(sf.indices_name(k), slice(0, sum(j["counts"])))
-        ends = np.cumsum(j["counts"])
-        per = [table[e - n:e][table[e - n:e, 1] == 1, 0] for e, n in zip(ends, j["counts"])]
-        maps.append(UnstructuredMap(j["size"], per, one_to_one=True))
+    maps = saved_maps(path, attrs, arrays)
     d = Distribution.detached(maps, dist["rank_coords"])
     samples = [_sample(n, max_cells) for n in d.global_shape]
     coords = [m.owners(s)[0] for m, s in zip(d.maps, samples)]
     if attrs["kind"] != "ragged":
         return _draw_grid(ax, d, coords, samples, attrs["type"], None)
     rows = samples[0]
-    lo, hi = array(sf.offsets_name(0), rows), array(sf.offsets_name(0), rows + 1)
+    offsets = sf.offsets_name(0)
+    lo, hi = read_array(path, offsets, arrays, [rows]), read_array(path, offsets, arrays, [rows + 1])
     return _draw_rows(ax, rows, owner_grid(d, coords), hi - lo, d,
                       f"{attrs['type']}: {d.global_shape[0]} rows, {_describe(d)}")

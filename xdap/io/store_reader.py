@@ -17,8 +17,8 @@ import numpy as np
 from .. import comm as _comm
 from ..distribution import Distribution
 from ..heap import trims_heap
-from ..maps import (BlockMap, DistributedUnstructuredMap, Map, as_slice, index_digest,
-                    unstructured_fingerprint)
+from ..maps import (BlockMap, DistributedUnstructuredMap, Map, UnstructuredMap, as_slice,
+                    index_digest, unstructured_fingerprint)
 from ..movement.redistribute import move
 from ..parts import Parts
 from ..bitmaps import pack_validity
@@ -26,11 +26,11 @@ from ..progress import bar
 from . import legacy_reader
 from . import store_format as sf
 from .chunk_files import read_chunks
-from .store_writer import agreed_path, read_store_attrs, staging_names
+from .store_location import agreed_path, read_store_attrs, staging_names
 from .targets import default_distribution, requested_distribution
 from ..agreement import agree, agreement
 
-__all__ = ["load"]
+__all__ = ["load", "read_frame", "read_array", "saved_maps"]
 
 # How often ``load`` starts over when a concurrent save replaced what it read.
 _ATTEMPTS = 5
@@ -71,7 +71,7 @@ def load(path, comm=None, dist=None, grid=None, **per_dim) -> tuple:
         found = None
         with agreement(comm):
             if comm.rank == 0:
-                found = _read_frame(path)
+                found = read_frame(path)
         found = comm.bcast(found, root=0)
         if found[0] == "legacy":
             return legacy_reader.load_generation(path, found[1], comm, dist, grid, per_dim)
@@ -99,21 +99,21 @@ def _generation_now(path: str):
         return None
 
 
-def _read_frame(path: str) -> tuple:
+def read_frame(path: str, what: str = "load") -> tuple:
     """Rank 0: ``("zarr", attrs, {name: (shape, chunks, dtype str)})`` or
     ``("legacy", manifest body)``, checked; ValueError otherwise."""
     where = f"xdap store {path!r}"
     if not os.path.exists(path):
         hint = staging_names(path)
         hint = f"; a save to it was interrupted and left {hint[-1]!r} beside it" if hint else ""
-        raise ValueError(f"load: {path!r} does not exist (no xdap store there){hint}")
+        raise ValueError(f"{what}: {path!r} does not exist, so it is not an xdap store{hint}")
     if not os.path.isdir(path):
-        raise ValueError(f"load: {path!r} is not a directory, so not an xdap store")
+        raise ValueError(f"{what}: {path!r} is not a directory, so not an xdap store")
     attrs = read_store_attrs(path)
     if attrs is None:
         if os.path.isfile(os.path.join(path, legacy_reader.MANIFEST)):
             return "legacy", legacy_reader.read_manifest(path)
-        raise ValueError(f"load: {path!r} is not an xdap store (no zarr.json, and no "
+        raise ValueError(f"{what}: {path!r} is not an xdap store (no zarr.json, and no "
                          f"{legacy_reader.MANIFEST} of the previous format)")
     sf.validate(attrs, where)
     return "zarr", attrs, _check_arrays(path, attrs, where)
@@ -179,7 +179,7 @@ def _check_arrays(path, attrs, where) -> dict:
 
 # -- reading -----------------------------------------------------------------------------
 
-def _read(path, name, arrays, sels, progress=None) -> np.ndarray:
+def read_array(path, name, arrays, sels, progress=None) -> np.ndarray:
     """The selection ``sels`` (slices or int arrays, one per leading dim) of
     array ``name``: only the chunks it touches are read, each verified
     (``xdap.io.chunk_files``); a missing chunk is an error, never the fill
@@ -213,10 +213,10 @@ def _load(path, attrs, arrays, comm, dist, grid, per_dim) -> tuple:
             n = int(np.prod(d.local_shape, dtype=np.int64))
             with bar(d.comm, n * (info.numpy_dtype.itemsize + info.optional), "load", "B",
                      scale=True) as progress:
-                values = _leaves(_read(path, sf.VALUES, arrays, need, progress), info, item)
+                values = _leaves(read_array(path, sf.VALUES, arrays, need, progress), info, item)
                 validity = None
                 if info.optional:
-                    validity = pack_validity(_read(path, sf.VALIDITY, arrays, need, progress))
+                    validity = pack_validity(read_array(path, sf.VALIDITY, arrays, need, progress))
             local = Parts(info.with_shape(d.local_shape), np.ascontiguousarray(values), validity)
         if _generation_now(path) != attrs["generation"]:
             # a save swapped another store in while this rank read: what it
@@ -246,7 +246,7 @@ def _read_ragged(path, attrs, arrays, info, item, d):
     lo, hi = rows.start, rows.stop
     for level in range(info.var_ndim - 1):
         name = sf.offsets_name(level)
-        off = _read(path, name, arrays, [slice(lo, hi + 1)])
+        off = read_array(path, name, arrays, [slice(lo, hi + 1)])
         limit = arrays[sf.offsets_name(level + 1)][0][0] - 1 if level + 2 < info.var_ndim \
             else arrays[sf.VALUES][0][0]
         if len(off) and (off[0] < 0 or off[-1] > limit or (np.diff(off) < 0).any()):
@@ -257,10 +257,10 @@ def _read_ragged(path, attrs, arrays, info, item, d):
                              "int32 offsets address; load onto more ranks")
         offsets.append((off - off[0]).astype(np.int32))
         lo, hi = int(off[0]), int(off[-1])
-    values = _leaves(_read(path, sf.VALUES, arrays, [slice(lo, hi)]), info, item)
+    values = _leaves(read_array(path, sf.VALUES, arrays, [slice(lo, hi)]), info, item)
     validity = None
     if info.optional:
-        validity = pack_validity(_read(path, sf.VALIDITY, arrays, [slice(lo, hi)]))
+        validity = pack_validity(read_array(path, sf.VALIDITY, arrays, [slice(lo, hi)]))
     return Parts(info, np.ascontiguousarray(values), validity, tuple(offsets)), d
 
 
@@ -282,18 +282,34 @@ def _saved(path, attrs, arrays, comm) -> Distribution:
     this rank's grid position's indices."""
     dist = attrs["distribution"]
     placement = dist["rank_coords"]
-    grid = dist["grid"]
     coords = placement[comm.rank] if placement is not None else \
-        list(np.unravel_index(comm.rank, grid))
+        list(np.unravel_index(comm.rank, dist["grid"]))
+    return Distribution(saved_maps(path, attrs, arrays, coords), comm, placement)
+
+
+def saved_maps(path, attrs, arrays, coords=None) -> list:
+    """The maps of a store (``read_frame``'s attribute and arrays).  With
+    ``coords`` -- this rank's grid coordinates -- an unstructured dimension
+    reads only its own position's index table, verified against the
+    attribute's digest (a distributed map: O(size / P)).  Without, every
+    position's canonical indices (complete maps: O(size) -- what a picture
+    of the whole store needs, ``xdap show``)."""
     maps = []
-    for k, j in enumerate(dist["maps"]):
+    for k, j in enumerate(attrs["distribution"]["maps"]):
         if not Map.kind_of(j).stored_indices:
             maps.append(Map.from_json(j))
             continue
         counts = j["counts"]
+        if coords is None:
+            table = read_array(path, sf.indices_name(k), arrays, [slice(0, sum(counts))])
+            ends = np.cumsum(counts)
+            maps.append(UnstructuredMap(j["size"], [table[e - n:e][table[e - n:e, 1] == 1, 0]
+                                                    for e, n in zip(ends, counts)],
+                                        one_to_one=True))
+            continue
         c = int(coords[k])
         start = sum(counts[:c])
-        table = _read(path, sf.indices_name(k), arrays, [slice(start, start + counts[c])])
+        table = read_array(path, sf.indices_name(k), arrays, [slice(start, start + counts[c])])
         ids = np.ascontiguousarray(table[:, 0])
         if index_digest(ids).hex() != j["digests"][c]:
             raise ValueError(f"xdap store {path!r}: array {sf.indices_name(k)!r} does not hold "
@@ -302,5 +318,5 @@ def _saved(path, attrs, arrays, comm) -> Distribution:
         fp = unstructured_fingerprint(j["size"], j["one_to_one"], counts,
                                       [bytes.fromhex(x) for x in j["digests"]])
         maps.append(DistributedUnstructuredMap(j["size"], counts, {c: ids}, j["one_to_one"], fp,
-                                            {c: np.flatnonzero(table[:, 1] == 1)}))
-    return Distribution(maps, comm, placement)
+                                               {c: np.flatnonzero(table[:, 1] == 1)}))
+    return maps

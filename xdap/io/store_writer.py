@@ -27,7 +27,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import re
 import secrets
 import shutil
 import threading
@@ -40,11 +39,12 @@ from ..progress import bar
 from . import store_format as sf
 from .chunk_files import array_layout, write_chunks
 from .chunks import CHUNK_BYTES, chunk_plan, segment_chunk
-from .files import as_path, crash_point, fsync_dir
+from .files import crash_point, fsync_dir
 from .segments import align_segment, layout
+from .store_location import agreed_path, read_store_attrs, staging_names
 from ..agreement import agree, agreement
 
-__all__ = ["save", "finish_cleanup", "agreed_path", "read_store_attrs", "staging_names"]
+__all__ = ["save", "finish_cleanup"]
 
 
 def save(d, p, path, chunk_bytes: int = CHUNK_BYTES) -> None:
@@ -186,41 +186,6 @@ def _index_tables(d) -> dict:
 
 
 # -- rank 0: the store's frame -----------------------------------------------------------
-
-_STAGING = re.compile(r"^\.(?P<name>.+)\.xdap-(saving|replaced)-\d{6}-[0-9a-f]{16}$")
-
-
-def staging_names(path: str) -> list:
-    """Staging and set-aside directories of saves to ``path`` that did not
-    finish (newest generation last)."""
-    parent, base = os.path.split(os.path.abspath(path))
-    try:
-        names = os.listdir(parent)
-    except OSError:
-        return []
-    return sorted(n for n in names if (m := _STAGING.match(n)) and m["name"] == base)
-
-
-def read_store_attrs(path: str):
-    """The ``xdap`` attribute of the Zarr group at ``path``, unchecked; None
-    when ``path`` holds no Zarr group metadata. ValueError when it does but
-    is not an xdap store."""
-    import json
-    name = os.path.join(path, "zarr.json")
-    if not os.path.isfile(name):
-        return None
-    try:
-        with open(name, "rb") as f:
-            meta = json.loads(f.read())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path!r}: zarr.json is not valid JSON ({e})") from None
-    attrs = meta.get("attributes", {}) if isinstance(meta, dict) else None
-    if not isinstance(meta, dict) or meta.get("node_type") != "group" or \
-            not isinstance(attrs, dict) or sf.ATTRIBUTE not in attrs:
-        raise ValueError(f"{path!r} is a Zarr node but not an xdap store (no "
-                         f"'{sf.ATTRIBUTE}' attribute on a group)")
-    return attrs[sf.ATTRIBUTE]
-
 
 def _prepare(path: str) -> tuple:
     """Check the target, clear leftovers of killed saves, and return the
@@ -439,14 +404,3 @@ def finish_cleanup() -> None:
 _cleanups: list = []
 
 
-def agreed_path(comm, path, what: str) -> str:
-    """``path`` as a str, the same on every rank (collective; the same error
-    everywhere otherwise). The check runs outside the gather, so a bad path
-    on one rank cannot leave it in a different collective than the others."""
-    with agreement(comm, share=True) as ag:
-        path = as_path(path)
-        ag.share(path)
-    paths = ag.shared
-    if any(q != paths[0] for q in paths):
-        raise ValueError(f"{what}: ranks passed different paths: {paths}")
-    return path

@@ -57,7 +57,7 @@ from ..types import DTYPES, TypeInfo, leaf_numpy_dtype, split_dims, type_info
 from ..agreement import agreement
 
 __all__ = ["to_arrow", "owned_arrow", "from_arrow", "parts_from_arrow", "stack_arrow",
-           "stack_rows", "ComplexType"]
+           "stack_rows", "ComplexType", "parts_to_arrow", "leaf_to_arrow", "apply_type"]
 
 _TO_ARROW = {
     "bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(),
@@ -126,7 +126,7 @@ def to_arrow(x) -> pa.Array:
     if is_distributed(x):
         return owned_arrow(*unwrap(x))
     p = x if isinstance(x, Parts) else parts(x)
-    return _parts_to_arrow(p)
+    return parts_to_arrow(p)
 
 
 def owned_arrow(d, p: Parts) -> pa.Array:
@@ -136,19 +136,21 @@ def owned_arrow(d, p: Parts) -> pa.Array:
     own = [d.maps[k].owned_local_slice(d.coords[k]) for k in range(d.ndim)]
     if not p.info.ragged and any(s != slice(0, n) for s, n in zip(own[1:], p.values.shape[1:])):
         # inner padding: the owned block is strided
-        return _parts_to_arrow(take_block(p, tuple(own)))
-    arr = _parts_to_arrow(p)
+        return parts_to_arrow(take_block(p, tuple(own)))
+    arr = parts_to_arrow(p)
     return arr.slice(own[0].start, own[0].stop - own[0].start)
 
 
-def _parts_to_arrow(p: Parts) -> pa.Array:
+def parts_to_arrow(p: Parts) -> pa.Array:
+    """The Arrow array over ``p``'s buffers (zero-copy; strings keep Arrow's
+    own layout; ragged dims become list arrays over the int32 offsets)."""
     if p.info.text:           # Arrow's own layout: int32 offsets + bytes, shared
         t = pa.string() if p.info.dtype == "string" else pa.binary()
         off = np.ascontiguousarray(p.offsets[1], dtype=np.int32)
         return pa.Array.from_buffers(t, len(off) - 1, [None, pa.py_buffer(off),
                                                        pa.py_buffer(np.ascontiguousarray(p.values))])
     flat = p.values.reshape(-1)
-    arr = _leaf_to_arrow(flat, p.validity, p.info.dtype)
+    arr = leaf_to_arrow(flat, p.validity, p.info.dtype)
     if not p.info.ragged:
         for size in reversed(p.values.shape[1:]):
             arr = pa.FixedSizeListArray.from_arrays(arr, int(size))
@@ -160,7 +162,9 @@ def _parts_to_arrow(p: Parts) -> pa.Array:
     return arr
 
 
-def _leaf_to_arrow(values: np.ndarray, validity, dtype: str) -> pa.Array:
+def leaf_to_arrow(values: np.ndarray, validity, dtype: str) -> pa.Array:
+    """Flat leaves of the ndtypes element ``dtype`` (and their validity
+    bitmap, or None) as an Arrow array over the same buffers."""
     n = len(values)
     vbuf = None if validity is None else pa.py_buffer(np.ascontiguousarray(validity))
     if dtype.startswith("complex"):
@@ -209,7 +213,7 @@ def _element_to_arrow(values: np.ndarray, vbuf, dtype: str) -> pa.Array:
             valid = pack_validity(values[HIDDEN + name].astype(bool))
             leaf = leaf[1:]
             optional.add(name if not dtype.startswith("(") else str(len(names)))
-        arr = _leaf_to_arrow(child, valid, leaf)
+        arr = leaf_to_arrow(child, valid, leaf)
         for size in reversed(dims):
             item = pa.field("item", arr.type, nullable=False)
             arr = pa.FixedSizeListArray.from_arrays(arr, type=pa.list_(item, int(size)))
@@ -273,7 +277,7 @@ def parts_from_arrow(arr, type=None) -> Parts:
     if not fixed and not var and _is_text(arr.type) and not (
             want or "").lstrip("?").startswith(("fixed_string", "fixed_bytes")):
         p = _text_from_arrow(arr)
-        return _apply_type(p, type) if type is not None else p
+        return apply_type(p, type) if type is not None else p
     dtype, values, validity = _leaf_from_arrow(arr, want)
     if var:
         info = TypeInfo.of_ragged(len(var) + 1, dtype, validity is not None)
@@ -283,7 +287,7 @@ def parts_from_arrow(arr, type=None) -> Parts:
         shape = (n,) + tuple(fixed)
         info = TypeInfo.fixed(shape, dtype, validity is not None)
         p = Parts(info, values.reshape(shape), validity)
-    return _apply_type(p, type) if type is not None else p
+    return apply_type(p, type) if type is not None else p
 
 
 builtins_type = type
@@ -490,7 +494,10 @@ def _requested(type, have: TypeInfo) -> TypeInfo:
     return want
 
 
-def _apply_type(p: Parts, type) -> Parts:
+def apply_type(p: Parts, type) -> Parts:
+    """``p`` read as the ndtypes ``type`` a caller asked for (complex from
+    float pairs, optional, a categorical's codes ...), or the TypeError
+    naming why it cannot be."""
     want, have = _requested(type, p.info), p.info
     if (not want.ragged and not have.ragged and want.dtype.startswith("complex")
             and have.dtype == ("float32" if want.dtype == "complex64" else "float64")

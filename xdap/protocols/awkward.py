@@ -86,8 +86,8 @@ def owned_awkward(d, p: Parts) -> ak.Array:
 
 def _to_awkward(p: Parts) -> ak.Array:
     if p.info.text:           # Awkward reads Arrow strings as its own
-        from .arrow import _parts_to_arrow
-        return ak.from_arrow(_parts_to_arrow(p), highlevel=True)
+        from .arrow import parts_to_arrow
+        return ak.from_arrow(parts_to_arrow(p), highlevel=True)
     p = _na_as_missing(p)
     flat = p.values.reshape(-1)
     node = _element_node(flat, p.info.dtype)
@@ -132,8 +132,8 @@ def _element_node(flat: np.ndarray, dtype: str):
             names.append(name)
         return ak.contents.RecordArray(contents, None if dtype.startswith("(") else names,
                                        length=len(flat))
-    from .arrow import _leaf_to_arrow
-    node = ak.from_arrow(_leaf_to_arrow(flat, None, dtype), highlevel=False)
+    from .arrow import leaf_to_arrow
+    node = ak.from_arrow(leaf_to_arrow(flat, None, dtype), highlevel=False)
     # Arrow arrays are nullable: Awkward wraps them in an option it need not
     return node.content if isinstance(node, ak.contents.UnmaskedArray) else node
 
@@ -225,8 +225,8 @@ def parts_from_awkward(arr, type=None) -> Parts:
         shape = (n,) + tuple(fixed)
         p = Parts(TypeInfo.fixed(shape, dtype, optional), values.reshape(shape), validity)
     if type is not None:
-        from .arrow import _apply_type
-        p = _apply_type(p, type)
+        from .arrow import apply_type
+        p = apply_type(p, type)
     return p
 
 
