@@ -27,8 +27,7 @@ from .distribution import Distribution, make_distribution
 from .maps import BlockMap, is_int
 from .movement.gather import scatter_from_root
 from .parts import Parts, as_container, check_ragged_rows, parts
-from .rows import take_rows
-from .bitmaps import pack_validity
+from .rows import take_block, take_rows
 from .types import type_info
 
 __all__ = ["from_global", "from_local", "empty", "zeros", "full", "arange", "from_function"]
@@ -73,11 +72,7 @@ def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, 
         return d, take_rows(p, d.global_indices(0))
     if d.ndim == 0:             # a 0-d array: every rank holds the element
         return d, Parts(info, p.values.copy(), None if p.validity is None else p.validity.copy())
-    index = np.ix_(*[d.global_indices(k) for k in range(d.ndim)])
-    values = np.ascontiguousarray(p.values[index])
-    mask = p.valid_mask()
-    return d, Parts(info.with_shape(values.shape), values,
-                    None if mask is None else pack_validity(mask[index]))
+    return d, take_block(p, np.ix_(*[d.global_indices(k) for k in range(d.ndim)]))
 
 
 # --------------------------------------------------------------------------

@@ -47,6 +47,7 @@ import numpy as np
 
 from . import exchange
 from .comm import MPI
+from .bitmaps import pack_validity
 from .packing import pack, unpack
 from .parts import Parts
 from .rows import take_rows
@@ -669,6 +670,23 @@ class BlockExchange:
             self._packed_run(pairs)
         return out, out_mask
 
+    def run_parts(self, p: Parts | None, info, method: str = "auto") -> Parts | None:
+        """``run`` on this rank's source Parts (None outside the source;
+        ``info``: the agreed type), validity included: the target's Parts
+        (None outside the target)."""
+        values = mask = None
+        if p is not None:
+            values = np.ascontiguousarray(p.values)
+            if info.optional:
+                mask = np.ascontiguousarray(p.valid_mask()).view(np.uint8)
+        elif info.optional:
+            mask = np.zeros(0, np.uint8)
+        out, got = self.run(values, info.numpy_dtype, method, mask=mask)
+        if out is None:
+            return None
+        return Parts(info.with_shape(out.shape), out,
+                     None if got is None else pack_validity(got.view(bool)))
+
     # -- datatypes ----------------------------------------------------------
     def _types_for(self, itemsize):
         if itemsize not in self._types:
@@ -912,6 +930,16 @@ class NeighbourExchange:
         MPI.Request.Waitall(reqs)
         for m, b in zip(msgs, bufs):
             m.unpack(b)
+
+    def forward_parts(self, p: Parts) -> None:
+        """``forward`` of a fixed Parts in place, validity in the same
+        messages (as bytes: the bitmap is unpacked once and packed once)."""
+        if p.validity is None:
+            self.forward(p.values)
+            return
+        mask = p.valid_mask().view(np.uint8).copy()
+        self.forward(p.values, mask)
+        p.validity[:] = pack_validity(mask.view(bool))
 
     def reverse(self, bufs, combine) -> None:
         """Owners combine what their neighbours hold in the received

@@ -20,10 +20,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..agreement import agreement
-from ..bitmaps import pack_validity
 from ..packing import Form, no_rows
 from ..parts import Parts
-from ..rows import take_rows
+from ..rows import take_block, take_rows
 from ..transport import BlockExchange, Route, Transfer, compress, move, send_lists
 
 __all__ = ["to_global", "scatter_from_root", "read_element"]
@@ -47,11 +46,6 @@ def _index(lists) -> tuple:
         else:
             out.append(compress(np.asarray(a, np.int64)))
     return tuple(out)
-
-
-def _mask_bytes(p: Parts):
-    mask = p.valid_mask()
-    return None if mask is None else np.ascontiguousarray(mask).view(np.uint8)
 
 
 # --------------------------------------------------------------------------
@@ -83,14 +77,9 @@ def scatter_from_root(p: Parts | None, info, d, root: int) -> Parts:
     shape = d.local_shape
     recvs = [Transfer(root, tuple(slice(0, n, 1) for n in shape))]
     ex = BlockExchange(comm, sends, recvs, None if p is None else p.values.shape, shape, flat=False)
-    values = None if p is None else np.ascontiguousarray(p.values)
-    mask = None if p is None else _mask_bytes(p)
-    if info.optional and mask is None:
-        mask = np.zeros(0, np.uint8)
-    out, got = ex.run(values, info.numpy_dtype, _method(d), mask=mask)
+    out = ex.run_parts(p, info, _method(d))
     ex.free()
-    return Parts(info.with_shape(out.shape), out,
-                 None if got is None else pack_validity(got.view(bool)))
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -122,13 +111,9 @@ def to_global(d, p: Parts, root: int | None = None) -> Parts | None:
         shape = d.global_shape
         recvs = [Transfer(r, _index([held[k][r] for k in range(d.ndim)])) for r in range(P)]
     ex = BlockExchange(comm, sends, recvs, p.values.shape, shape, flat=False)
-    out, got = ex.run(np.ascontiguousarray(p.values), p.info.numpy_dtype, _method(d),
-                      mask=_mask_bytes(p))
+    out = ex.run_parts(p, p.info, _method(d))
     ex.free()
-    if out is None:
-        return None
-    return Parts(p.info.with_shape(out.shape), out,
-                 None if got is None else pack_validity(got.view(bool)))
+    return out
 
 
 def _held_indices(d, pos, receivers, receiving: bool) -> list:
@@ -193,12 +178,10 @@ def read_element(d, p: Parts, index) -> object:
         ag.share(where is not None)
     holder = [r for r, has in enumerate(ag.shared) if has][0]
     comm_size = comm.size
-    row = Parts.of_array(p.values[where][None]) if where is not None else \
-        no_rows(Form(p.info.with_shape(()), ()))
-    if p.info.optional:       # the element's own validity rides along
-        valid = np.ones(1, bool) if where is None else p.valid_mask()[where][None]
-        row = Parts(p.info.with_shape((len(row.values),)), row.values,
-                    pack_validity(valid[:len(row.values)]))
+    row = no_rows(Form(p.info.with_shape((0,)), ()))
+    if where is not None:     # the element as one row, its validity with it
+        one = take_block(p, tuple(slice(i, i + 1) for i in where))
+        row = Parts(p.info.with_shape((1,)), one.values.reshape(1), one.validity)
     counts = np.full(comm_size, 1 if where is not None else 0, np.int64)
     route = Route(comm, None, counts, np.eye(comm_size, dtype=np.int64)[holder],
                   send_starts=np.zeros(comm_size, np.int64))

@@ -294,9 +294,7 @@ def exchange(d, p) -> None:
     if p.validity is None:
         _bound(d, p, plan).run_bound(p.values)
         return
-    mask = p.valid_mask().view(np.uint8).copy()
-    _exchange(plan, d.comm).forward(p.values, mask)
-    p.validity[:] = pack_validity(mask.view(bool))
+    _exchange(plan, d.comm).forward_parts(p)
 
 
 def exchange_halos(a):

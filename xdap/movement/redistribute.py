@@ -40,7 +40,6 @@ import numpy as np
 from .. import plans
 from ..agreement import agreement
 from ..arraylike import unwrap, wrap_like
-from ..bitmaps import pack_validity
 from ..comm import MPI
 from ..distribution import Distribution, make_distribution
 from ..parts import Parts
@@ -201,14 +200,8 @@ def move(d: Distribution, p: Parts, dist=None, grid=None, comm=None, *, method: 
     if info.ragged:
         out, = move_rows(executor(d, dst, A, first[1], rows=True), p)
         return (target, out) if inside else None
-    mask = p.valid_mask()
-    out, got = executor(d, dst, A, first[1]).run(
-        np.ascontiguousarray(p.values), info.numpy_dtype, method,
-        mask=None if mask is None else np.ascontiguousarray(mask).view(np.uint8))
-    if not inside:
-        return None
-    validity = None if got is None else pack_validity(got.view(bool))
-    return target, Parts(info.with_shape(out.shape), out, validity)
+    out = executor(d, dst, A, first[1]).run_parts(p, info, method)
+    return (target, out) if inside else None
 
 
 def _target_distribution(info, shape, dist, grid, source_comm, comm, per_dim) -> Distribution:
