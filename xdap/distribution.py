@@ -25,7 +25,8 @@ import math
 import numpy as np
 
 from . import comm as _comm
-from .maps import BlockMap, Map, is_int
+from .maps import BlockMap, Map
+from .maps.base import int_tuple
 
 __all__ = ["Distribution", "make_distribution", "DIST_TYPES"]
 
@@ -272,22 +273,6 @@ def _per_dim(name, value, ndim):
     return tuple(value)
 
 
-def _ints(name: str, values, minimum: int) -> tuple:
-    """``values`` as a tuple of ints: integers only (Python or NumPy, never
-    bool, float or Decimal), each >= ``minimum`` -- else the error naming
-    ``name`` and the value."""
-    try:
-        values = tuple(values)
-    except TypeError:
-        raise TypeError(f"{name} must be a sequence of ints, got {values!r}") from None
-    for v in values:
-        if not is_int(v):
-            raise TypeError(f"{name} must hold ints, got {v!r} ({type(v).__name__})")
-        if v < minimum:
-            raise ValueError(f"{name} must hold ints >= {minimum}, got {v}")
-    return tuple(int(v) for v in values)
-
-
 def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_size=None,
                       padding=None, periodic=None, indices=None, sizes=None) -> Distribution:
     """Build a Distribution from user options (validated, the same on every rank).
@@ -305,7 +290,7 @@ def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_si
     sizes       per dim: for a 'b' dim, owned sizes per grid rank (irregular)
     """
     comm = _comm.resolve(comm)
-    global_shape = _ints("the global shape", global_shape, 0)
+    global_shape = int_tuple("the global shape", global_shape, 0)
     ndim = len(global_shape)
     if ndim == 0:
         if dist not in (None, (), "") or grid not in (None, ()) or any(
@@ -349,7 +334,7 @@ def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_si
         free = [i for i in distributed if i not in fixed]
         for i, g in zip(free, _comm.balanced_grid(comm.size // used, len(free))):
             grid[i] = g
-    grid = _ints("grid", grid, 1)
+    grid = int_tuple("grid", grid, 1)
     if len(grid) != ndim:
         raise ValueError(f"grid needs one entry per dimension ({ndim}), got {grid!r}")
     for i, (d, g) in enumerate(zip(dist, grid)):

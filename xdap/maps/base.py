@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Map", "Tiles", "MAP_KINDS", "NotLocal", "is_int", "dap_minor", "as_slice",
-           "int_arg", "is_bool", "as_int64", "check_range", "common_flag"]
+           "int_arg", "is_bool", "as_int64", "check_range", "common_flag", "int_tuple"]
 
 # the kinds, by DAP letter: filled by each kind's module as it is imported
 MAP_KINDS: dict = {}
@@ -43,6 +43,22 @@ def int_arg(name: str, v, minimum: int | None = None) -> int:
     if minimum is not None and v < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {v}")
     return v
+
+
+def int_tuple(name: str, values, minimum: int) -> tuple:
+    """``values`` as a tuple of ints: integers only (Python or NumPy, never
+    bool, float or Decimal), each >= ``minimum`` -- else the error naming
+    ``name`` and the value."""
+    try:
+        values = tuple(values)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of ints, got {values!r}") from None
+    for v in values:
+        if not is_int(v):
+            raise TypeError(f"{name} must hold ints, got {v!r} ({type(v).__name__})")
+        if v < minimum:
+            raise ValueError(f"{name} must hold ints >= {minimum}, got {v}")
+    return tuple(int(v) for v in values)
 
 
 def dap_minor(version: str) -> int:

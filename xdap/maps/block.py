@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .base import (MAP_KINDS, Map, Tiles, as_int64, check_range, common_flag, dap_minor, int_arg,
-                   is_bool, is_int, _I64)
+                   int_tuple, is_bool, is_int, _I64)
 
 __all__ = ["BlockMap"]
 
@@ -111,7 +111,7 @@ class BlockMap(Map):
         dimension in messages (``"[1]"``)."""
         bounds = None
         if sizes is not None:
-            s = np.asarray(_ints(f"sizes{where}", sizes, 0), dtype=np.int64)
+            s = np.asarray(int_tuple(f"sizes{where}", sizes, 0), dtype=np.int64)
             if len(s) != grid_size or s.sum() != size:
                 raise ValueError(f"sizes{where} must be {grid_size} non-negative owned sizes "
                                  f"summing to {size}, got {list(sizes)}")
@@ -412,21 +412,6 @@ def _padding_pair(pad, p: int) -> tuple[int, int]:
 MAP_KINDS["b"] = BlockMap
 
 
-def _ints(name: str, values, minimum: int) -> tuple:
-    """``values`` as a tuple of ints >= ``minimum`` (ints only: never bool,
-    float or Decimal) -- else the error naming ``name`` and the value."""
-    try:
-        values = tuple(values)
-    except TypeError:
-        raise TypeError(f"{name} must be a sequence of ints, got {values!r}") from None
-    for v in values:
-        if not is_int(v):
-            raise TypeError(f"{name} must hold ints, got {v!r} ({type(v).__name__})")
-        if v < minimum:
-            raise ValueError(f"{name} must hold ints >= {minimum}, got {v}")
-    return tuple(int(v) for v in values)
-
-
 def _padding_spec(name: str, padding, grid_size: int):
     """A ``dist=`` padding option: one ``(lo, hi)`` for every grid rank, or
     one pair per grid rank (as DAP allows and ``BlockMap`` holds)."""
@@ -437,8 +422,8 @@ def _padding_spec(name: str, padding, grid_size: int):
         raise TypeError(f"{name} must be (lo, hi) or one (lo, hi) per grid rank, "
                         f"got {padding!r}") from None
     if len(items) == 2 and not any(isinstance(v, (list, tuple, np.ndarray)) for v in items):
-        return _ints(name, items, 0)
+        return int_tuple(name, items, 0)
     if len(items) != grid_size:
         raise ValueError(f"{name} must be (lo, hi) or one (lo, hi) per grid rank "
                          f"({grid_size}), got {len(items)} entries")
-    return [_ints(f"{name}[{p}]", pair, 0) for p, pair in enumerate(items)]
+    return [int_tuple(f"{name}[{p}]", pair, 0) for p, pair in enumerate(items)]
