@@ -21,7 +21,7 @@ import numpy as np
 
 from .comm import MPI
 
-__all__ = ["alltoallv", "AlltoallvPattern", "alltoallv_arrays", "scatterv", "gatherv", "allgatherv", "LIMIT"]
+__all__ = ["alltoallv", "AlltoallvPattern", "LIMIT"]
 
 # The largest message an MPI without large counts (MPI < 4) takes in one go.
 LIMIT = (1 << 31) - 1
@@ -124,96 +124,3 @@ class AlltoallvPattern:
             raise ValueError("AlltoallvPattern.run: buffers must be C-contiguous")
         self.comm.Alltoallv([send, (sc, sd), MPI.BYTE], [recv, (rc, rd), MPI.BYTE])
         return recv
-
-
-def alltoallv_arrays(comm, speer, send, rpeer, rcounts, dtype) -> list:
-    """``alltoallv`` of one 1-d array per destination peer (``send[i]`` to
-    rank ``speer[i]``); returns the arrays received from ``rpeer`` (in that
-    order), ``rcounts[i]`` items each."""
-    dtype = np.dtype(dtype)
-    sc, rc = np.zeros(comm.size, np.int64), np.zeros(comm.size, np.int64)
-    for q, s in zip(speer, send):
-        sc[q] = len(s)
-    for q, n in zip(rpeer, rcounts):
-        rc[q] = n
-    flat = np.concatenate([np.ascontiguousarray(s, dtype) for s in send]) if send \
-        else np.zeros(0, dtype)
-    recv = alltoallv(comm, flat, sc, rc)
-    starts = _displs(rc)
-    return [recv[starts[q]:starts[q] + n] for q, n in zip(rpeer, rcounts)]
-
-
-def scatterv(comm, send, counts, count: int, root: int, dtype, *, limit=None) -> np.ndarray:
-    """Rank ``r`` receives its ``count`` items of ``send``; ``send`` and
-    ``counts`` (the segments in rank order) are significant on ``root`` only."""
-    dtype = np.dtype(dtype)
-    item = dtype.itemsize
-    mine = int(count) * item
-    c = d = sb = None
-    if comm.rank == root:
-        c = np.asarray(counts, np.int64) * item
-        d = _displs(c)
-        sb = _bytes(np.asarray(send, dtype))
-    recv = np.empty(int(count), dtype)
-    rb = recv.view(np.uint8)
-    rounds = _rounds(comm, c.max(initial=0) if c is not None else mine, limit)
-    if rounds is None:
-        comm.Scatterv([sb, (c, d), MPI.BYTE] if c is not None else None, [rb, MPI.BYTE],
-                      root=root)
-        return recv
-    lim = LIMIT if limit is None else limit
-    for i in range(rounds):
-        spec = None
-        if c is not None:
-            ci, di = _piece(c, d, i, lim)
-            spec = [sb, (ci, di), MPI.BYTE]
-        comm.Scatterv(spec, [rb[min(mine, i * lim):min(mine, (i + 1) * lim)], MPI.BYTE],
-                      root=root)
-    return recv
-
-
-def gatherv(comm, send, counts, root: int, *, limit=None):
-    """``root`` receives every rank's ``send`` (``counts[r]`` items from rank
-    ``r``; ``counts`` significant on root) in rank order; None elsewhere."""
-    send = np.ascontiguousarray(send)
-    item = send.itemsize
-    c = np.asarray(counts, np.int64) * item if comm.rank == root else None
-    recv = np.empty(int(c.sum()) // item, send.dtype) if comm.rank == root else None
-    d = _displs(c) if c is not None else None
-    rounds = _rounds(comm, send.nbytes, limit)
-    rb = recv.view(np.uint8) if recv is not None else None
-    if rounds is None:
-        comm.Gatherv([_bytes(send), MPI.BYTE],
-                     [rb, (c, d), MPI.BYTE] if comm.rank == root else None, root=root)
-        return recv
-    lim = LIMIT if limit is None else limit
-    sb = _bytes(send)
-    for i in range(rounds):
-        mine = sb[min(len(sb), i * lim):min(len(sb), (i + 1) * lim)]
-        spec = None
-        if comm.rank == root:
-            ci, di = _piece(c, d, i, lim)
-            spec = [rb, (ci, di), MPI.BYTE]
-        comm.Gatherv([mine, MPI.BYTE], spec, root=root)
-    return recv
-
-
-def allgatherv(comm, send, counts, *, limit=None) -> np.ndarray:
-    """Every rank receives every rank's ``send`` (``counts[r]`` items from
-    rank ``r``, known on every rank) in rank order."""
-    send = np.ascontiguousarray(send)
-    item = send.itemsize
-    c = np.asarray(counts, np.int64) * item
-    recv = np.empty(int(c.sum()) // item, send.dtype)
-    d = _displs(c)
-    rounds = _rounds(comm, c.max(initial=0), limit)
-    if rounds is None:
-        comm.Allgatherv([_bytes(send), MPI.BYTE], [recv.view(np.uint8), (c, d), MPI.BYTE])
-        return recv
-    lim = LIMIT if limit is None else limit
-    sb, rb = _bytes(send), recv.view(np.uint8)
-    for i in range(rounds):
-        ci, di = _piece(c, d, i, lim)
-        mine = sb[min(len(sb), i * lim):min(len(sb), (i + 1) * lim)]
-        comm.Allgatherv([mine, MPI.BYTE], [rb, (ci, di), MPI.BYTE])
-    return recv
