@@ -635,7 +635,9 @@ class BlockExchange:
                  flat=True):
         self.comm = comm
         self.flat = flat
-        self.sends, self.recvs = list(sends), list(recvs)
+        # empty messages are not messages (and some MPIs refuse an empty subarray)
+        self.sends = [t for t in sends if t.size]
+        self.recvs = [t for t in recvs if t.size]
         self.src_shape, self.dst_shape = src_shape, dst_shape
         self.avg_run_bytes = avg_run_bytes
         self._types: dict = {}
