@@ -27,7 +27,7 @@ from mpi4py import MPI
 from . import watch as _watch
 from .comm import resolve
 
-__all__ = ["agreement", "Agreement", "agree"]
+__all__ = ["agreement", "Agreement", "agree", "local_check", "debug"]
 
 
 _WORDS = 4                       # a 16-byte digest as four 32-bit words
@@ -255,3 +255,52 @@ def agree(comm, error: BaseException | None) -> None:
     error everywhere if any rank failed: ``agreement`` for a step whose
     error was caught by the caller."""
     Agreement(comm).finish(error)
+
+
+# --------------------------------------------------------------------------
+# local operations
+# --------------------------------------------------------------------------
+
+def debug() -> bool:
+    """Whether xdap runs in debug mode: ``XDAP_DEBUG=1``, or
+    ``XDAP_DEBUG_HANGS`` set (as ``make test`` does).  Then local operations
+    vote like collectives (``local_check``), so ranks that diverge -- a
+    different kernel, or another operand, on one rank -- are caught where
+    they diverge, as PETSc's debug builds check collective calls."""
+    return _DEBUG
+
+
+_DEBUG = os.environ.get("XDAP_DEBUG", "0") not in ("", "0") or bool(_watch.LIMIT)
+
+
+class _Local:
+    """The check of a local operation outside debug mode: this rank's
+    checks only -- their errors propagate as they are -- and no MPI call."""
+
+    def same(self, name, value) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        return False
+
+
+_LOCAL = _Local()
+
+
+def local_check(comm, what: str = ""):
+    """``with local_check(comm, "what") as ag:`` -- the check of an
+    operation whose work is local (elementwise kernels, conversions,
+    views).  Its verdict depends only on state every rank already agreed
+    on (distributions and types were agreed when the arrays were made), so
+    every rank reaches the same verdict alone: no MPI call.  In debug mode
+    (``debug()``) it is a full ``agreement``: a rank that diverges raises
+    the same error on every rank instead of computing something else.
+
+    >>> from mpi4py import MPI
+    >>> with local_check(MPI.COMM_SELF, "doc") as ag:
+    ...     ag.same("axis", 0)
+    """
+    return agreement(comm, what) if _DEBUG else _LOCAL

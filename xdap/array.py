@@ -17,6 +17,7 @@ pair into a DistArray, and the public constructors (``from_global``,
 from __future__ import annotations
 
 import numbers
+import sys
 
 import numpy as np
 from ndtypes import ndt
@@ -49,7 +50,7 @@ class DistArray:
     same element type.
     """
 
-    __slots__ = ("distribution", "parts", "_leaf_index", "__weakref__")
+    __slots__ = ("distribution", "parts", "_leaf_index", "_fresh", "__weakref__")
 
     def __init__(self, distribution: Distribution, local):
         if not isinstance(distribution, Distribution):
@@ -82,10 +83,13 @@ class DistArray:
             leaf_index = (sum(counts[:comm.rank]), sum(counts))
         self._init(distribution, p, leaf_index)
 
-    def _init(self, distribution, p, leaf_index):
+    def _init(self, distribution, p, leaf_index, fresh=False):
         self.distribution = distribution
         self.parts = p
         self._leaf_index = leaf_index
+        # a kernel result's buffer is its own (nothing else views it): a
+        # temporary of it may lend it to the next operator
+        self._fresh = fresh
 
     @classmethod
     def _trusted(cls, distribution: Distribution, p: Parts, leaf_index=None) -> "DistArray":
@@ -127,6 +131,7 @@ class DistArray:
                 DistArray(distribution, p)
         new = object.__new__(DistArray)       # _trusted, inlined: kernels' hot path
         new.distribution, new.parts, new._leaf_index = distribution, p, self._leaf_index
+        new._fresh = True
         return new
 
     # -- the public face ----------------------------------------------------
@@ -525,27 +530,41 @@ class DistArray:
     def _kernel(self, name, *args):
         if not all(isinstance(a, (DistArray, numbers.Number)) for a in args):
             return NotImplemented    # e.g. a == None: Python's default, not a kernel call
-        from . import kernels
-        return getattr(kernels, name)(*args)
+        return _kernel_fn(name)(*args)
 
-    def __add__(self, other): return self._kernel("add", self, other)
-    def __radd__(self, other): return self._kernel("add", other, self)
-    def __sub__(self, other): return self._kernel("subtract", self, other)
-    def __rsub__(self, other): return self._kernel("subtract", other, self)
-    def __mul__(self, other): return self._kernel("multiply", self, other)
-    def __rmul__(self, other): return self._kernel("multiply", other, self)
-    def __truediv__(self, other): return self._kernel("divide", self, other)
-    def __rtruediv__(self, other): return self._kernel("divide", other, self)
-    def __pow__(self, other): return self._kernel("power", self, other)
-    def __rpow__(self, other): return self._kernel("power", other, self)
+    # Operators are local work: the kernel's checks read agreed state only,
+    # so no rank communicates (see xdap.kernels).  A temporary -- a kernel
+    # result nothing else references, as ``a * 2`` inside ``a * 2 + 1`` --
+    # lends its buffer to the next operator when the result has its type
+    # (NumPy's temporary elision): the expression allocates once.
+    def __add__(self, other): return _binary(_refs(self), self, other, "add", False)
+    def __radd__(self, other): return _binary(_refs(self), self, other, "add", True)
+    def __sub__(self, other): return _binary(_refs(self), self, other, "subtract", False)
+    def __rsub__(self, other): return _binary(_refs(self), self, other, "subtract", True)
+    def __mul__(self, other): return _binary(_refs(self), self, other, "multiply", False)
+    def __rmul__(self, other): return _binary(_refs(self), self, other, "multiply", True)
+    def __truediv__(self, other): return _binary(_refs(self), self, other, "divide", False)
+    def __rtruediv__(self, other): return _binary(_refs(self), self, other, "divide", True)
+    def __pow__(self, other): return _binary(_refs(self), self, other, "power", False)
+    def __rpow__(self, other): return _binary(_refs(self), self, other, "power", True)
     def __neg__(self): return self._kernel("negative", self)
     def __abs__(self): return self._kernel("absolute", self)
-    def __eq__(self, other): return self._kernel("equal", self, other)
-    def __ne__(self, other): return self._kernel("not_equal", self, other)
-    def __lt__(self, other): return self._kernel("less", self, other)
-    def __le__(self, other): return self._kernel("less_equal", self, other)
-    def __gt__(self, other): return self._kernel("greater", self, other)
-    def __ge__(self, other): return self._kernel("greater_equal", self, other)
+    def __eq__(self, other): return _binary(0, self, other, "equal", False)
+    def __ne__(self, other): return _binary(0, self, other, "not_equal", False)
+    def __lt__(self, other): return _binary(0, self, other, "less", False)
+    def __le__(self, other): return _binary(0, self, other, "less_equal", False)
+    def __gt__(self, other): return _binary(0, self, other, "greater", False)
+    def __ge__(self, other): return _binary(0, self, other, "greater_equal", False)
+
+    # In place: the result is written into this array's buffer (nothing is
+    # allocated) and ``b = a; a += 1`` updates ``b`` too, as in NumPy.  The
+    # result must have this array's element type (``int_array += 0.5`` is
+    # a TypeError, NumPy's same-kind rule).
+    def __iadd__(self, other): return _in_place(self, other, "add")
+    def __isub__(self, other): return _in_place(self, other, "subtract")
+    def __imul__(self, other): return _in_place(self, other, "multiply")
+    def __itruediv__(self, other): return _in_place(self, other, "divide")
+    def __ipow__(self, other): return _in_place(self, other, "power")
 
     def __repr__(self):
         """One line: the global type, each dim's distribution, the grid and
@@ -589,6 +608,70 @@ class DistArray:
         from .pictures import plot
         return plot(self, ax, points=points, polygons=polygons, outline=outline,
                     max_cells=max_cells, title=title)
+
+
+_KERNELS: dict = {}
+
+
+def _kernel_fn(name: str):
+    """The library kernel ``name`` (xdap.kernels is imported on first use)."""
+    k = _KERNELS.get(name)
+    if k is None:
+        from . import kernels
+        k = _KERNELS[name] = getattr(kernels, name)
+    return k
+
+
+_refs = sys.getrefcount
+
+
+def _first(refs, *rest):
+    return refs
+
+
+class _Probe:
+    """What ``sys.getrefcount(self)`` says inside an operator method when
+    ``self`` is a temporary (measured once: the interpreter decides it) --
+    called as the operators call ``_binary``, so the count is the same."""
+
+    def __add__(self, other):
+        return _first(_refs(self), self, other)
+
+    def __radd__(self, other):
+        return _first(_refs(self), self, other)
+
+
+_TEMPORARY = _Probe() + 0           # the count of a temporary left operand
+_TEMPORARY_R = 0 + _Probe()         # ... and of a temporary right operand
+_OPERANDS = (int, float, complex, bool)
+_SAME_TYPE: dict = {}               # (kernel, operand types) -> result is the temporary's type
+
+
+def _binary(refs, self, other, name, reflected):
+    """``self <op> other`` (``other <op> self`` when ``reflected``);
+    ``refs``: ``self``'s reference count in the operator (0: not asked)."""
+    kind = type(other)
+    if kind is not DistArray and kind not in _OPERANDS and not isinstance(other, numbers.Number):
+        return NotImplemented        # e.g. a == None: Python's default, not a kernel call
+    k = _KERNELS.get(name) or _kernel_fn(name)
+    args = (other, self) if reflected else (self, other)
+    if refs and self._fresh and refs <= (_TEMPORARY_R if reflected else _TEMPORARY):
+        key = (name, self.parts.info, other.parts.info if kind is DistArray else kind, reflected)
+        same = _SAME_TYPE.get(key)
+        if same:                     # the temporary's buffer takes the result
+            return k(*args, out=self)
+        result = k(*args)
+        if same is None:
+            _SAME_TYPE[key] = type(result) is DistArray and result.parts.info == self.parts.info
+        return result
+    return k(*args)
+
+
+def _in_place(self, other, name):
+    if type(other) is not DistArray and not isinstance(other, numbers.Number):
+        return NotImplemented
+    (_KERNELS.get(name) or _kernel_fn(name))(self, other, out=self)
+    return self
 
 
 _UFUNCS: dict = {}

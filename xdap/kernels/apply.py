@@ -31,7 +31,7 @@ import functools
 import numpy as np
 from xnd import xnd
 
-from ..agreement import agreement
+from ..agreement import agreement, debug
 from ..arraylike import is_distributed, unwrap
 from ..parts import Parts, as_container, container, parts, parts_of
 from ..types import dtype_from_numpy, is_numeric, numpy_dtype, type_info
@@ -95,24 +95,22 @@ def apply(func, *args, out=None):
     d0, p0 = unwrap(first)
     locals_ = [container(a.parts) if is_distributed(a) else a for a in args]
     target = None if out is None else container(out.parts)
-    # Every rank must call the same kernel on operands of the same types and
-    # distributions: one agreement, whose checks (distributions, type
-    # shapes, out=) fail on all ranks at once, before anything is computed.
-    independent_rows = not _rows_shared(args, out, p0)
-    result = None
-    with agreed_call(d0.comm, _kernel_name(func), args, out):
-        if independent_rows:
-            # ragged operands whose row lengths are compared rank by rank,
-            # so the kernel's verdict is part of the agreement
+    # The operand checks (distributions, type shapes, out=) read only what
+    # every rank agreed when the arrays were made, so every rank reaches the
+    # same verdict alone: no communication (in debug mode, a vote).  Ragged
+    # operands whose rows were not derived from each other are the
+    # exception: their row lengths are this rank's data, so the kernel's
+    # verdict joins one agreement -- once: then they share their rows.
+    if not _rows_shared(args, out, p0):
+        with agreed_call(d0.comm, _kernel_name(func), args, out):
             result = local_apply(func, locals_, target)
-    if independent_rows:
-        # Every rank now knows these rows are equal everywhere (and they never
-        # change): share one token so later calls on them skip the comparison.
         token = p0.rows_token()
         for a in args if out is None else args + (out,):
             if is_distributed(a):
                 a.parts.rows = token
     else:
+        with local_call(d0.comm, _kernel_name(func), args, out):
+            pass
         result = local_apply(func, locals_, target)
     if out is not None:
         return out
@@ -157,15 +155,27 @@ _ALONE = contextlib.nullcontext()
 
 def agreed_call(comm, name, args, out=None):
     """``with agreed_call(comm, name, args, out):`` -- the agreement of one
-    kernel call on DistArrays (collective): the kernel's name, every
-    operand's distribution and type (a scalar's Python type), ``out=``'s
-    and its writeability must be the same on every rank, and the operand
-    checks pass on every rank -- else every rank raises the same error.
-    On one rank only the checks run (nobody to agree with)."""
+    kernel call on DistArrays whose verdict depends on this rank's data
+    (collective): the kernel's name, every operand's distribution and type
+    (a scalar's Python type), ``out=``'s and its writeability must be the
+    same on every rank, and the operand checks pass on every rank -- else
+    every rank raises the same error.  On one rank only the checks run."""
     if comm.size == 1:
         check_operands(args, out)
         return _ALONE
     return _agreed_call(comm, name, args, out)
+
+
+def local_call(comm, name, args, out=None):
+    """``with local_call(comm, name, args, out):`` -- the check of a kernel
+    call whose verdict depends only on agreed state (distributions, types):
+    this rank's checks, no communication -- or, in debug mode
+    (``xdap.agreement.debug()``), the full agreement, so that ranks calling
+    different kernels or passing different operands are caught."""
+    if comm.size > 1 and debug():
+        return _agreed_call(comm, name, args, out)
+    check_operands(args, out)
+    return _ALONE
 
 
 @contextlib.contextmanager

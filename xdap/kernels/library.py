@@ -22,7 +22,9 @@ from __future__ import annotations
 from xnd import xnd as _xnd
 
 from ..parts import container
-from .apply import _derived, _refuse_non_numeric, agreed_call, apply, fast, local_apply
+from ..agreement import debug
+from .apply import (_derived, _refuse_non_numeric, _scalar, apply, fast, local_apply,
+                    local_call)
 
 UNARY = ("fabs", "absolute", "negative", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
          "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
@@ -149,12 +151,8 @@ def _make_unary(name):
         elif out is None and hasattr(type(x), "__xdap_wrap__"):
             # apply()'s one-DistArray case, minus its argument sorting
             p = x.parts
-            comm = x.distribution.comm
-            if comm.size > 1:
-                with agreed_call(comm, name, (x,)):
-                    pass
-            elif not p.info.numeric:         # one rank: nothing to agree on
-                p.info.require_numeric(f"kernel {name}", "operand 0")
+            with local_call(x.distribution.comm, name, (x,)):    # no communication
+                pass
             c = p.xnd if p.xnd is not None else container(p)
             try:
                 result = f(c)
@@ -185,6 +183,10 @@ def _make_binary(name):
             except ValueError:
                 _refuse_non_numeric([x, y])
                 raise
+        elif not _DEBUG:
+            result = _distributed(f, state["retry"], x, y, out)
+            if result is not None:
+                return result
         return apply(state["gufunc"], x, y, out=out)
 
     kernel.__name__ = kernel.__qualname__ = name
@@ -193,6 +195,50 @@ def _make_binary(name):
                       "NumPy arrays,\nPython scalars (broadcast). Mixed dtypes meet in their "
                       "common exact type.")
     return kernel
+
+
+_NUMBERS = (int, float)
+
+
+def _distributed(f, retry, x, y, out):
+    """The common DistArray case, straight to the fast path: a fixed (or
+    rows-sharing) DistArray with a Python number or a DistArray of the very
+    same distribution and layout, ``out=`` None or another such.  Local
+    checks only (they read agreed state: no communication); anything else
+    -- other operands, dtypes the kernel must be promoted for, views to
+    copy -- returns None for ``apply`` to handle, with its errors."""
+    tx, ty = type(x), type(y)
+    first = y if tx in _NUMBERS else x
+    if not hasattr(type(first), "__xdap_wrap__"):
+        return None
+    d, p = first.distribution, first.parts
+    info = p.info
+    if not info.numeric:
+        return None
+    for a in (x, y) if out is None else (x, y, out):
+        if type(a) in _NUMBERS or a is first:
+            continue
+        if not hasattr(type(a), "__xdap_wrap__"):
+            return None
+        q = a.parts
+        if a.distribution is not d or q.info.layout != info.layout or not q.info.numeric or \
+                (info.ragged and q.rows is not p.rows_token()):
+            return None
+    try:
+        cx = _scalar(x, info.dtype) if tx in _NUMBERS else \
+            (x.parts.xnd if x.parts.xnd is not None else container(x.parts))
+        cy = _scalar(y, info.dtype) if ty in _NUMBERS else \
+            (y.parts.xnd if y.parts.xnd is not None else container(y.parts))
+        if out is None:
+            return _derived(first, d, p, f(cx, cy))
+        if not out.parts.values.flags.writeable:
+            return None
+        f(cx, cy, out=out.parts.xnd if out.parts.xnd is not None else container(out.parts))
+        return out
+    except retry:
+        return None
+    except (ValueError, TypeError):
+        return None               # apply() says it, the same way on every rank
 
 
 def _bind(state, name):
@@ -207,6 +253,8 @@ def _bind(state, name):
     state["fast"] = fast(state["gufunc"])
     return state["fast"]
 
+
+_DEBUG = debug()       # debug mode: every DistArray call goes through apply's checks
 
 for _n in UNARY:
     globals()[_n] = _make_unary(_n)

@@ -1,0 +1,131 @@
+"""Local work is free: operations whose work is local make no MPI call
+(outside debug mode), temporaries lend their buffers, in-place operators
+update the array.
+
+The communicator is wrapped so that every MPI call through it is counted;
+the arrays live on it, so a kernel, a conversion or a view that talked to
+the other ranks would be seen.
+"""
+import gumath
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import xdap
+import xdap.agreement
+import xdap.array
+import xdap.kernels.library
+
+# method names of a communicator that are not communication
+_QUIET = {"Get_rank", "Get_size", "Get_attr", "Set_attr", "Compare", "Get_group",
+          "Get_topology", "Is_inter", "Is_intra", "Get_name", "Get_info", "Clone"}
+_PICKLED = {"allgather", "allreduce", "alltoall", "bcast", "gather", "scatter", "barrier",
+            "send", "recv", "isend", "irecv", "sendrecv", "reduce", "exscan", "scan"}
+
+
+class Counting(MPI.Intracomm):
+    """COMM_WORLD, counting every communication method called on it."""
+    calls: list = []
+
+    def __getattribute__(self, name):
+        if (name[:1].isupper() and name not in _QUIET) or name in _PICKLED:
+            Counting.calls.append(name)
+        return super().__getattribute__(name)
+
+
+@pytest.fixture
+def quiet(monkeypatch):
+    """Debug mode off (the suite runs in it: local calls vote there)."""
+    monkeypatch.setattr(xdap.agreement, "_DEBUG", False)
+    monkeypatch.setattr(xdap.kernels.library, "_DEBUG", False)
+    Counting.calls.clear()
+    return Counting(MPI.COMM_WORLD)
+
+
+@pytest.mark.mpi(ranks=(1, 2, 4))
+def test_local_operations_make_no_mpi_call(quiet):
+    comm = quiet
+    g = np.arange(24.0).reshape(6, 4) - 7
+    rec = np.zeros(6, np.dtype([("x", "f8"), ("n", "i8")], align=True))
+    rec["x"] = np.arange(6.0)
+    a = xdap.from_global(g, dist=("b", "c"), comm=comm)
+    b = xdap.from_global(g * 2, dist=("b", "c"), comm=comm)
+    r = xdap.from_global([[1.0, None], [], [2.0, 3.0]] * 3, type="var * var * ?float64",
+                         comm=comm)
+    s = xdap.from_global(rec, comm=comm)
+    out = xdap.zeros((6, 4), dist=("b", "c"), comm=comm)
+    Counting.calls.clear()
+
+    results = [a + 1, 2 * a, a * b, a - b / 3, -a, abs(a), a ** 2, a < 0, np.sin(a),
+               np.add(a, b, out=out), xdap.kernels.hypot(a, b), a.astype("float32"),
+               a.copy(), r * 2 + 1, xdap.kernels.sin(r), s["x"] + 1,
+               xdap.kernels.apply(gumath.sin, a)]
+    c = a * 1.0
+    c += b
+    c *= 2
+    views = [a.local, a.local_numpy(), r.local, s["n"].local_numpy(), a.global_indices(1)]
+    assert Counting.calls == [], Counting.calls
+
+    # and they computed the right thing (to_numpy communicates: after the count)
+    got = [x.to_numpy() for x in results if x.parts.info.dtype != "bool" and not x.parts.info.ragged]
+    want = [g + 1, 2 * g, g * (2 * g), g - 2 * g / 3, -g, abs(g), g ** 2, np.sin(g),
+            g + 2 * g, np.hypot(g, 2 * g), g.astype("float32"), g, rec["x"] + 1, np.sin(g)]
+    for x, y in zip(got, want):
+        np.testing.assert_allclose(x, y, rtol=1e-6)
+    np.testing.assert_array_equal((a < 0).to_numpy(), g < 0)
+    np.testing.assert_array_equal(c.to_numpy(), (g + 2 * g) * 2)
+    assert len(views) == 5
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_debug_mode_catches_ranks_that_diverge(comm):
+    """In debug mode (on in this suite) a local call votes: a rank that
+    passes another operand raises the same error as every other rank."""
+    assert xdap.agreement.debug()
+    a = xdap.from_global(np.arange(8.0), comm=comm)
+    b = xdap.from_global(np.arange(8.0), dist=("c",), comm=comm)
+    other = b if comm.rank == 1 else a
+    with pytest.raises(ValueError, match="another distribution"):
+        a + other
+
+
+def test_a_temporary_lends_its_buffer_and_in_place_updates(monkeypatch):
+    comm = MPI.COMM_SELF
+    monkeypatch.setattr(xdap.kernels.library, "_DEBUG", False)
+    seen = []
+    add = xdap.array._kernel_fn("add")
+
+    def recording(x, y, out=None):
+        seen.append(out)
+        return add(x, y, out=out)
+    monkeypatch.setitem(xdap.array._KERNELS, "add", recording)
+    g = np.arange(6.0)
+    a = xdap.from_global(g, comm=comm)
+    for _ in range(2):            # the first call learns that add keeps the type
+        seen.clear()
+        e = a * 2 + 1
+        np.testing.assert_array_equal(e.to_numpy(), g * 2 + 1)
+    assert seen[0] is e and e._fresh          # written into the temporary a * 2
+    seen.clear()
+    t = a * 2                                 # a named array is not a temporary
+    u = t + 1
+    assert seen == [None] and u is not t
+    np.testing.assert_array_equal(t.to_numpy(), g * 2)
+    seen.clear()
+    b = a
+    a += 1                                    # in place: b sees it, nothing allocated
+    assert a is b and seen == [b]
+    np.testing.assert_array_equal(b.to_numpy(), g + 1)
+    i = xdap.from_global(np.arange(3), comm=comm)
+    with pytest.raises(TypeError, match="out= has dtype int64"):
+        i += 0.5                              # NumPy's same-kind rule
+
+
+def test_a_view_is_never_a_temporary():
+    """A field view shares its records' memory: it never lends its buffer."""
+    comm = MPI.COMM_SELF
+    rec = np.zeros(4, np.dtype([("x", "f8"), ("n", "i8")], align=True))
+    s = xdap.from_global(rec, comm=comm)
+    y = s["x"] + 1                            # s["x"] is a temporary view
+    np.testing.assert_array_equal(s.to_numpy()["x"], np.zeros(4))
+    np.testing.assert_array_equal(y.to_numpy(), np.ones(4))
