@@ -430,6 +430,16 @@ class DistArray:
         from .movement.redistribute import redistribute
         return redistribute(self, dist, grid, comm, method=method, **per_dim)
 
+    def bind_redistribute(self, dist=None, grid=None, comm=None, *, method="auto", **per_dim):
+        """This array's redistribution bound once (collective: the target is
+        agreed now): ``r = a.bind_redistribute(dist=("c",))``, then ``r()``
+        moves ``a``'s current values into the kept target array and returns
+        it -- one exchange, no agreement, nothing allocated for fixed data.
+        The arguments are ``redistribute``'s. See
+        ``xdap.movement.redistribute.BoundRedistribution``."""
+        from .movement.redistribute import bind_redistribute
+        return bind_redistribute(self, dist, grid, comm, method=method, **per_dim)
+
     def migrate(self, dest):
         """Send each row this rank owns to rank ``dest[i]`` (one per local
         row along dim 0: a graph partitioner's output). Returns ``(the
@@ -455,6 +465,24 @@ class DistArray:
         See ``xdap.movement.halo``."""
         from .movement.halo import exchange_halos
         return exchange_halos(self)
+
+    def bind_halos(self):
+        """The halo exchange of this array bound once (collective: agreed
+        now): ``h = a.bind_halos()``, then ``h()`` every time step -- or
+        ``h.start()``, work on the interior, ``h.wait()`` -- fills the ghost
+        cells with no agreement, through persistent requests. See
+        ``xdap.movement.halo.BoundHalos``.
+
+        >>> import numpy as np, xdap
+        >>> from mpi4py import MPI
+        >>> a = xdap.from_global(np.arange(4.0), padding=((1, 1),), periodic=(True,),
+        ...                      comm=MPI.COMM_SELF)
+        >>> h = a.bind_halos()
+        >>> _ = h(); a.local_numpy().tolist()
+        [2.0, 1.0, 2.0, 1.0]
+        """
+        from .movement.halo import bind_halos
+        return bind_halos(self)
 
     def accumulate_halos(self, mode="add", clear=False):
         """Reverse halo exchange: owners combine their ghost copies' values

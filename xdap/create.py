@@ -282,7 +282,10 @@ def from_function(f, shape, type=None, dist=None, grid=None, comm=None, **per_di
             raise ValueError(f"from_function: f raised {type_name(e)}: {e}") from None
         if type is not None:
             values = values.astype(type_info(f"1 * {type}").numpy_dtype)
-        values = np.ascontiguousarray(np.broadcast_to(values, d.local_shape))
+        if values.shape != d.local_shape:
+            values = np.broadcast_to(values, d.local_shape)
+        if not (values.flags.c_contiguous and values.flags.writeable):
+            values = np.array(values, order="C")       # writable, whatever f returned
         p = parts(as_container(values))
     with agreement(comm, "from_function", share=True) as ag:
         ag.share(p.info.leaf)

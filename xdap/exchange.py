@@ -105,18 +105,22 @@ class AlltoallvPattern:
             np.asarray(send_starts, np.int64)
         self._by_row = {}
 
-    def run(self, send: np.ndarray, recv: np.ndarray) -> np.ndarray:
-        """Send the rows of ``send`` (C-contiguous; ``send_counts[q]`` rows
-        to rank ``q``) and receive into ``recv`` (C-contiguous, writable,
-        same row size); returns ``recv``."""
+    def _counts(self, send: np.ndarray) -> tuple:
+        """Byte counts and displacements for rows like ``send``'s (once)."""
         # this runs on every ghost update: no work beyond a dict lookup
         key = (send.itemsize, send.shape[1:])
         counts = self._by_row.get(key)
         if counts is None:
             row = send.itemsize * int(np.prod(send.shape[1:], dtype=np.int64))
             sc, rc = self.send_counts * row, self.recv_counts * row
-            counts = self._by_row[key] = (row, sc, self.send_starts * row, rc, _displs(rc))
-        row, sc, sd, rc, rd = counts
+            counts = self._by_row[key] = (sc, self.send_starts * row, rc, _displs(rc))
+        return counts
+
+    def run(self, send: np.ndarray, recv: np.ndarray) -> np.ndarray:
+        """Send the rows of ``send`` (C-contiguous; ``send_counts[q]`` rows
+        to rank ``q``) and receive into ``recv`` (C-contiguous, writable,
+        same row size); returns ``recv``."""
+        sc, sd, rc, rd = self._counts(send)
         if not _LARGE_COUNTS:      # rounds, agreed by every rank (see alltoallv)
             item = send.itemsize
             return alltoallv(self.comm, send, sc // item, rc // item, out=recv, send_displs=sd)
@@ -124,3 +128,13 @@ class AlltoallvPattern:
             raise ValueError("AlltoallvPattern.run: buffers must be C-contiguous")
         self.comm.Alltoallv([send, (sc, sd), MPI.BYTE], [recv, (rc, rd), MPI.BYTE])
         return recv
+
+    def start(self, send: np.ndarray, recv: np.ndarray):
+        """``run``, started: the nonblocking exchange's request (wait on it
+        before reading ``recv`` or writing ``send``).  On an MPI without
+        large counts the exchange runs to completion now (None returned)."""
+        if not _LARGE_COUNTS:
+            self.run(send, recv)
+            return None
+        sc, sd, rc, rd = self._counts(send)
+        return self.comm.Ialltoallv([send, (sc, sd), MPI.BYTE], [recv, (rc, rd), MPI.BYTE])

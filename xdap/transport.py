@@ -60,13 +60,24 @@ _I64 = np.dtype(np.int64)
 
 
 def group_order(keys: np.ndarray, n: int) -> np.ndarray:
-    """A stable order grouping ``keys`` (ints in ``[0, n)``): a radix sort
-    when they fit 16 bits -- O(len(keys)), no comparison sort.
+    """A stable order grouping ``keys`` (ints in ``[0, n)``): a counting
+    pass per key for a few keys, else a radix sort when they fit 16 bits --
+    O(len(keys)), no comparison sort.
 
     >>> group_order(np.array([2, 0, 2, 1]), 3).tolist()
     [1, 3, 0, 2]
     """
     keys = np.asarray(keys)
+    if n <= 8 and len(keys) > 4096:       # a few groups: one vectorised pass each
+        small = keys.astype(np.uint8)
+        out, at = np.empty(len(keys), np.int64), 0
+        for k in range(n):
+            hit = np.flatnonzero(small == k)
+            out[at:at + len(hit)] = hit
+            at += len(hit)
+        return out
+    if n <= 256:                          # NumPy's radix sort: one pass of bytes
+        return np.argsort(keys.astype(np.uint8), kind="stable")
     if n <= np.iinfo(np.int16).max:
         return np.argsort(keys.astype(np.int16), kind="stable")
     return np.argsort(keys, kind="stable")
@@ -332,6 +343,7 @@ class RowExchange:
                                                   route.recv_counts, route.send_starts)
         self._layouts: dict = {}
         self._send = None
+        self._pending = None
 
     def _buffers(self, values: np.ndarray):
         key = (values.dtype, values.shape[1:])
@@ -364,6 +376,24 @@ class RowExchange:
         if out is None:
             out = np.empty((len(order),) + recv.shape[1:], recv.dtype)
         return np.take(recv, order, axis=0, out=out, mode="clip")
+
+    def start(self, out: np.ndarray) -> None:
+        """``send``, started (nonblocking): what ``pack`` took is on its way
+        into ``out``; ``finish()`` completes it.  ``out`` must stay
+        untouched until then."""
+        sends, order = self._send, self.route.order
+        _, recv = self._buffers(sends)
+        self._pending = (self._pattern.start(sends, out if order is None else recv), out, recv)
+
+    def finish(self) -> np.ndarray:
+        """Complete what ``start`` began; returns ``out``."""
+        request, out, recv = self._pending
+        self._pending = None
+        if request is not None:
+            request.Wait()
+        if self.route.order is not None:
+            np.take(recv, self.route.order, axis=0, out=out, mode="clip")
+        return out
 
 
 # --------------------------------------------------------------------------
@@ -555,6 +585,8 @@ def _slab_copies(src_index, dst_index, max_runs: int = 4096):
 def _flat_positions(index: tuple, shape: tuple) -> np.ndarray:
     """The C-order linear positions, in a buffer of ``shape``, of a
     transfer's elements (the tensor product of its per-dimension lists)."""
+    if len(index) == 1:                  # 1-d: the list itself (no copy)
+        return positions(index[0])
     flat = np.zeros(1, np.intp)
     for i, n in zip(index, shape):
         flat = (flat[:, None] * n + positions(i)[None, :]).reshape(-1)
@@ -651,14 +683,15 @@ class BlockExchange:
             return "packed"
         return "datatypes" if self.avg_run_bytes(itemsize) >= MIN_RUN_BYTES else "packed"
 
-    def run(self, values: np.ndarray | None, dtype, method: str = "auto", mask=None):
+    def run(self, values: np.ndarray | None, dtype, method: str = "auto", mask=None, out=None):
         """Move ``values`` (this rank's source buffer, C-contiguous; None
         outside the source) and ``mask`` (its validity bytes, or None);
         returns ``(target values, target mask)`` (None outside the target).
-        Copies into new arrays."""
+        Copies into new arrays -- the values into ``out`` when given."""
         dtype = np.dtype(dtype)
         shape = self.dst_shape
-        out = None if shape is None else np.empty(shape, dtype)
+        if out is None and shape is not None:
+            out = np.empty(shape, dtype)
         out_mask = None if shape is None or mask is None else np.empty(shape, np.uint8)
         if values is None:
             values = np.empty(0, dtype)
@@ -672,10 +705,12 @@ class BlockExchange:
             self._packed_run(pairs)
         return out, out_mask
 
-    def run_parts(self, p: Parts | None, info, method: str = "auto") -> Parts | None:
+    def run_parts(self, p: Parts | None, info, method: str = "auto",
+                  out: Parts | None = None) -> Parts | None:
         """``run`` on this rank's source Parts (None outside the source;
         ``info``: the agreed type), validity included: the target's Parts
-        (None outside the target)."""
+        (None outside the target) -- written into ``out`` (Parts of the
+        target's layout, C-contiguous values) when given."""
         values = mask = None
         if p is not None:
             values = np.ascontiguousarray(p.values)
@@ -683,11 +718,16 @@ class BlockExchange:
                 mask = np.ascontiguousarray(p.valid_mask()).view(np.uint8)
         elif info.optional:
             mask = np.zeros(0, np.uint8)
-        out, got = self.run(values, info.numpy_dtype, method, mask=mask)
-        if out is None:
+        got_values, got = self.run(values, info.numpy_dtype, method, mask=mask,
+                                   out=None if out is None else out.values)
+        if got_values is None:
             return None
-        return Parts(info.with_shape(out.shape), out,
-                     None if got is None else pack_validity(got.view(bool)))
+        validity = None if got is None else pack_validity(got.view(bool))
+        if out is not None:
+            if validity is not None:
+                out.validity[:] = validity
+            return out
+        return Parts(info.with_shape(got_values.shape), got_values, validity)
 
     # -- datatypes ----------------------------------------------------------
     def _types_for(self, itemsize):
@@ -905,13 +945,29 @@ class NeighbourExchange:
         it first if they are not yet (the repeated halo exchange)."""
         if self._bound is None or self._bound[0][0]() is not buf or len(self._bound[0]) != 1:
             self.bind(buf)
-        _, (msgs,), reqs = self._bound
-        msgs.pack(buf)
+        self.start_bound()
+        self.wait_bound()
+
+    def start_bound(self) -> None:
+        """Start the bound forward exchange: pack what leaves, start the
+        persistent requests, make the copies within the rank.  The sent
+        regions must not be written until ``wait_bound``."""
+        refs, msgs, reqs = self._bound
+        for m, r in zip(msgs, refs):
+            m.pack(r())
         MPI.Prequest.Startall(reqs)
-        for ghost, src in self.copies:
-            buf[ghost] = buf[src]
+        for r in refs:
+            b = r()
+            for ghost, src in self.copies:
+                b[ghost] = b[src]
+
+    def wait_bound(self) -> None:
+        """Complete the bound forward exchange: the received regions hold
+        the peers' values."""
+        refs, msgs, reqs = self._bound
         MPI.Request.Waitall(reqs)
-        msgs.unpack(buf)
+        for m, r in zip(msgs, refs):
+            m.unpack(r())
 
     def forward(self, *bufs) -> None:
         """Received regions := the peers' sent ones; copies within the rank."""

@@ -47,7 +47,8 @@ from ..transport import METHODS, BlockExchange, Route, move as move_rows
 from .plan import (RedistributionPlan, as_positions, index_len, plan_ranks, redistribution_plan,
                    runs)
 
-__all__ = ["redistribute", "move", "executor", "METHODS"]
+__all__ = ["redistribute", "move", "executor", "bind_redistribute", "BoundRedistribution",
+           "METHODS"]
 
 def _avg_run_bytes(plan: RedistributionPlan, itemsize: int) -> float:
     """Mean length in bytes of the contiguous runs MPI would copy (innermost
@@ -149,6 +150,11 @@ def move(d: Distribution, p: Parts, dist=None, grid=None, comm=None, *, method: 
     target reuses them.  Invalid targets raise the same ValueError/TypeError
     on every rank.
     """
+    return _moving(d, p, dist, grid, comm, method, per_dim)(p)
+
+
+def _moving(d, p, dist, grid, comm, method, per_dim) -> "_Move":
+    """The agreed target and its executor (collective; see ``move``)."""
     d.require_dims("redistribute")
     A = d.comm
     inside = not (comm is not None and comm == MPI.COMM_NULL)
@@ -196,12 +202,66 @@ def move(d: Distribution, p: Parts, dist=None, grid=None, comm=None, *, method: 
             raise ValueError(f"redistribute: the target gives no rows to rank(s) {empty} of "
                              f"a.comm; xnd 0.2.0.dev3 cannot represent an empty ragged "
                              f"partition (every target rank needs at least one row)")
-    info = p.info
-    if info.ragged:
-        out, = move_rows(executor(d, dst, A, first[1], rows=True), p)
-        return (target, out) if inside else None
-    out = executor(d, dst, A, first[1]).run_parts(p, info, method)
-    return (target, out) if inside else None
+    mover = executor(d, dst, A, first[1], rows=p.info.ragged)
+    return _Move(mover, target, inside, method)
+
+
+class _Move:
+    """One agreed redistribution of the arrays of one distribution: the
+    transport's executor and what the caller gets back."""
+
+    def __init__(self, mover, target, inside, method):
+        self.mover, self.target, self.inside, self.method = mover, target, inside, method
+
+    def __call__(self, p: Parts, out: Parts | None = None):
+        if p.info.ragged:
+            moved, = move_rows(self.mover, p)
+        else:
+            moved = self.mover.run_parts(p, p.info, self.method, out=out)
+        return (self.target, moved) if self.inside else None
+
+
+class BoundRedistribution:
+    """A redistribution of one array bound once (``bind_redistribute``):
+    the target and its plan are agreed now; ``r()`` then moves the array's
+    current values into the kept target array -- one exchange, no
+    agreement, nothing allocated for fixed data -- and returns it (None on
+    ranks outside a target communicator)."""
+
+    def __init__(self, a, dist=None, grid=None, comm=None, *, method="auto", **per_dim):
+        d, p = unwrap(a)
+        self._source = a
+        self._move = _moving(d, p, dist, grid, comm, method, per_dim)
+        pair = self._move(p)
+        self.target = None if pair is None else wrap_like(a, *pair, agreed=True)
+
+    def __call__(self):
+        p = self._source.parts
+        if self.target is None:
+            self._move(p)
+            return None
+        out = None if p.info.ragged else self.target.parts
+        pair = self._move(p, out)
+        if p.info.ragged:         # rows: new offsets every time, a new array
+            self.target = wrap_like(self._source, *pair, agreed=True)
+        return self.target
+
+
+def bind_redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto", **per_dim):
+    """``a``'s redistribution bound once (collective: the target is agreed
+    and the first move made now; see ``BoundRedistribution``).  The
+    arguments are ``redistribute``'s.
+
+    >>> import numpy as np
+    >>> from mpi4py import MPI
+    >>> from xdap import from_global
+    >>> a = from_global(np.arange(4.0), comm=MPI.COMM_SELF)
+    >>> r = bind_redistribute(a, dist=("c",))
+    >>> a.local_numpy()[:] = 7.0
+    >>> r().to_numpy().tolist()
+    [7.0, 7.0, 7.0, 7.0]
+    """
+    return BoundRedistribution(a, dist, grid, comm, method=method, **per_dim)
 
 
 def _target_distribution(info, shape, dist, grid, source_comm, comm, per_dim) -> Distribution:

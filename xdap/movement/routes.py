@@ -53,13 +53,26 @@ class RankDimPlan:
         return self.recvs
 
 
+def _grouping(keys, n):
+    """``(order, cuts)``: a stable order grouping ``keys`` (ints in
+    ``[0, n)``) and where each key's run starts and ends in it -- one
+    counting sort, shared by every list grouped by these keys."""
+    order = group_order(keys, n)
+    cuts = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(keys, minlength=n), out=cuts[1:])
+    return order, cuts
+
+
+def _split(values, grouping) -> dict:
+    """{key: values with that key, in their order} (see ``_grouping``)."""
+    order, cuts = grouping
+    values = values[order] if values is not None else order
+    return {int(k): values[cuts[k]:cuts[k + 1]] for k in np.flatnonzero(np.diff(cuts))}
+
+
 def _groups(keys, values, n):
     """{key: values with that key, in their order} for keys in ``[0, n)``."""
-    order = group_order(keys, n)
-    counts = np.bincount(keys, minlength=n)
-    cuts = np.concatenate([[0], np.cumsum(counts)])
-    values = values[order]
-    return {int(k): values[cuts[k]:cuts[k + 1]] for k in np.flatnonzero(counts)}
+    return _split(values, _grouping(keys, n))
 
 
 @trims_heap
@@ -97,9 +110,10 @@ def _import(owners, T, p, q, src_at, dst_rep, comm) -> RankDimPlan:
     if q is not None:
         need = T.global_indices(q)
         ranks, local = owners(need)
-        recvs = _groups(ranks, np.arange(len(need), dtype=np.int64), len(src_at))
+        grouping = _grouping(ranks, len(src_at))           # one sort for both lists
+        recvs = _split(None, grouping)         # the positions themselves: the order
         if dst_rep[q] == comm.rank:            # the representative tells the sources
-            tell = _groups(ranks, local, len(src_at))
+            tell = _split(local, grouping)
     sends = _notify(comm, {c: v for c, v in tell.items()}, src_at)
     # what arrived came from target representatives: key it by their position
     return RankDimPlan(p, q, {_position_of(r, dst_rep): v for r, v in sends.items()}, recvs)
@@ -107,13 +121,20 @@ def _import(owners, T, p, q, src_at, dst_rep, comm) -> RankDimPlan:
 
 def _export(S, T, p, q, dst_at, src_rep, comm) -> RankDimPlan:
     """Sources compute the targets holding their indices and tell them."""
-    pos = np.arange(S.local_size(p), dtype=np.int64)[S.canonical_positions(p)]
-    ids = S.global_indices(p)[pos]
+    canon, n = S.canonical_positions(p), S.local_size(p)
+    whole = isinstance(canon, slice) and (canon.start, canon.stop) == (0, n) and \
+        canon.step in (None, 1)
+    pos = None if whole else np.arange(n, dtype=np.int64)[canon]    # None: every position
+    ids = S.global_indices(p) if whole else S.global_indices(p)[pos]
     # Grouped by target position in the source's order: both sides read
-    # the same list, so the order only has to agree, not to ascend.
+    # the same list, so the order only has to agree, not to ascend -- and
+    # one counting sort groups both lists.
     which, ranks, local = T.holders(ids)
-    sends = _groups(ranks, pos[which], T.grid_size)
-    tell = _groups(ranks, local, T.grid_size) if src_rep[p] == comm.rank else {}
+    if pos is not None or len(which) != n or not np.array_equal(which, np.arange(n)):
+        pos = (np.arange(n, dtype=np.int64) if pos is None else pos)[which]
+    grouping = _grouping(ranks, T.grid_size)
+    sends = _split(pos, grouping)
+    tell = _split(local, grouping) if src_rep[p] == comm.rank else {}
     recvs = _notify(comm, tell, dst_at)
     return RankDimPlan(p, q, sends, {_position_of(r, src_rep): v for r, v in recvs.items()})
 

@@ -58,7 +58,7 @@ from ..distribution import Distribution
 from ..parts import Parts
 from ..transport import Route, RowExchange, move
 
-__all__ = ["Scatter", "MODES"]
+__all__ = ["Scatter", "BoundForward", "MODES"]
 
 MODES = ("add", "replace", "min", "max")
 _UFUNC = {"add": np.add, "min": np.minimum, "max": np.maximum}
@@ -204,6 +204,23 @@ class Scatter:
             out = np.empty(shape, values.dtype)
         return self._answer.send(out)
 
+    def bind(self, a, out: np.ndarray | None = None) -> "BoundForward":
+        """``forward`` of ``a`` into ``out`` bound once (collective: the
+        arguments are agreed now, as ``forward`` agrees them every call):
+        the returned object's call -- or ``start()`` then ``wait()``, with
+        local work between -- moves the owners' current values into ``out``
+        with no agreement, one exchange and nothing allocated.
+
+        >>> import numpy as np
+        >>> from mpi4py import MPI
+        >>> from xdap.create import from_global
+        >>> d, p = from_global(np.arange(5.0) * 10, comm=MPI.COMM_SELF)
+        >>> ghost = Scatter(d, [4, 1]).bind(p)
+        >>> ghost().tolist()
+        [40.0, 10.0]
+        """
+        return BoundForward(self, a, out)
+
     # -- scatter ------------------------------------------------------------
     def reverse(self, values, into, mode: str = "add", refresh: bool = True) -> None:
         """Push ``values`` (one per entry of ``needed``, shape
@@ -267,3 +284,35 @@ class Scatter:
         with agreement(self.comm, "Scatter.refresh") as ag:
             values = self._check_array(a, "refresh", ag)
         values[mine] = got
+
+
+class BoundForward:
+    """A ``Scatter.forward`` bound to one array and one output (see
+    ``Scatter.bind``): ``bound()`` is ``start()`` then ``wait()``; between
+    them the array may be read but not written, and ``out`` not touched."""
+
+    def __init__(self, scatter: Scatter, a, out):
+        with agreement(scatter.comm, "Scatter.bind") as ag:
+            values = scatter._check_array(a, "bind", ag)
+            shape = (scatter.n_needed,) + values.shape[1:]
+            if out is not None and (not isinstance(out, np.ndarray) or out.shape != shape or
+                                    out.dtype != values.dtype or not out.flags.c_contiguous or
+                                    not out.flags.writeable):
+                raise ValueError(f"Scatter.bind: out must be a writable C-contiguous "
+                                 f"{values.dtype} array of shape {shape}")
+        self.values = values
+        self.out = np.empty(shape, values.dtype) if out is None else out
+        self._answer = scatter._answer
+
+    def start(self) -> None:
+        """Pack the values the others need and start the exchange."""
+        self._answer.pack(self.values)
+        self._answer.start(self.out)
+
+    def wait(self) -> np.ndarray:
+        """Complete the exchange; returns ``out``, the owners' values."""
+        return self._answer.finish()
+
+    def __call__(self) -> np.ndarray:
+        self.start()
+        return self.wait()
