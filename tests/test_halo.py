@@ -341,3 +341,24 @@ def test_ragged_halos_refuse_ghost_rows_of_another_length():
     a = xdap.from_global(rows, type="var * var * float64", padding=((1, 1),), periodic=(True,))
     with pytest.raises(ValueError, match="ghost row .* holds .* values but the row it copies"):
         a.exchange_halos()
+
+
+@pytest.mark.mpi(ranks=(2, 3, 4))
+def test_per_rank_padding_through_from_global(comm):
+    """One (lo, hi) per grid rank, as DAP allows and BlockMap holds, through
+    the public constructor (only the uniform form was accepted for a while);
+    adjacent widths that differ are the same error on every rank."""
+    P = comm.size
+    pad = [(k % 2, 1 + (k + 1) % 2) for k in range(P)]
+    for k in range(P - 1):                     # neighbours' shared widths agree
+        pad[k + 1] = (pad[k][1], pad[k + 1][1])
+    g = np.arange(6.0 * P)
+    a = xdap.from_global(g, padding=(pad,), comm=comm)
+    m = a.distribution.maps[0]
+    assert m.padding == tuple(pad)
+    a.exchange_halos()
+    np.testing.assert_array_equal(a.local_numpy(), g[np.asarray(a.global_indices(0))])
+    bad = [(1, 1)] * P
+    bad[0] = (0, 2)
+    with pytest.raises(ValueError, match="must equal left communication padding"):
+        xdap.from_global(g, padding=(bad,), comm=comm)
