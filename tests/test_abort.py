@@ -96,3 +96,25 @@ def test_debug_mode_reports_a_collective_some_ranks_skip(tmp_path):
     for r in (1, 2):
         assert f"never arrived: rank {r} -- past collective #{n - 1} on these ranks, not at " \
                f"#{n}; it last announced: reduce (called at {script}:7)" in report
+
+
+AGREED = """
+import numpy as np, xdap
+a = xdap.from_global(np.arange(8.0))
+a.redistribute(dist=("x",))          # every rank raises the same ValueError
+"""
+
+
+@pytest.mark.parametrize("ranks", [3])
+def test_an_error_every_rank_raised_is_printed_once(tmp_path, ranks):
+    """The agreement's error is raised on every rank; uncaught, it is printed
+    by one rank (with its traceback) instead of once per rank, and the job
+    still ends with a failing status."""
+    script = tmp_path / "agreed.py"
+    script.write_text(AGREED)
+    run = subprocess.run(mpiexec_command(ranks) + [sys.executable, str(script)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0
+    assert run.stderr.count("ValueError: unknown dist type 'x'") == 1, run.stderr
+    assert run.stderr.count("Traceback (most recent call last)") <= 2     # the error and its cause
+    assert f"raised alike on {ranks} ranks, printed once" in run.stderr

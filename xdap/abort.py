@@ -34,23 +34,61 @@ def install() -> bool:
     previous = sys.excepthook
 
     def hook(kind, value, tb):
-        previous(kind, value, tb)
+        agreed = getattr(value, "xdap_agreed", None)
         try:
             from mpi4py import MPI
-            if MPI.Is_initialized() and not MPI.Is_finalized() and MPI.COMM_WORLD.size > 1:
-                sys.stderr.write(f"xdap: uncaught {kind.__name__} on rank {MPI.COMM_WORLD.rank}: "
-                                 f"aborting the MPI job ({ENV}=0 leaves the other ranks "
-                                 "running)\n")
-                sys.stderr.flush()
-                # The launcher forwards a rank's output through a pipe; an
-                # abort can end the forwarding before the pipe is drained
-                # (seen under load: the traceback cut after its first line).
-                # A moment's grace lets the traceback reach the user.
-                time.sleep(_GRACE)
-                MPI.COMM_WORLD.Abort(1)
+            running = MPI.Is_initialized() and not MPI.Is_finalized() and \
+                MPI.COMM_WORLD.size > 1
+        except Exception:
+            running = False
+        if not running:
+            previous(kind, value, tb)
+            return
+        try:
+            world = MPI.COMM_WORLD
+            if agreed is not None and agreed.size > 1:
+                # every rank of the agreement raised this very error: one of
+                # them prints it, the others stay quiet (and wait a little
+                # longer, so the printing rank's output gets through)
+                if agreed.printer:
+                    where = _origin(value.__cause__)
+                    value.__cause__, value.__suppress_context__ = None, True
+                    previous(kind, value, tb)
+                    sys.stderr.write(f"xdap: the ranks agreed on this {kind.__name__} (raised "
+                                     f"alike on {agreed.size} ranks, printed once{where}): "
+                                     "ending the MPI job\n")
+                    sys.stderr.flush()
+                    time.sleep(_GRACE)
+                else:
+                    time.sleep(3 * _GRACE)
+                world.Abort(1)
+                return
+            previous(kind, value, tb)
+            sys.stderr.write(f"xdap: uncaught {kind.__name__} on rank {world.rank}: "
+                             f"aborting the MPI job ({ENV}=0 leaves the other ranks "
+                             "running)\n")
+            sys.stderr.flush()
+            # The launcher forwards a rank's output through a pipe; an
+            # abort can end the forwarding before the pipe is drained
+            # (seen under load: the traceback cut after its first line).
+            # A moment's grace lets the traceback reach the user.
+            time.sleep(_GRACE)
+            world.Abort(1)
         except Exception:          # never hide the original error
             pass
 
     hook.xdap_aborts = True
     sys.excepthook = hook
     return True
+
+
+def _origin(cause) -> str:
+    """Where the check that failed raised, on this rank (``''`` when it
+    failed on another rank, or was not an exception of its own)."""
+    tb = getattr(cause, "__traceback__", None)
+    if tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    return f"; the check that failed: {code.co_filename}:{tb.tb_lineno} in {code.co_name}"

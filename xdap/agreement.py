@@ -27,7 +27,7 @@ from mpi4py import MPI
 from . import watch as _watch
 from .comm import resolve
 
-__all__ = ["agreement", "Agreement", "agree", "local_check", "debug"]
+__all__ = ["agreement", "Agreement", "Agreed", "agree", "local_check", "debug"]
 
 
 _WORDS = 4                       # a 16-byte digest as four 32-bit words
@@ -210,9 +210,21 @@ class Agreement:
     def _raise(self, rank, verdict, own):
         is_type_error, message = verdict
         cls = TypeError if is_type_error else ValueError
-        raise cls(f"{message} (rank {rank})") from own
+        raise self._agreed(cls(f"{message} (rank {rank})")) from own
+
+    def _agreed(self, error: BaseException) -> BaseException:
+        """Mark an error every rank of this agreement raises alike, so that
+        an uncaught one is printed once (``xdap.abort``)."""
+        error.xdap_agreed = Agreed.of(self.comm)
+        return error
 
     def _raise_mismatch(self, per_rank: list):
+        try:
+            self._mismatch(per_rank)
+        except ValueError as e:
+            raise self._agreed(e) from None
+
+    def _mismatch(self, per_rank: list):
         calls = [s[_COLLECTIVE] for s in per_rank]
         differ = [r for r, c in enumerate(calls) if c[0] != calls[0][0]]
         if differ:                  # no prefix: it names a different call on each rank
@@ -232,6 +244,25 @@ class Agreement:
                                     if len(differ) > 1 else ""))
         raise ValueError(f"{self._prefix()}the ranks compared different arguments, or in "
                          "another order (a bug in a collective entry point)")
+
+
+class Agreed:
+    """What an agreed error carries (``error.xdap_agreed``): on how many
+    ranks it was raised alike, whether they are all of ``MPI.COMM_WORLD``,
+    and whether this rank is the one that prints it (rank 0 of the
+    agreement's communicator)."""
+
+    __slots__ = ("size", "whole_world", "printer")
+
+    def __init__(self, size: int, whole_world: bool, printer: bool):
+        self.size, self.whole_world, self.printer = size, whole_world, printer
+
+    @classmethod
+    def of(cls, comm) -> "Agreed":
+        world = MPI.COMM_WORLD
+        whole = comm.size == world.size and \
+            MPI.Comm.Compare(comm, world) in (MPI.IDENT, MPI.CONGRUENT)
+        return cls(comm.size, whole, comm.rank == 0)
 
 
 def _short(value, width: int = 60) -> str:
