@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from xdap.launcher import mpiexec_command  # noqa: E402
+from xdap.launcher import clean_environment, mpiexec_command  # noqa: E402
 SCRIPT = """
 import os, signal, sys, time
 import xdap
@@ -112,8 +112,10 @@ def test_an_error_every_rank_raised_is_printed_once(tmp_path, ranks):
     still ends with a failing status."""
     script = tmp_path / "agreed.py"
     script.write_text(AGREED)
+    # the job's own environment: this process's MPI (Open MPI's singleton)
+    # has set variables a nested mpiexec would take as its own
     run = subprocess.run(mpiexec_command(ranks) + [sys.executable, str(script)],
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=60, env=clean_environment())
     assert run.returncode != 0
     assert run.stderr.count("ValueError: unknown dist type 'x'") == 1, run.stderr
     assert run.stderr.count("Traceback (most recent call last)") <= 2     # the error and its cause

@@ -22,6 +22,7 @@ __all__ = ["install", "ENV"]
 
 ENV = "XDAP_ABORT_ON_ERROR"
 _GRACE = 0.3         # seconds between the last output and the abort
+_FALLBACK = 10.0     # seconds a quiet rank waits for the printing rank's abort
 
 
 def install() -> bool:
@@ -59,8 +60,11 @@ def install() -> bool:
                                      "ending the MPI job\n")
                     sys.stderr.flush()
                     time.sleep(_GRACE)
-                else:
-                    time.sleep(3 * _GRACE)
+                    world.Abort(1)
+                # the others wait for the printing rank's abort to end them
+                # (some launchers lose its output when several ranks abort),
+                # and abort themselves only if it never comes
+                time.sleep(_FALLBACK)
                 world.Abort(1)
                 return
             previous(kind, value, tb)

@@ -106,22 +106,26 @@ class AlltoallvPattern:
         self._by_row = {}
 
     def _counts(self, send: np.ndarray) -> tuple:
-        """Byte counts and displacements for rows like ``send``'s (once)."""
+        """Byte counts and displacements for rows like ``send``'s, and the
+        number of rounds the largest message needs on an MPI without large
+        counts (None: one call) -- worked out on the first call for a row
+        layout, which every rank makes (the rounds are agreed then, once)."""
         # this runs on every ghost update: no work beyond a dict lookup
         key = (send.itemsize, send.shape[1:])
         counts = self._by_row.get(key)
         if counts is None:
             row = send.itemsize * int(np.prod(send.shape[1:], dtype=np.int64))
             sc, rc = self.send_counts * row, self.recv_counts * row
-            counts = self._by_row[key] = (sc, self.send_starts * row, rc, _displs(rc))
+            rounds = _rounds(self.comm, max(sc.max(initial=0), rc.max(initial=0)), None)
+            counts = self._by_row[key] = (sc, self.send_starts * row, rc, _displs(rc), rounds)
         return counts
 
     def run(self, send: np.ndarray, recv: np.ndarray) -> np.ndarray:
         """Send the rows of ``send`` (C-contiguous; ``send_counts[q]`` rows
         to rank ``q``) and receive into ``recv`` (C-contiguous, writable,
         same row size); returns ``recv``."""
-        sc, sd, rc, rd = self._counts(send)
-        if not _LARGE_COUNTS:      # rounds, agreed by every rank (see alltoallv)
+        sc, sd, rc, rd, rounds = self._counts(send)
+        if rounds is not None:      # rounds, agreed by every rank (see alltoallv)
             item = send.itemsize
             return alltoallv(self.comm, send, sc // item, rc // item, out=recv, send_displs=sd)
         if not (send.flags.c_contiguous and recv.flags.c_contiguous):
@@ -131,10 +135,11 @@ class AlltoallvPattern:
 
     def start(self, send: np.ndarray, recv: np.ndarray):
         """``run``, started: the nonblocking exchange's request (wait on it
-        before reading ``recv`` or writing ``send``).  On an MPI without
-        large counts the exchange runs to completion now (None returned)."""
-        if not _LARGE_COUNTS:
+        before reading ``recv`` or writing ``send``).  Messages too large
+        for one call of an MPI without large counts go in rounds, now (None
+        returned)."""
+        sc, sd, rc, rd, rounds = self._counts(send)
+        if rounds is not None:
             self.run(send, recv)
             return None
-        sc, sd, rc, rd = self._counts(send)
         return self.comm.Ialltoallv([send, (sc, sd), MPI.BYTE], [recv, (rc, rd), MPI.BYTE])

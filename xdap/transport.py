@@ -355,6 +355,13 @@ class RowExchange:
                 np.empty((r.n_recv,) + values.shape[1:], values.dtype))
         return bufs
 
+    def prepare(self, values: np.ndarray) -> None:
+        """Work out the counts for rows like ``values``' (collective where
+        an MPI without large counts must agree on rounds): a bound exchange
+        calls it once, so that its repeated calls only exchange."""
+        sends, _ = self._buffers(values)
+        self._pattern._counts(sends)
+
     def pack(self, values: np.ndarray) -> None:
         """Take the rows to send from ``values`` into the kept buffer (local)."""
         sends, _ = self._buffers(values)

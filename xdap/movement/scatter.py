@@ -303,6 +303,7 @@ class BoundForward:
         self.values = values
         self.out = np.empty(shape, values.dtype) if out is None else out
         self._answer = scatter._answer
+        self._answer.prepare(values)       # anything collective happens now, not per call
 
     def start(self) -> None:
         """Pack the values the others need and start the exchange."""
