@@ -109,13 +109,23 @@ def test_gpu_tutorial_add_on_distarrays(comm, dist):
 
 @pytest.mark.mpi(ranks=(1, 2, 3, 4))
 def test_gpu_tutorial_add_through_apply(comm):
-    """The same through xdap.kernels.apply (non-elementwise: gumath dispatch per rank)."""
+    """The same on DistArrays: N is a core dim (gufunc semantics), so it must
+    be whole on every rank -- a distributed one is one clear error on every
+    rank; the config says `ellipses = none`, so there are no loop dims to
+    distribute and a 2-D operand is refused as gumath would."""
     mod = built(comm, "add_cpu")
     x = np.arange(50, dtype=np.float32)
     X = xdap.from_global(x, dist=("c",), comm=comm)
     R = xdap.from_global(np.zeros(50, np.float32), dist=("c",), comm=comm)
-    assert apply(mod.add, X, X, R) is None
-    assert np.array_equal(np.asarray(R.to_global()), 2 * x)
+    if comm.size > 1:
+        with pytest.raises(ValueError, match="core dimension N of operand 0 .* is distributed"):
+            apply(mod.add, X, X, R)
+    else:
+        assert apply(mod.add, X, X, R) is None
+        assert np.array_equal(np.asarray(R.to_global()), 2 * x)
+    m = xdap.from_global(x.reshape(10, 5), comm=comm)
+    with pytest.raises(ValueError, match="operand 0 has 2 dims; 'N \\* float32.* needs 1"):
+        apply(mod.add, m, m, m)
 
 
 @pytest.mark.mpi(ranks=(1, 2, 3, 4))

@@ -131,6 +131,26 @@ class Distribution:
         new._setup(maps, self.comm, coords)
         return new
 
+    def leading(self, n: int) -> "Distribution":
+        """The distribution of the first ``n`` dims alone -- the loop dims of
+        a kernel whose core dims (the rest) are whole on every rank: the
+        same ranks at the same grid positions.
+
+        >>> d = Distribution.detached([BlockMap(6, 2), BlockMap(3, 1)])
+        >>> d.leading(1) == Distribution.detached([BlockMap(6, 2)])
+        True
+        """
+        if n == self.ndim:
+            return self
+        if any(m.grid_size != 1 for m in self.maps[n:]):
+            raise ValueError(f"dims {n}.. of {self!r} are distributed: they cannot be dropped")
+        coords = None if self._placement is None or n == 0 else self._placement[:, :n]
+        if self.comm is None:
+            return Distribution.detached(self.maps[:n], coords)
+        new = object.__new__(Distribution)
+        new._setup(self.maps[:n], self.comm, coords)
+        return new
+
     # -- grid ---------------------------------------------------------------
     @property
     def ndim(self) -> int:

@@ -35,7 +35,9 @@ from ..agreement import agreement, debug
 from ..arraylike import is_distributed, unwrap
 from ..parts import Parts, as_container, container, parts, parts_of
 from ..types import dtype_from_numpy, is_numeric, numpy_dtype, type_info
+from . import cores
 from .operands import common_dtype, exact_float, is_scalar, scalar_dtype, to_container
+from .signature import parse, signature_for
 
 __all__ = ["apply", "fast"]
 
@@ -92,6 +94,9 @@ def apply(func, *args, out=None):
             raise TypeError("out= is a DistArray but no operand is: pass DistArray operands")
         return local_apply(func, args, out)
     first = dists[0]
+    sig = core_signature(func, args)
+    if sig is not None:
+        return _apply_core(func, sig, args, out, first)
     d0, p0 = unwrap(first)
     locals_ = [container(a.parts) if is_distributed(a) else a for a in args]
     target = None if out is None else container(out.parts)
@@ -121,6 +126,95 @@ def apply(func, *args, out=None):
     return _derived(first, d0, p0, result)
 
 
+def core_signature(func, args):
+    """The signature gumath picks for these operands when it has core
+    dims (``xdap.kernels.signature``), else None (elementwise: the fast
+    path).  A function whose signatures are all elementwise is known from
+    its first call (one dict lookup after)."""
+    kernels = getattr(func, "kernels", None)
+    if kernels is None:
+        return None
+    try:
+        key = _apply_module().key(func)
+    except TypeError:
+        return None
+    elementwise = _ELEMENTWISE.get(key)
+    if elementwise is None:
+        elementwise = _ELEMENTWISE[key] = all(parse(k).elementwise for k in kernels)
+    if elementwise:
+        return None
+    ragged = any(is_distributed(a) and a.parts.info.ragged for a in args)
+    sig = signature_for(tuple(kernels), tuple(_operand_dtype(a) for a in args), ragged)
+    return None if sig is None or sig.elementwise else sig
+
+
+# {(table, name): whether every signature of the function is elementwise}
+_ELEMENTWISE: dict = {}
+
+
+def _operand_dtype(a):
+    if is_distributed(a):
+        return a.parts.info.dtype
+    if isinstance(a, np.ndarray):
+        return dtype_from_numpy(a.dtype)
+    if isinstance(a, xnd):
+        return _dtype(a)
+    return None
+
+
+def _apply_core(func, sig, args, out, first):
+    """A kernel with core dims on DistArrays (``xdap.kernels.cores``): the
+    checks read agreed state only (no communication; a vote in debug
+    mode), except for ragged operands whose rows are this rank's data."""
+    d0, p0 = unwrap(first)
+    name = _kernel_name(func)
+    if out is not None and not isinstance(out, tuple):
+        out = (out,)
+    check = functools.partial(_check_core, name, sig)
+    shared = _rows_shared(args, None, p0)
+    with (local_call if shared else agreed_call)(d0.comm, name, args, out, check=check):
+        results = cores.core_call(name, func, sig, args)
+    if results is None:
+        return None
+    if out is not None:
+        _check_core_out(name, results, out)
+        for (d, p), o in zip(results, out):
+            np.copyto(o.parts.values, p.values)
+            if p.validity is not None:
+                np.copyto(o.parts.validity, p.validity)
+        return out[0] if len(out) == 1 else out
+    wrapped = []
+    for j, (d, p) in enumerate(results):
+        if p.info.ragged and sig.outputs[j] == sig.inputs[0]:
+            p.rows = p0.rows_token()      # the operand's rows, by the signature
+        wrapped.append(first.__xdap_wrap__(d, p, True))
+    return wrapped[0] if len(wrapped) == 1 else tuple(wrapped)
+
+
+def _check_core(name, sig, args, out):
+    cores.check_core_operands(name, sig, args)
+    if out is None:
+        return
+    if len(out) != len(sig.outputs):
+        raise TypeError(f"{name}: out= gives {len(out)} arrays for {len(sig.outputs)} outputs")
+    for o in out:
+        if not is_distributed(o):
+            raise TypeError(f"{name}: out= must be a DistArray, got {type(o).__name__}")
+        if not o.parts.values.flags.writeable:
+            raise ValueError(f"{name}: out= is read-only")
+
+
+def _check_core_out(name, results, out):
+    """out= must be what the kernel returns: the result's distribution and
+    type (no conversion narrows silently).  Every rank reaches the same
+    verdict: results' distributions and types follow from agreed state."""
+    for j, ((d, p), o) in enumerate(zip(results, out)):
+        if o.distribution != d or o.parts.info != p.info:
+            raise ValueError(f"{name}: out= (output {j}) is {o.parts.info.type_string()} "
+                             f"distributed as {o.distribution!r}; the kernel returns "
+                             f"{p.info.type_string()} distributed as {d!r}")
+
+
 def _rows_shared(args, out, p0):
     """True when no operand check can depend on this rank's data: a fixed
     layout, or ragged arrays that share their rows by construction
@@ -147,13 +241,17 @@ def _signature(a):
     if is_distributed(a):
         info = a.parts.info
         return (a.distribution.fingerprint(), info.kind.value, info.var_ndim, info.leaf)
+    if isinstance(a, np.ndarray):
+        return ("ndarray", a.shape, a.dtype.str)
+    if isinstance(a, xnd):
+        return ("xnd", str(a.type))
     return type(a).__name__
 
 
 _ALONE = contextlib.nullcontext()
 
 
-def agreed_call(comm, name, args, out=None):
+def agreed_call(comm, name, args, out=None, check=None):
     """``with agreed_call(comm, name, args, out):`` -- the agreement of one
     kernel call on DistArrays whose verdict depends on this rank's data
     (collective): the kernel's name, every operand's distribution and type
@@ -161,27 +259,27 @@ def agreed_call(comm, name, args, out=None):
     same on every rank, and the operand checks pass on every rank -- else
     every rank raises the same error.  On one rank only the checks run."""
     if comm.size == 1:
-        check_operands(args, out)
+        (check or check_operands)(args, out)
         return _ALONE
-    return _agreed_call(comm, name, args, out)
+    return _agreed_call(comm, name, args, out, check)
 
 
-def local_call(comm, name, args, out=None):
+def local_call(comm, name, args, out=None, check=None):
     """``with local_call(comm, name, args, out):`` -- the check of a kernel
     call whose verdict depends only on agreed state (distributions, types):
     this rank's checks, no communication -- or, in debug mode
     (``xdap.agreement.debug()``), the full agreement, so that ranks calling
     different kernels or passing different operands are caught."""
     if comm.size > 1 and debug():
-        return _agreed_call(comm, name, args, out)
-    check_operands(args, out)
+        return _agreed_call(comm, name, args, out, check)
+    (check or check_operands)(args, out)
     return _ALONE
 
 
 @contextlib.contextmanager
-def _agreed_call(comm, name, args, out):
+def _agreed_call(comm, name, args, out, check=None):
     with agreement(comm, "kernel") as ag:
-        check_operands(args, out)
+        (check or check_operands)(args, out)
         ag.same("the kernel", name)
         ag.same("the operand types", tuple(_signature(a) for a in args))
         ag.same("out=", None if out is None else _signature(out))
