@@ -225,3 +225,51 @@ def test_dap_doc_ragged_runs(comm, capsys):
     exec(compile(_dap_doc_block("-n 3"), "docs/dap.md", "exec"), scope)
     assert scope["leaf"]["dist_type"] == "u"
     assert scope["b"].to_global().value == scope["rows"]
+
+
+@pytest.mark.mpi(ranks=(1, 4))
+def test_kernel_core_dims_example_runs_as_written(comm):
+    """docs/kernels.md "Kernels with core dimensions": linalg.cfg built as
+    the page says, core_demo.py as it shows it, values against NumPy."""
+    import os
+    import subprocess
+    import sys
+
+    import numpy as np
+    from xdap.agreement import agree
+    text = (ROOT / "docs" / "kernels.md").read_text()
+    demo = re.search(r"```python\n(# core_demo.py.*?)```", text, re.S).group(1)
+    where, error = None, None
+    if comm.rank == 0:
+        where = tempfile.mkdtemp(prefix="xdap-core-")
+        for f in ("linalg.cfg", "linalg.c", "linalg.h"):
+            shutil.copy(ROOT / "tests" / "kernel_examples" / f, where)
+        from xdap.launcher import clean_environment
+        proc = subprocess.run([sys.executable, "-m", "xdap", "kernel", "build", "linalg.cfg"],
+                              cwd=where, capture_output=True, text=True, env=clean_environment())
+        if proc.returncode:
+            error = ValueError(f"xdap kernel build linalg.cfg: {proc.stderr}")
+    agree(comm, error)
+    where = comm.bcast(where)
+    here = os.getcwd()
+    scope = {"__name__": "__main__"}
+    sys.modules.pop("xk_linalg", None)
+    sys.path_importer_cache.pop(".", None)   # "." was another directory in an earlier test
+    try:
+        os.chdir(where)
+        exec(compile(demo, "docs/kernels.md (core_demo.py)", "exec"), scope)
+        if comm.size > 1:       # the refusal the page's last lines describe
+            with pytest.raises(ValueError, match=r"redistribute it first, e.g. "
+                                                 r"a.redistribute\(dist=\('b', 'n'\)\)"):
+                scope["rowsum"](scope["cols"])
+    finally:
+        os.chdir(here)
+        sys.path[:] = [p for p in sys.path if p != "."]
+        sys.modules.pop("xk_linalg", None)
+        comm.Barrier()
+        if comm.rank == 0:
+            shutil.rmtree(where, ignore_errors=True)
+    A = np.arange(32.0).reshape(8, 4)
+    np.testing.assert_allclose(scope["s"].to_numpy(), A.sum(axis=1))
+    np.testing.assert_allclose(scope["y"].to_numpy(), A @ np.ones(4))
+    np.testing.assert_allclose(scope["z"].to_numpy(), np.einsum("rmn,rn->rm", np.ones((8, 3, 4)), A))

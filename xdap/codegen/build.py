@@ -22,7 +22,23 @@ from .emit import generate_c
 
 # The generated C is held to these; -Wno-unused-parameter because Python.h
 # and the stack headers have unused parameters in inline functions.
-STRICT_CFLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter")
+STRICT_CFLAGS = ("-std=c11", "-O3", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter")
+
+
+def opt_flags() -> list:
+    """The optimisation xdap's own kernel library is built with, for the
+    generated C and the user's sources alike: -O3, -fno-math-errno (libm
+    calls may vectorise; NaN/inf stay IEEE -- no kernel reads errno),
+    -march from XDAP_KERNEL_ARCH (default native; empty: none), and
+    link-time optimisation without semantic interposition, so the user's
+    function inlines into the generated loop across files and the loop
+    vectorises (a sqrt(x*x + y*y) kernel called through the PLT ran 1.3x
+    slower than the library's hypot)."""
+    arch = os.environ.get("XDAP_KERNEL_ARCH", "native")
+    return (["-O3", "-fno-math-errno", "-flto", "-fno-semantic-interposition"]
+            + ([f"-march={arch}"] if arch else []))
+
+
 STACK = ("ndtypes", "xnd", "gumath")
 
 
@@ -93,7 +109,8 @@ def build(cfg_path, out_dir, *, extra_cflags=(), extra_ldflags=()) -> pathlib.Pa
     """Generate, compile and link the module of ``cfg_path`` into ``out_dir``.
 
     The generated C is compiled with -Wall -Wextra -Werror; the cfg's own
-    ``sources`` with -O2 only (they are the user's code).  Returns the path
+    ``sources`` without warnings (they are the user's code); both with
+    ``opt_flags()``, the library's own optimisation.  Returns the path
     of the extension; ``sys.path.insert(0, str(out_dir))`` then
     ``import <name>`` loads it.  Raises ConfigError (a ValueError) for a bad
     cfg and BuildError when the compiler fails.
@@ -107,14 +124,14 @@ def build(cfg_path, out_dir, *, extra_cflags=(), extra_ldflags=()) -> pathlib.Pa
     build_dir = pathlib.Path(spec["c_source"]).parent
     objects = []
     for k, src in enumerate(spec["sources"]):
-        flags = spec["extra_compile_args"] if k == 0 else ["-O2"]
+        flags = (spec["extra_compile_args"] if k == 0 else []) + opt_flags()
         obj = build_dir / f"{k}_{pathlib.Path(src).stem}.o"
         _run(cc + ccshared + flags + list(extra_cflags) + includes + ["-c", str(src), "-o", str(obj)],
              f"compiling {src}")
         objects.append(str(obj))
     target = out_dir / (spec["name"] + sysconfig.get_config_var("EXT_SUFFIX"))
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    link = (ldshared + objects
+    link = (ldshared + opt_flags() + objects
             + [f"-L{d}" for d in spec["library_dirs"]]
             + [f"-Wl,-rpath,{d}" for d in spec["runtime_library_dirs"]]
             + [f"-l{lib}" for lib in spec["libraries"]]

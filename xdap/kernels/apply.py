@@ -131,25 +131,24 @@ def core_signature(func, args):
     dims (``xdap.kernels.signature``), else None (elementwise: the fast
     path).  A function whose signatures are all elementwise is known from
     its first call (one dict lookup after)."""
-    kernels = getattr(func, "kernels", None)
-    if kernels is None:
-        return None
     try:
         key = _apply_module().key(func)
     except TypeError:
         return None
-    elementwise = _ELEMENTWISE.get(key)
-    if elementwise is None:
-        elementwise = _ELEMENTWISE[key] = all(parse(k).elementwise for k in kernels)
-    if elementwise:
+    kernels = _CORE_KERNELS.get(key)
+    if kernels is None:              # gumath builds .kernels' list anew: ~5 us
+        kernels = getattr(func, "kernels", ())
+        elementwise = all(parse(k).elementwise for k in kernels)
+        kernels = _CORE_KERNELS[key] = () if elementwise else tuple(kernels)
+    if not kernels:
         return None
     ragged = any(is_distributed(a) and a.parts.info.ragged for a in args)
-    sig = signature_for(tuple(kernels), tuple(_operand_dtype(a) for a in args), ragged)
+    sig = signature_for(kernels, tuple(_operand_dtype(a) for a in args), ragged)
     return None if sig is None or sig.elementwise else sig
 
 
-# {(table, name): whether every signature of the function is elementwise}
-_ELEMENTWISE: dict = {}
+# {(table, name): the function's signatures, () when all are elementwise}
+_CORE_KERNELS: dict = {}
 
 
 def _operand_dtype(a):

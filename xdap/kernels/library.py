@@ -23,6 +23,7 @@ from xnd import xnd as _xnd
 
 from ..parts import container
 from ..agreement import debug
+from .signature import parse
 from .apply import (_derived, _refuse_non_numeric, _scalar, apply, fast, local_apply,
                     local_call)
 
@@ -107,6 +108,17 @@ class Kernel:
             # containers only: gumath's own dispatch, exactly (kernels over
             # whole dims -- dot, outer -- broadcast and loop as gumath says)
             return self.__gufunc__(*args)
+        state = self.__dict__
+        if "fast" not in state:
+            _bind_kernel(state, self.__gufunc__)
+        if state["fast"] is not None and not _DEBUG:
+            # an elementwise kernel: the library functions' own DistArray path
+            if len(args) == 2:
+                result = _distributed(state["fast"], state["retry"], args[0], args[1], out)
+                if result is not None:
+                    return result
+            elif len(args) == 1 and out is None and hasattr(type(args[0]), "__xdap_wrap__"):
+                return _distributed_unary(state, self.__name__, args[0])
         return apply(self.__gufunc__, *args, out=out)
 
     def __getattr__(self, name):
@@ -149,16 +161,7 @@ def _make_unary(name):
                 _refuse_non_numeric([x])
                 raise
         elif out is None and hasattr(type(x), "__xdap_wrap__"):
-            # apply()'s one-DistArray case, minus its argument sorting
-            p = x.parts
-            with local_call(x.distribution.comm, name, (x,)):    # no communication
-                pass
-            c = p.xnd if p.xnd is not None else container(p)
-            try:
-                result = f(c)
-            except state["retry"]:          # another route, on this rank alone
-                result = local_apply(state["gufunc"], [c])
-            return _derived(x, x.distribution, p, result)
+            return _distributed_unary(state, name, x)
         return apply(state["gufunc"], x, out=out)
 
     kernel.__name__ = kernel.__qualname__ = name
@@ -166,6 +169,19 @@ def _make_unary(name):
                       "x: DistArray, xnd container, NumPy array. Returns the same kind, with "
                       "x's layout\nand distribution; out= is written in place and returned.")
     return kernel
+
+
+def _distributed_unary(state, name, x):
+    """apply()'s one-DistArray case, minus its argument sorting."""
+    p = x.parts
+    with local_call(x.distribution.comm, name, (x,)):    # no communication
+        pass
+    c = p.xnd if p.xnd is not None else container(p)
+    try:
+        result = state["fast"](c)
+    except state["retry"]:          # another route, on this rank alone
+        result = local_apply(state["gufunc"], [c])
+    return _derived(x, x.distribution, p, result)
 
 
 def _make_binary(name):
@@ -252,6 +268,15 @@ def _bind(state, name):
     state["retry"] = (NoKernel, NeedsCopy, NotElementwise)
     state["fast"] = fast(state["gufunc"])
     return state["fast"]
+
+
+def _bind_kernel(state, func):
+    """A built kernel's first call on arrays: its fast handle when every
+    signature is elementwise (None otherwise: core dims go through apply)."""
+    from .._apply import NeedsCopy, NoKernel, NotElementwise
+    state["gufunc"] = func
+    state["retry"] = (NoKernel, NeedsCopy, NotElementwise)
+    state["fast"] = fast(func) if all(parse(k).elementwise for k in func.kernels) else None
 
 
 _DEBUG = debug()       # debug mode: every DistArray call goes through apply's checks
