@@ -90,7 +90,6 @@ def main():
           f"NumPy {t_np*1e3:.1f} ms: generated / NumPy {t_user / t_np:.2f})")
     t_user, t_lib = bench([lambda: ops.hyp(A, B, out=out), lambda: K.hypot(A, B, out=out)])
     line("generated / built-in, out=", t_user, t_lib, 1.1)
-    del a, b, A, B, out
 
     print("row sum: N * float64 -> float64, 1.25e6 rows of 8")
     m = rng.standard_normal((1_250_000, 8))
@@ -125,7 +124,6 @@ def main():
     line("dot rows / np.einsum", t_user, t_es, 1.5)
     print(f"  (np.einsum {t_es*1e3:.1f} ms, g @ v (BLAS) {t_mv*1e3:.1f} ms: "
           f"dot rows / BLAS {t_user / t_mv:.2f})")
-    del g, G
 
     print("overhead: one call on 10 float64 DistArray elements")
     d = xdap.from_global(np.ones(10), comm=SELF)

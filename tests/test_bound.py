@@ -3,7 +3,6 @@ no agreement -- halo updates, ghost updates by global index and repeated
 redistributions, on real ranks, against NumPy on the global array."""
 import numpy as np
 import pytest
-from mpi4py import MPI
 
 import xdap
 from test_local_work import Counting, quiet  # noqa: F401  (the counting fixture)
