@@ -193,6 +193,56 @@ class DistArray:
         which have no NumPy form."""
         return None if self.parts.info.ragged else self.parts.info.numpy_dtype
 
+    # -- Python conversions: a 0-d array's one value is on every rank ---------
+    def __len__(self) -> int:
+        """The global size of the first dim (no communication)."""
+        if not self.distribution.maps:
+            raise TypeError("len() of a 0-d DistArray (use its value: float(a), a.item())")
+        return self.distribution.global_shape[0]
+
+    def item(self):
+        """The value of a 0-d array as a Python scalar (None where missing),
+        from this rank's copy: no communication.  Larger arrays: ``a[i, j]``
+        reads one element (collective).
+
+        >>> import xdap
+        >>> from mpi4py import MPI
+        >>> xdap.from_global(2.5, comm=MPI.COMM_SELF).item()
+        2.5
+        """
+        if self.distribution.maps:
+            raise ValueError(f"item(): a DistArray of shape {self.shape} is not one value; "
+                             "read one element with a[i, j] (collective) or reduce it")
+        return self.local.value
+
+    def _scalar(self, convert, what):
+        if self.distribution.maps:
+            raise TypeError(f"{what}() of a DistArray of shape {self.shape}: only 0-d arrays "
+                            f"convert to a Python {what} (reduce first, e.g. a.any(), a.sum())")
+        v = self.local.value
+        if v is None:
+            raise ValueError(f"{what}() of a missing value (NA)")
+        return convert(v)
+
+    def __bool__(self) -> bool:
+        """``if a:`` -- a 0-d array's truth; any larger array raises, as in
+        NumPy (``if (a < 0):`` is ambiguous: say ``(a < 0).any()``)."""
+        return self._scalar(bool, "bool")
+
+    def __float__(self) -> float:
+        return self._scalar(float, "float")
+
+    def __int__(self) -> int:
+        return self._scalar(int, "int")
+
+    def __complex__(self) -> complex:
+        return self._scalar(complex, "complex")
+
+    def __index__(self) -> int:
+        if self.distribution.maps or self.parts.info.dtype not in _INTEGERS:
+            raise TypeError(f"only 0-d integer arrays are indices, not {self.type}")
+        return self._scalar(int, "int")
+
     def global_indices(self, dim: int = 0) -> np.ndarray:
         """The global indices this rank's partition holds along ``dim``, in
         local order (ghost cells and padding included). No communication.
@@ -349,8 +399,40 @@ class DistArray:
         its holder; a NumPy scalar, None where missing)."""
         if isinstance(key, str):
             return self.field(key)
+        from .movement.index import basic_index, is_basic_key
+        if is_basic_key(key):
+            out = basic_index(self.distribution, self.parts, key)
+            return self.__xdap_wrap__(*out, agreed=True) if isinstance(out, tuple) else out
         from .movement.gather import read_element
         return read_element(self.distribution, self.parts, key)
+
+    def __setitem__(self, key, value):
+        """``a[key] = value``: basic keys (ints, slices, ``...``, ``None``)
+        on fixed, non-optional arrays; ``value`` a scalar, a NumPy array
+        (the same on every rank; broadcast as NumPy does) -- local work, no
+        MPI call -- or a DistArray of the selection's shape (moved to it
+        first: collective).  See ``xdap.movement.index.assign``.
+
+        >>> import numpy as np, xdap
+        >>> from mpi4py import MPI
+        >>> a = xdap.from_global(np.zeros(5), comm=MPI.COMM_SELF)
+        >>> a[1:4] = 7.0
+        >>> a.to_numpy().tolist()
+        [0.0, 7.0, 7.0, 7.0, 0.0]
+        """
+        from .movement.index import assign, is_basic_key
+        if isinstance(key, str):
+            raise TypeError("a['field'] = v: assign into a['field'][...] instead")
+        if not is_basic_key(key):
+            raise TypeError(f"a[key] = v: basic keys only (ints, slices, ..., None), got "
+                            f"{type(key).__name__}")
+        assign(self.distribution, self.parts, key, value)
+
+    def __iter__(self):
+        """Iterate over the first dim: ``a[0], a[1], ...`` (collective: every
+        rank iterates; each step is ``a[i]``)."""
+        for i in range(len(self)):
+            yield self[i]
 
     # -- exchange (xdap.protocols, xdap.io) -----------------------------------
     def __distarray__(self, version: str = "0.10.0") -> dict:
@@ -639,6 +721,7 @@ class DistArray:
 
 
 _KERNELS: dict = {}
+_INTEGERS = frozenset(f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64))
 
 
 def _kernel_fn(name: str):

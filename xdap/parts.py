@@ -285,6 +285,8 @@ def as_container(data, type=None, dtype=None):
     """
     if isinstance(data, xnd):
         return data
+    if isinstance(data, np.generic) and not isinstance(data, (np.str_, np.bytes_)):
+        data = np.asarray(data)         # a NumPy scalar: a 0-d array of its dtype
     if type is not None and str(type).strip() in ("string", "bytes"):
         type = f"{len(data)} * {str(type).strip()}"      # the element named alone
     if isinstance(data, np.ndarray):
@@ -303,6 +305,8 @@ def as_container(data, type=None, dtype=None):
     if dtype is None and isinstance(data, list):
         dtype = _bool_leaf_dtype(data)
     if dtype is not None:
+        if not isinstance(data, (list, tuple)):
+            return xnd(data, type=str(dtype))       # a scalar: a 0-d container
         return xnd(data, dtype=str(dtype))
     return xnd(data)
 

@@ -1,0 +1,181 @@
+"""Basic indexing of DistArrays (a[2:5], a[1], a[:, 0], a[::-1], a[..., None])
+and item assignment, against NumPy on the global array, on 1-4 ranks, for
+block (regular, irregular with empty ranks, padded), cyclic, block-cyclic
+and 2-D grids; keys drawn by hypothesis, the same on every rank
+(derandomized).  Plus the Python conversions of 0-d arrays and len/iter.
+"""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mpi4py import MPI
+
+import xdap
+import xdap.agreement
+import xdap.kernels.library
+from test_local_work import Counting
+
+RANKS = (1, 2, 3, 4)
+SHAPE = (9, 7)
+G = np.arange(np.prod(SHAPE), dtype=np.float64).reshape(SHAPE) * 1.5 - 11
+
+
+def layouts(P):
+    """(name, from_global keywords): every map kind a key meets."""
+    empty = {1: [9], 2: [0, 9], 3: [4, 0, 5], 4: [3, 0, 6, 0]}[P]
+    return [("block", dict(dist=("b",))), ("cyclic", dict(dist=("c",))),
+            ("block-cyclic", dict(dist=("c",), block_size=(2,))),
+            ("2-D grid", dict(dist=("b", "c"))),
+            ("empty ranks", dict(dist=("b",), sizes=(empty,))),
+            ("padded", dict(dist=("b",), padding=((1, 1),)))]
+
+
+def slices(n):
+    bound = st.one_of(st.none(), st.integers(-n - 2, n + 2))
+    step = st.one_of(st.none(), st.integers(-3, 3).filter(lambda s: s != 0))
+    return st.builds(slice, bound, bound, step)
+
+
+def entry(n):
+    return st.one_of(slices(n), st.integers(-n, n - 1))
+
+
+keys = st.one_of(
+    entry(SHAPE[0]),
+    st.tuples(entry(SHAPE[0]), entry(SHAPE[1])),
+    st.tuples(st.just(Ellipsis), entry(SHAPE[1])),
+    st.tuples(entry(SHAPE[0]), st.none(), entry(SHAPE[1])),
+    st.tuples(st.none(), entry(SHAPE[0])),
+)
+
+
+def as_numpy(x):
+    return x.to_numpy() if isinstance(x, xdap.DistArray) else np.asarray(x)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_basic_keys_match_numpy(comm):
+    arrays = [(name, xdap.from_global(G, comm=comm, **kw)) for name, kw in layouts(comm.size)]
+
+    @settings(derandomize=True, database=None, max_examples=20, deadline=None)
+    @given(keys)
+    def check(key):
+        want = G[key]
+        for name, a in arrays:
+            got = a[key]
+            assert as_numpy(got).shape == want.shape, (name, key)
+            np.testing.assert_array_equal(as_numpy(got), want, err_msg=f"{name} {key}")
+    check()
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_assignment_matches_numpy(comm):
+    @settings(derandomize=True, database=None, max_examples=8, deadline=None)
+    @given(keys, st.sampled_from(["scalar", "array"]))
+    def check(key, kind):
+        for name, kw in layouts(comm.size):
+            a = xdap.from_global(G, comm=comm, **kw)
+            want = G.copy()
+            value = -1.0 if kind == "scalar" else np.arange(want[key].size, dtype=float) \
+                .reshape(want[key].shape) + 1000
+            want[key] = value
+            a[key] = value
+            np.testing.assert_array_equal(a.to_numpy(), want, err_msg=f"{name} {key}")
+    check()
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_slice_of_a_block_moves_nothing_and_shares_memory(comm):
+    quiet = Counting(MPI.COMM_WORLD)
+    n = 10_000
+    a = xdap.from_global(np.arange(n, dtype=float), comm=quiet)
+    g = xdap.from_global(G, comm=quiet)
+    saved = xdap.agreement._DEBUG, xdap.kernels.library._DEBUG
+    xdap.agreement._DEBUG = xdap.kernels.library._DEBUG = False
+    try:
+        Counting.calls.clear()
+        b = a[1000:-1000]
+        c = a[::-1]
+        row = g[:, 3]
+        assert Counting.calls == []              # local work: no MPI call
+    finally:
+        xdap.agreement._DEBUG, xdap.kernels.library._DEBUG = saved
+    assert b.local_numpy().size == 0 or np.shares_memory(b.local_numpy(), a.local_numpy())
+    np.testing.assert_array_equal(b.to_numpy(), np.arange(1000.0, n - 1000))
+    np.testing.assert_array_equal(c.to_numpy(), np.arange(n, dtype=float)[::-1])
+    np.testing.assert_array_equal(row.to_numpy(), G[:, 3])
+    # the result is an irregular block: its bounds follow from the source's
+    m = b.distribution.maps[0]
+    assert m.dist_type == "b" and m.size == n - 2000 and m.grid_size == comm.size
+
+
+@pytest.mark.mpi(ranks=(1, 3))
+def test_distributed_values_into_a_slice(comm):
+    """a[1:-1] = b[1:-1] (one block distribution: nothing moves), and from a
+    DistArray of another distribution (moved first)."""
+    a = xdap.from_global(G, comm=comm)
+    b = xdap.from_global(G * 10, comm=comm)
+    a[1:-1] = b[1:-1]
+    want = G.copy()
+    want[1:-1] = G[1:-1] * 10
+    np.testing.assert_array_equal(a.to_numpy(), want)
+    c = xdap.from_global(-G[2:5, 1:3], dist=("c",), comm=comm)
+    a[2:5, 1:3] = c
+    want[2:5, 1:3] = -G[2:5, 1:3]
+    np.testing.assert_array_equal(a.to_numpy(), want)
+    with pytest.raises(ValueError, match=r"b has shape \(3, 2\), the selection \(2, 2\)"):
+        a[2:4, 1:3] = c
+
+
+@pytest.mark.mpi(ranks=(1, 2, 4))
+def test_ragged_and_string_rows_slice(comm):
+    rows = [[float(i)] * (i % 4) for i in range(12)]
+    r = xdap.from_global(rows, type="var * var * float64", comm=comm)
+    s = xdap.from_global([f"s{i}" for i in range(12)], type="string", comm=comm)
+    P = comm.size
+    # each rank keeps at least one row: ndtypes dev3 has no empty ragged part
+    assert r[::1].to_global().value == rows
+    assert r[0:12:1].to_global().value == rows
+    if P == 1:
+        assert r[2:9].to_global().value == rows[2:9]
+        assert s[1:7].to_global().value == [f"s{i}" for i in range(1, 7)]
+    with pytest.raises(IndexError, match="takes a slice of its rows only"):
+        r[3, None]
+    with pytest.raises(TypeError, match="rows of different lengths"):
+        r[3]
+
+
+@pytest.mark.mpi(ranks=(1, 2))
+def test_bad_keys_are_numpy_errors(comm):
+    a = xdap.from_global(G, comm=comm)
+    with pytest.raises(IndexError, match="too many indices"):
+        a[1:2, 0:1, 3:4]
+    with pytest.raises(IndexError, match="out of bounds for dim 1"):
+        a[:, 7]
+    with pytest.raises(IndexError, match="single ellipsis"):
+        a[..., ...]
+    with pytest.raises(TypeError, match="basic keys only"):
+        a[[1, 2]] = 0
+
+
+@pytest.mark.mpi(ranks=(1, 2))
+def test_python_conversions_len_and_iteration(comm):
+    z = xdap.from_global(2.5, comm=comm)
+    assert float(z) == 2.5 and int(z) == 2 and bool(z) and complex(z) == 2.5 + 0j
+    assert z.item() == 2.5
+    i = xdap.from_global(np.int64(3), comm=comm)
+    assert [10, 11, 12, 13][i] == 13 and i.type == xdap.from_global(np.arange(1)).type.__class__(
+        "int64")
+    assert xdap.from_global(0.5, dtype="float32", comm=comm).type == \
+        xdap.from_global(np.float32(0.5), comm=comm).type
+    a = xdap.from_global(G, comm=comm)
+    assert len(a) == SHAPE[0]
+    with pytest.raises(TypeError, match="only 0-d arrays convert"):
+        bool(a < 0)
+    with pytest.raises(TypeError, match="len"):
+        len(z)
+    with pytest.raises(TypeError, match="only 0-d integer arrays are indices"):
+        [1, 2][z]
+    got = [row.to_numpy() for row in a]
+    np.testing.assert_array_equal(np.stack(got), G)
+    assert [float(v) for v in xdap.from_global(np.arange(3.0), comm=comm)] == [0.0, 1.0, 2.0]

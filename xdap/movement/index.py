@@ -1,0 +1,370 @@
+"""Basic indexing of distributed data: ``a[2:5]``, ``a[1]``, ``a[:, 0]``,
+``a[::-1]``, ``a[..., None]`` -- NumPy's rules on the global array.
+
+``basic_index(d, p, key)`` returns the result's ``(Distribution, Parts)``.
+What it moves is what the key makes necessary, decided from the key and
+the agreed distribution alone (every rank reaches the same plan):
+
+- a slice of a **block** dim (regular, irregular or padded) is an
+  irregular block: each rank keeps the selected part of what it owns, the
+  new bounds follow from the old ones -- no data moves, no MPI call; a
+  negative step reverses the grid positions (the last rank's elements come
+  first), still without moving data;
+- a slice or an integer on an **undistributed** dim is local too; ``None``
+  adds an undistributed dim of size 1;
+- the local piece is a NumPy view of the rank's buffer when it is
+  contiguous (``a[1000:-1000]`` on a block dim: zero-copy), else a local
+  copy (``a[::2]``, ``a[:, 0]`` of a row block);
+- a slice of a **cyclic** or **unstructured** dim first redistributes that
+  dim to blocks over the same grid (one exchange; the slice is then
+  local);
+- an integer on a **distributed** dim selects one slab, held by one grid
+  position: the slab is redistributed over the whole grid (one exchange of
+  the slab alone), then the dim is dropped;
+- integers on every dim read one element (``read_element``: a NumPy scalar
+  on every rank, as NumPy returns).
+
+Ragged arrays and strings slice along their rows (the distributed dim; a
+copy of the selected rows); the key cannot reach inside a row.
+
+>>> import numpy as np
+>>> from mpi4py import MPI
+>>> from xdap.create import from_global
+>>> d, p = from_global(np.arange(12.0).reshape(3, 4), comm=MPI.COMM_SELF)
+>>> d2, p2 = basic_index(d, p, (slice(1, None), -1))
+>>> d2.global_shape, p2.values.tolist()
+((2,), [7.0, 11.0])
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ..agreement import agreement, debug
+from ..distribution import Distribution, make_distribution
+from ..maps import BlockMap
+from ..parts import Parts
+from ..bitmaps import pack_validity
+from ..rows import take_rows
+
+__all__ = ["basic_index", "normalize_key", "is_basic_key"]
+
+
+def is_basic_key(key) -> bool:
+    """Whether ``key`` is basic indexing (ints, slices, Ellipsis, None)."""
+    items = key if isinstance(key, tuple) else (key,)
+    return all(k is None or k is Ellipsis or isinstance(k, slice) or _is_int(k) for k in items)
+
+
+def _is_int(k) -> bool:
+    if isinstance(k, (bool, np.bool_)):
+        return False
+    try:
+        operator.index(k)
+    except TypeError:
+        return False
+    return True
+
+
+def normalize_key(key, shape) -> list:
+    """The key as one entry per result step: ``('int', dim, i)``,
+    ``('slice', dim, range)`` or ``('new',)``; IndexError as NumPy's."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    if sum(k is Ellipsis for k in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consuming = sum(1 for k in items if k is not None and k is not Ellipsis)
+    if consuming > len(shape):
+        raise IndexError(f"too many indices for a DistArray of {len(shape)} dims: "
+                         f"{consuming} were given")
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * (len(shape) - consuming)
+    else:
+        items += [slice(None)] * (len(shape) - consuming)
+    out, dim = [], 0
+    for k in items:
+        if k is None:
+            out.append(("new",))
+            continue
+        n = shape[dim]
+        if isinstance(k, slice):
+            out.append(("slice", dim, range(*k.indices(n))))
+        else:
+            i = operator.index(k)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for dim {dim} of size {n}")
+            out.append(("int", dim, i % n))
+        dim += 1
+    return out
+
+
+def _whole(m) -> bool:
+    return m.grid_size == 1 and not m.padded and m.dist_type in ("b", "c")
+
+
+def basic_index(d: Distribution, p: Parts, key):
+    """``a[key]`` for basic keys: ``(Distribution, Parts)`` of the result,
+    or a NumPy scalar when every dim takes an integer (see the module
+    docstring for what moves).  Collective only where data must move."""
+    items = key if isinstance(key, tuple) else (key,)
+    if d.ndim and len(items) == d.ndim and all(_is_int(k) for k in items):
+        from .gather import read_element
+        return read_element(d, p, items)        # collective: it agrees on the index
+    if d.comm is not None and d.comm.size > 1 and debug():
+        with agreement(d.comm, "a[key]") as ag:  # debug mode: divergent keys caught
+            ag.same("the key", _canonical(key))
+    steps = normalize_key(key, d.global_shape)   # NumPy's IndexError, alike on every rank
+    if p.info.ragged or p.info.boxed:
+        if any(s[0] != "slice" for s in steps):
+            raise IndexError(f"a[{key!r}]: {p.info.type_string()} data takes a slice of its "
+                             "rows only (no integers, None or indices inside a row)")
+    # 1. dims that must move first: cyclic/unstructured dims a key selects from become blocks
+    moved = [s[1] for s in steps if s[0] != "new" and not _whole(d.maps[s[1]])
+             and d.maps[s[1]].dist_type != "b"
+             and not (s[0] == "slice" and len(s[2]) == d.maps[s[1]].size and s[2].step == 1)]
+    if moved:
+        d, p = _to_blocks(d, p, moved)
+    # 2. integers on distributed dims: slice them to one slab now, drop after
+    drops = [s[1] for s in steps if s[0] == "int" and not _whole(d.maps[s[1]])]
+    if (moved or drops) and d.comm.size > 1:
+        # data will move: the ranks agree on the key first (a rank whose key
+        # needs no movement would not join the exchange the others start)
+        with agreement(d.comm, "a[key]") as ag:
+            ag.same("the key", _canonical(key))
+    steps = [("slice", s[1], range(s[2], s[2] + 1)) if s[0] == "int" and s[1] in drops else s
+             for s in steps]
+    d, p = _local_select(d, p, steps)
+    if drops:
+        d, p = _drop_distributed(d, p, [_position(steps, j) for j in drops])
+    return d, p
+
+
+def _canonical(key) -> tuple:
+    """The key in plain Python values, as ranks compare it."""
+    items = key if isinstance(key, tuple) else (key,)
+    return tuple(("slice", k.start, k.stop, k.step) if isinstance(k, slice) else
+                 operator.index(k) if _is_int(k) else repr(k) for k in items)
+
+
+def _position(steps, dim) -> int:
+    """Where source dim ``dim`` sits in the result (after new axes and
+    integer-dropped dims)."""
+    pos = 0
+    for s in steps:
+        if s[0] == "new":
+            pos += 1
+        elif s[0] == "int":
+            continue
+        elif s[1] == dim:
+            return pos
+        else:
+            pos += 1
+    raise AssertionError(dim)
+
+
+def _to_blocks(d, p, dims):
+    """Redistribute ``dims`` to regular blocks over their grid sizes (the
+    other dims, and every rank's grid position, unchanged)."""
+    from .redistribute import move
+    maps = [BlockMap(m.size, m.grid_size) if j in dims else m for j, m in enumerate(d.maps)]
+    return move(d, p, Distribution(maps, d.comm, d.rank_coords))
+
+
+def _drop_distributed(d, p, dims):
+    """Drop size-1 dims that are distributed: the one slab moves over the
+    whole grid (block on the first remaining dim that is not size 1... or
+    the default factorisation), then the dims, now undistributed, go."""
+    shape = d.global_shape
+    keep = [j for j in range(d.ndim) if j not in dims]
+    spec = tuple("n" if j in dims else "b" for j in range(d.ndim))
+    if keep:
+        target = make_distribution(shape, spec, comm=d.comm)
+        from .redistribute import move
+        d, p = move(d, p, target)
+    return _squeeze(d, p, dims)
+
+
+def _squeeze(d, p, dims):
+    maps = [m for j, m in enumerate(d.maps) if j not in dims]
+    coords = np.delete(d.rank_coords, dims, axis=1)
+    nd = Distribution(maps, d.comm, coords if maps else None)
+    values = p.values.reshape(nd.local_shape) if maps else p.values.reshape(())
+    return nd, Parts(p.info.with_shape(values.shape), values, p.validity)
+
+
+def _local_select(d, p, steps):
+    """The zero-move part: every slice is of a block or whole dim."""
+    coords = d.rank_coords
+    me = d.coords
+    maps, cols, local = [], [], []
+    for s in steps:
+        if s[0] == "new":
+            maps.append(BlockMap(1, 1))
+            cols.append(np.zeros(len(coords), np.int64))
+            local.append(None)
+            continue
+        kind, j, sel = s
+        m = d.maps[j]
+        if kind == "int":                       # an undistributed dim: drop it
+            local.append(sel)
+            continue
+        new_map, position, here = _slice_block(m, sel, me[j])
+        maps.append(new_map)
+        cols.append(position(coords[:, j]))
+        local.append(here)
+    nd = Distribution(maps, d.comm, np.stack(cols, axis=1) if maps else None)
+    if p.info.ragged or p.info.boxed:
+        rows = np.arange(p.nrows)[local[0]]
+        return nd, take_rows(p, rows)
+    index = tuple(k for k in local if k is not None)       # new axes: by the reshape
+    values = p.values[index]
+    # new axes: NumPy's None in the same places
+    values = values.reshape(nd.local_shape) if values.ndim != len(maps) else values
+    validity = None
+    if p.validity is not None:
+        validity = pack_validity(p.valid_mask()[index].reshape(values.shape))
+    if not values.flags.c_contiguous:
+        values = np.ascontiguousarray(values)   # the engines want C-contiguous buffers
+    return nd, Parts(p.info.with_shape(values.shape), values, validity)
+
+
+def _slice_block(m, sel: range, g: int):
+    """A slice ``sel`` of block (or whole) map ``m`` seen from grid
+    position ``g``: (the new map, grid position -> new grid position,
+    the local slice of ``g``'s buffer)."""
+    G = m.grid_size
+    if len(sel) == m.size and sel.step == 1:    # ':' keeps the map, whatever its kind
+        return m, lambda c: c, slice(None)
+    if G == 1 and not m.padded:
+        here = slice(sel.start, sel.stop if sel.stop >= 0 else None, sel.step)
+        return BlockMap(len(sel), 1), lambda c: c, here if len(sel) else slice(0, 0)
+    counts, firsts = np.zeros(G, np.int64), np.zeros(G, np.int64)
+    for q in range(G):
+        lo, hi = m.owned_range(q)
+        part = _clip(sel, lo, hi)
+        counts[q] = len(part)
+        firsts[q] = part[0] if len(part) else -1
+    forward = sel.step > 0
+    order = counts if forward else counts[::-1]
+    bounds = np.concatenate([[0], np.cumsum(order)])
+    new = BlockMap(len(sel), G, bounds=bounds)
+    if forward:
+        def position(c):
+            return c
+    else:
+        def position(c):
+            return G - 1 - c
+    lo = m.owned_range(g)[0]
+    base = m.owned_local_slice(g).start          # padded blocks: owned data's offset
+    part = _clip(sel, lo, m.owned_range(g)[1])
+    if not len(part):
+        here = slice(0, 0)
+    else:
+        start = part[0] - lo + base
+        stop = part[-1] - lo + base + (1 if forward else -1)
+        here = slice(start, stop if stop >= 0 else None, sel.step)
+    return new, position, here
+
+
+def _clip(sel: range, lo: int, hi: int) -> range:
+    """The elements of ``sel`` in ``[lo, hi)``, in ``sel``'s order."""
+    if sel.step > 0:
+        first = sel.start if sel.start >= lo else sel.start + -(-(lo - sel.start) // sel.step) * sel.step
+        return range(first, min(sel.stop, hi), sel.step) if first < hi else range(0)
+    # descending: from the largest element < hi down to >= lo
+    top = hi - 1
+    first = sel.start if sel.start <= top else sel.start - -(-(sel.start - top) // -sel.step) * -sel.step
+    stop = max(sel.stop, lo - 1)
+    return range(first, stop, sel.step) if first >= lo and first > sel.stop else range(0)
+
+
+def assign(d: Distribution, p: Parts, key, value) -> None:
+    """``a[key] = value`` for basic keys, in place: every rank writes the
+    selected elements it holds (owned and ghost copies alike).
+
+    value   a Python or NumPy scalar, a NumPy array (the same on every rank,
+            broadcast to the selection's shape as NumPy does), or a
+            DistArray of the selection's shape.  Scalars and NumPy values
+            are local work (no MPI call); a DistArray value is moved to the
+            selection's distribution first (collective; nothing moves when
+            it already has it, as ``a[1:-1] = b[1:-1]`` for two arrays of
+            one block distribution).  Fixed, non-optional types only.
+    """
+    if p.info.ragged or p.info.boxed or p.validity is not None:
+        raise TypeError(f"a[...] = v: {p.info.type_string()} data is not assigned by index "
+                        "(fixed, non-optional types only; build a new array instead)")
+    if not p.values.flags.writeable:
+        raise ValueError("a[...] = v: the array is read-only")
+    steps = normalize_key(key, d.global_shape)
+    consumed = [s for s in steps if s[0] != "new"]
+    shape = tuple(len(s[2]) for s in steps if s[0] == "slice")
+    positions, picks = [], []
+    for s in consumed:
+        kind, j, sel = s
+        g = np.asarray(d.global_indices(j))
+        if kind == "int":
+            positions.append(np.flatnonzero(g == sel))
+            picks.append(None)
+            continue
+        if not len(sel):
+            return
+        off = g - sel.start
+        inside = (off % sel.step == 0) & (off // sel.step >= 0) & (off // sel.step < len(sel))
+        positions.append(np.flatnonzero(inside))
+        picks.append(off[inside] // sel.step)
+    if any(len(q) == 0 for q in positions):
+        where = None
+    else:
+        where = np.ix_(*positions)
+    if hasattr(type(value), "__xdap_wrap__"):
+        local = _distributed_value(d, p, steps, value, shape)
+    elif isinstance(value, np.ndarray) or isinstance(value, (list, tuple)):
+        v = np.asarray(value)
+        new_shape = tuple(1 if s[0] == "new" else len(s[2]) for s in steps if s[0] != "int")
+        try:
+            v = np.broadcast_to(v, new_shape).reshape(shape)
+        except ValueError:
+            raise ValueError(f"a[...] = v: could not broadcast a value of shape {v.shape} "
+                             f"into the selection's shape {new_shape}") from None
+        local = v[np.ix_(*[q for q in picks if q is not None])] if shape else v
+    else:
+        local = value                          # a scalar: NumPy converts (or refuses)
+    if where is not None:
+        if np.ndim(local):           # integer dims are length-1 dims of `where`
+            local = np.reshape(local, tuple(len(q) for q in positions))
+        p.values[where] = local
+
+
+def _distributed_value(d, p, steps, value, shape):
+    """A DistArray value as this rank's block of the selection (moved to
+    the selection's distribution: collective)."""
+    if any(s[0] != "new" and d.maps[s[1]].dist_type != "b" and not _whole(d.maps[s[1]])
+           for s in steps):
+        raise TypeError("a[...] = b with b a DistArray: the selected dims of a must be "
+                        "block or undistributed (redistribute a, or assign b.to_numpy())")
+    if value.ndim == 0:                     # its one value is on every rank
+        return value.local_numpy()
+    if tuple(value.distribution.global_shape) != shape:
+        raise ValueError(f"a[...] = b: b has shape {value.distribution.global_shape}, the "
+                         f"selection {shape}")
+    # the selection's distribution: its dims, in a's grid positions
+    sel_steps = [s for s in steps if s[0] == "slice"]
+    coords = d.rank_coords
+    maps, cols = [], []
+    for _, j, sel in sel_steps:
+        m, position, _ = _slice_block(d.maps[j], sel, d.coords[j])
+        maps.append(m)
+        cols.append(position(coords[:, j]))
+    held = [j for kind, j, _ in (s for s in steps if s[0] == "int")
+            if d.maps[j].grid_size > 1]
+    if held:
+        # an integer on a distributed dim: the ranks off that slab hold nothing of it
+        raise TypeError("a[i, ...] = b with b a DistArray and i on a distributed dim: "
+                        "assign b.to_numpy(), or slice (a[i:i+1, ...] = b[None])")
+    target = Distribution(maps, d.comm, np.stack(cols, axis=1) if maps else None)
+    from .redistribute import move
+    vd, vp = value.distribution, value.parts
+    if vd != target:
+        vd, vp = move(vd, vp, target)
+    return vp.values
