@@ -125,7 +125,7 @@ def test_mismatched_operands_fail_on_every_rank():
     with pytest.raises(ValueError, match="another distribution"):
         K.add(a, c)
     d = xdap.from_global(np.arange(13.0), dist=("b",), comm=comm)
-    with pytest.raises(ValueError, match="another distribution"):
+    with pytest.raises(ValueError, match=r"could not be broadcast together .* \(12,\) \(13,\)"):
         K.add(a, d)
     r1 = xdap.from_global([[1.0]] * 12, type="var * var * float64", comm=comm)
     with pytest.raises(ValueError, match="another type shape"):
@@ -136,7 +136,7 @@ def test_mismatched_operands_fail_on_every_rank():
         K.multiply(r1, r2)
     with pytest.raises(TypeError, match="no kernel for bool in negative"):
         K.negative(xdap.from_global(np.arange(12) % 2 == 0, comm=comm))
-    with pytest.raises(TypeError, match="must be DistArrays or Python scalars"):
+    with pytest.raises(ValueError, match="could not be broadcast together"):
         K.add(a, np.arange(3.0))
 
 

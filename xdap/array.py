@@ -572,47 +572,56 @@ class DistArray:
         from .movement.halo import accumulate_halos
         return accumulate_halos(self, mode, clear)
 
-    def _reduce(self, op, axis):
+    def _reduce(self, op, axis, dtype=None, out=None, keepdims=False, **numpy_kw):
+        """One reduction; ``dtype``/``out``/``keepdims`` are accepted so that
+        NumPy's functions (``np.sum(a)``, ``np.mean(a)``) dispatch here;
+        only their defaults are implemented (else a clear TypeError)."""
+        unknown = {k: v for k, v in numpy_kw.items() if v is not np._NoValue and v is not None}
+        if dtype is not None or out is not None or keepdims or unknown:
+            given = {"dtype": dtype, "out": out, "keepdims": keepdims or None, **unknown}
+            raise TypeError(f"{op}: {', '.join(k for k, v in given.items() if v is not None)} "
+                            "not supported on a DistArray (NumPy's defaults only; convert "
+                            "with a.astype(...), add a dim with a[..., None])")
         from .movement.reduce import reduce_parts
-        out = reduce_parts(self.distribution, self.parts, op, axis)
+        result = reduce_parts(self.distribution, self.parts, op, axis)
         # the result's distribution and type follow from agreed arguments
-        if isinstance(out, tuple):
-            return self.__xdap_wrap__(*out, agreed=True)
-        return _numpy_scalar(out)
+        if isinstance(result, tuple):
+            return self.__xdap_wrap__(*result, agreed=True)
+        return _numpy_scalar(result)
 
-    def sum(self, axis=None):
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **numpy_kw):
         """Sum over ``axis`` (None: all -> a NumPy scalar on every rank, None
         when it is NA; else a DistArray); NA skipped. See
-        ``xdap.movement.reduce``."""
-        return self._reduce("sum", axis)
+        ``xdap.movement.reduce``. ``np.sum(a)`` calls it."""
+        return self._reduce("sum", axis, dtype, out, keepdims, **numpy_kw)
 
-    def prod(self, axis=None):
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **numpy_kw):
         """Product over ``axis``; NA skipped."""
-        return self._reduce("prod", axis)
+        return self._reduce("prod", axis, dtype, out, keepdims, **numpy_kw)
 
-    def min(self, axis=None):
+    def min(self, axis=None, out=None, keepdims=False, **numpy_kw):
         """Minimum over ``axis``; NA skipped (NA when nothing is valid)."""
-        return self._reduce("min", axis)
+        return self._reduce("min", axis, None, out, keepdims, **numpy_kw)
 
-    def max(self, axis=None):
+    def max(self, axis=None, out=None, keepdims=False, **numpy_kw):
         """Maximum over ``axis``; NA skipped (NA when nothing is valid)."""
-        return self._reduce("max", axis)
+        return self._reduce("max", axis, None, out, keepdims, **numpy_kw)
 
-    def mean(self, axis=None):
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **numpy_kw):
         """Mean over ``axis`` of the valid values (float64)."""
-        return self._reduce("mean", axis)
+        return self._reduce("mean", axis, dtype, out, keepdims, **numpy_kw)
 
     def count(self, axis=None):
         """Number of valid (non-NA) values over ``axis`` (int64)."""
         return self._reduce("count", axis)
 
-    def any(self, axis=None):
+    def any(self, axis=None, out=None, keepdims=False, **numpy_kw):
         """Whether any valid value is nonzero, over ``axis``."""
-        return self._reduce("any", axis)
+        return self._reduce("any", axis, None, out, keepdims, **numpy_kw)
 
-    def all(self, axis=None):
+    def all(self, axis=None, out=None, keepdims=False, **numpy_kw):
         """Whether every valid value is nonzero, over ``axis``."""
-        return self._reduce("all", axis)
+        return self._reduce("all", axis, None, out, keepdims, **numpy_kw)
 
     def to_global(self, root=None):
         """The whole array as an xnd container on every rank, or on ``root``
@@ -779,7 +788,7 @@ def _binary(refs, self, other, name, reflected):
 
 
 def _in_place(self, other, name):
-    if type(other) is not DistArray and not isinstance(other, numbers.Number):
+    if type(other) is not DistArray and not isinstance(other, (numbers.Number, np.ndarray)):
         return NotImplemented
     (_KERNELS.get(name) or _kernel_fn(name))(self, other, out=self)
     return self

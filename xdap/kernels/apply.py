@@ -97,6 +97,9 @@ def apply(func, *args, out=None):
     sig = core_signature(func, args)
     if sig is not None:
         return _apply_core(func, sig, args, out, first)
+    if _needs_broadcast(args, first):
+        args = broadcast_operands(args, out)
+        first = next(a for a in args if is_distributed(a))
     d0, p0 = unwrap(first)
     locals_ = [container(a.parts) if is_distributed(a) else a for a in args]
     target = None if out is None else container(out.parts)
@@ -124,6 +127,118 @@ def apply(func, *args, out=None):
     if result is None:
         return None
     return _derived(first, d0, p0, result)
+
+
+def _needs_broadcast(args, first) -> bool:
+    shape = first.distribution.global_shape
+    return any(isinstance(a, (np.ndarray, list)) or
+               (is_distributed(a) and a.distribution.global_shape != shape
+                and not a.parts.info.ragged) for a in args)
+
+
+def broadcast_operands(args, out=None):
+    """Elementwise operands of different shapes, as NumPy broadcasts them,
+    made DistArrays of one distribution -- the leading operand's: the
+    DistArray of the result's shape (or one whose size-1 undistributed dims
+    stretch to it).  A NumPy array (the same on every rank, like a scalar)
+    contributes the elements of this rank's block: local, no MPI call; a
+    smaller DistArray (``a - a.mean(axis=0)``) is first gathered on every
+    rank (collective: its shape is agreed, so every rank does it) -- the
+    larger operand never moves.  0-d DistArrays are their one value."""
+    shapes = [a.distribution.global_shape if is_distributed(a) else np.shape(a)
+              for a in args if is_distributed(a) or isinstance(a, (np.ndarray, list))]
+    if out is not None:
+        shapes.append(out.distribution.global_shape)
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"operands could not be broadcast together with global shapes "
+                         f"{' '.join(map(str, shapes))}") from None
+    lead = _leading(args, shape, out)
+    d = lead.distribution
+    converted = []
+    for a in args:
+        if a is lead or (is_distributed(a) and a.distribution == d):
+            converted.append(a)
+            continue
+        if is_distributed(a):
+            if a.parts.info.ragged:
+                raise ValueError("a ragged operand does not broadcast; give operands the "
+                                 "same rows")
+            aligned = _aligned(a, d)
+            if aligned is not None:            # a.sum(axis=1)[:, None]: stretched in place
+                converted.append(aligned)
+                continue
+            if a.distribution.maps:
+                a = np.asarray(a.to_numpy())   # the smaller operand, on every rank
+            else:
+                converted.append(a.parts.values[()].item() if a.parts.validity is None
+                                 else a.local.value)
+                continue
+        elif not isinstance(a, (np.ndarray, list)):
+            converted.append(a)
+            continue
+        converted.append(lead.__xdap_wrap__(d, _local_block(np.asarray(a), d), False, True))
+    return tuple(converted)
+
+
+def _leading(args, shape, out):
+    """The DistArray whose distribution the result takes."""
+    for a in args:
+        if is_distributed(a) and a.distribution.global_shape == shape:
+            return a
+    for a in args:            # size-1, undistributed dims stretch locally
+        if is_distributed(a) and a.ndim == len(shape) and not a.parts.info.ragged and all(
+                n == m or (n == 1 and mp.grid_size == 1 and not mp.padded)
+                for n, m, mp in zip(a.distribution.global_shape, shape, a.distribution.maps)):
+            return _stretched(a, shape)
+    raise ValueError(f"no DistArray operand has the broadcast shape {shape} or stretches to "
+                     "it along undistributed dims; give one operand the result's shape and "
+                     "distribution")
+
+
+def _aligned(a, d):
+    """``a`` stretched along its size-1 undistributed dims to ``d`` -- when
+    it then has ``d`` exactly (its other dims distributed as ``d``'s), else
+    None.  Decided from agreed distributions: the same on every rank."""
+    da = a.distribution
+    if da.ndim != d.ndim:
+        return None
+    stretch = [j for j, (m, n) in enumerate(zip(da.maps, d.maps))
+               if m.size == 1 and n.size != 1 and m.grid_size == 1 and not m.padded]
+    maps = [d.maps[j] if j in stretch else m for j, m in enumerate(da.maps)]
+    if maps != list(d.maps) or any(d.maps[j].grid_size > 1 for j in stretch):
+        return None
+    s = _stretched(a, d.global_shape)
+    return s if s.distribution == d else None
+
+
+def _stretched(a, shape):
+    from ..maps import BlockMap
+    from ..distribution import Distribution
+    d = a.distribution
+    maps = [m if m.size == n else BlockMap(n, 1) for m, n in zip(d.maps, shape)]
+    nd = Distribution(maps, d.comm, d.rank_coords)
+    values = np.ascontiguousarray(np.broadcast_to(a.parts.values, nd.local_shape))
+    p = a.parts
+    validity = None
+    if p.validity is not None:
+        from ..bitmaps import pack_validity
+        validity = pack_validity(np.broadcast_to(p.valid_mask(), nd.local_shape))
+    return a.__xdap_wrap__(nd, Parts(p.info.with_shape(values.shape), values, validity),
+                           False, True)
+
+
+def _local_block(v: np.ndarray, d):
+    """This rank's block of a global NumPy operand broadcast to ``d``'s
+    shape (its global indices along each dim; ghost cells included)."""
+    nd = d.ndim
+    v = v.reshape((1,) * (nd - v.ndim) + v.shape)
+    index = tuple(np.asarray(d.global_indices(j)) if v.shape[j] != 1 else np.zeros(1, np.int64)
+                  for j in range(nd))
+    local = np.broadcast_to(v[np.ix_(*index)] if nd else v, d.local_shape)
+    return parts(xnd.from_buffer(np.ascontiguousarray(local))) if local.dtype != object else \
+        parts(to_container(local))
 
 
 def core_signature(func, args):
