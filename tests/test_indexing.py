@@ -179,3 +179,20 @@ def test_python_conversions_len_and_iteration(comm):
     got = [row.to_numpy() for row in a]
     np.testing.assert_array_equal(np.stack(got), G)
     assert [float(v) for v in xdap.from_global(np.arange(3.0), comm=comm)] == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_boolean_masks_match_numpy(comm):
+    """a[a > 0], a[numpy_mask]: the selected elements in global C order, a
+    1-D irregular block; layouts whose rows are not in C order move first."""
+    for name, kw in layouts(comm.size):
+        a = xdap.from_global(G, comm=comm, **kw)
+        for got, want in ((a[a > 0], G[G > 0]), (a[G < 2], G[G < 2]), (a[a > 1e9], G[G > 1e9])):
+            assert got.ndim == 1 and got.distribution.maps[0].dist_type == "b"
+            np.testing.assert_array_equal(got.to_numpy(), want, err_msg=name)
+    with pytest.raises(ValueError, match=r"the mask has shape \(3,\)"):
+        a[np.ones(3, bool)]
+    other = xdap.from_global(G > 0, dist=("c",), comm=comm)
+    if comm.size > 1:
+        with pytest.raises(ValueError, match="the mask is distributed otherwise"):
+            xdap.from_global(G, comm=comm)[other]

@@ -395,14 +395,42 @@ class DistArray:
 
     def __getitem__(self, key):
         """``a["x"]``: a record field (``field``); ``a[i, j]``: the element at
-        global index (i, j) on every rank (collective: one small Bcast from
-        its holder; a NumPy scalar, None where missing)."""
+        global index (i, j) on every rank (collective: one small exchange
+        from its holder; a NumPy scalar, None where missing); basic keys
+        (``a[2:5]``, ``a[:, 0]``, ``a[::-1]``, ``a[..., None]``: see
+        ``xdap.movement.index``; a slice of a block dim moves nothing);
+        ``a[mask]`` with a boolean DistArray or NumPy array of ``a``'s shape:
+        the selected elements as a 1-D irregular block (``mask_index``).
+
+        >>> import numpy as np, xdap
+        >>> from mpi4py import MPI
+        >>> a = xdap.from_global(np.arange(6.0), comm=MPI.COMM_SELF)
+        >>> a[1:-1].to_numpy().tolist(), a[a > 3].to_numpy().tolist()
+        ([1.0, 2.0, 3.0, 4.0], [4.0, 5.0])
+        """
         if isinstance(key, str):
             return self.field(key)
-        from .movement.index import basic_index, is_basic_key
+        from .movement.index import basic_index, is_basic_key, mask_index
         if is_basic_key(key):
             out = basic_index(self.distribution, self.parts, key)
             return self.__xdap_wrap__(*out, agreed=True) if isinstance(out, tuple) else out
+        if isinstance(key, DistArray) and key.parts.info.dtype == "bool" and \
+                not key.parts.info.ragged:
+            if key.parts.info.optional:
+                raise TypeError("a[mask]: the mask has missing values (?bool); fill them first")
+            out = mask_index(self.distribution, self.parts, key.distribution,
+                             key.parts.values)
+            return self.__xdap_wrap__(*out, agreed=True)
+        if isinstance(key, np.ndarray) and key.dtype == bool:
+            with agreement(self.comm, "a[mask]") as ag:    # a collective: agree first
+                ag.same("the mask's shape", key.shape)
+                if key.shape != self.shape:
+                    raise ValueError(f"a[mask]: the mask has shape {key.shape}, the array "
+                                     f"{self.shape}")
+            from .kernels.apply import _local_block
+            local = _local_block(key, self.distribution).values
+            out = mask_index(self.distribution, self.parts, self.distribution, local)
+            return self.__xdap_wrap__(*out, agreed=True)
         from .movement.gather import read_element
         return read_element(self.distribution, self.parts, key)
 

@@ -48,7 +48,7 @@ from ..parts import Parts
 from ..bitmaps import pack_validity
 from ..rows import take_rows
 
-__all__ = ["basic_index", "normalize_key", "is_basic_key"]
+__all__ = ["basic_index", "normalize_key", "is_basic_key", "assign", "mask_index"]
 
 
 def is_basic_key(key) -> bool:
@@ -368,3 +368,36 @@ def _distributed_value(d, p, steps, value, shape):
     if vd != target:
         vd, vp = move(vd, vp, target)
     return vp.values
+
+
+def mask_index(d: Distribution, p: Parts, mask_d: Distribution, mask: np.ndarray):
+    """``a[mask]`` for a boolean ``mask`` of ``a``'s shape: the selected
+    elements in global C order, as a 1-D irregular block (collective: one
+    allgather of counts -- the sizes' prefix sum).  Each rank selects from
+    what it holds, so nothing moves when its rows are a block of the global
+    C order (a 1-D block, or blocks of rows with whole other dims); other
+    layouts are first redistributed to row blocks (one exchange).  ``mask``
+    is this rank's block of it under ``mask_d`` (a DistArray's), which must
+    equal ``d``.
+    """
+    if mask_d != d:
+        raise ValueError(f"a[mask]: the mask is distributed otherwise than the array "
+                         f"({mask_d!r} vs {d!r}); redistribute it first")
+    if p.info.ragged or p.info.boxed:
+        raise TypeError(f"a[mask]: {p.info.type_string()} data takes a slice of its rows only")
+    comm = d.comm
+    rows_in_order = d.ndim and d.maps[0].dist_type == "b" and not d.maps[0].padded and all(
+        _whole(m) for m in d.maps[1:])
+    if not rows_in_order and d.ndim:
+        from .redistribute import move
+        target = make_distribution(d.global_shape, ("b",) + ("n",) * (d.ndim - 1), comm=comm)
+        (d, p), (_, mp) = move(d, p, target), move(mask_d, Parts.of_array(mask), target)
+        mask = mp.values
+    values = p.values[mask]
+    validity = None if p.validity is None else pack_validity(p.valid_mask()[mask])
+    P = comm.size
+    sizes = np.empty(P, np.int64)
+    comm.Allgather(np.array([len(values)], np.int64), sizes)
+    nd = Distribution([BlockMap(int(sizes.sum()), P,
+                                bounds=np.concatenate([[0], np.cumsum(sizes)]))], comm)
+    return nd, Parts(p.info.with_shape(values.shape), np.ascontiguousarray(values), validity)
