@@ -41,6 +41,7 @@ import operator
 
 import numpy as np
 
+from .. import plans
 from ..agreement import agreement, debug
 from ..distribution import Distribution, make_distribution
 from ..maps import BlockMap
@@ -194,7 +195,18 @@ def _squeeze(d, p, dims):
 
 
 def _local_select(d, p, steps):
-    """The zero-move part: every slice is of a block or whole dim."""
+    """The zero-move part: every slice is of a block or whole dim.  The
+    result's maps and this rank's local key are a pure plan of the agreed
+    distribution and the key (kept: ``a[1:-1]`` in a loop is a dict hit)."""
+    key = plans.Key("slice", (d.fingerprint(), d.coords, tuple(
+        (s[0], s[1], s[2].start, s[2].stop, s[2].step) if s[0] == "slice" else s
+        for s in steps)))
+    maps, coords, local = plans.pure.get_or_make(key, lambda: _select_plan(d, steps))
+    nd = Distribution(maps, d.comm, coords)
+    return nd, _select_parts(p, nd, maps, local)
+
+
+def _select_plan(d, steps):
     coords = d.rank_coords
     me = d.coords
     maps, cols, local = [], [], []
@@ -213,10 +225,23 @@ def _local_select(d, p, steps):
         maps.append(new_map)
         cols.append(position(coords[:, j]))
         local.append(here)
-    nd = Distribution(maps, d.comm, np.stack(cols, axis=1) if maps else None)
+    placement = np.stack(cols, axis=1) if maps else None
+    if placement is not None and np.array_equal(placement, _c_order_coords(maps)):
+        placement = None                    # C order: no placement to check each time
+    return tuple(maps), placement, tuple(local)
+
+
+def _c_order_coords(maps) -> np.ndarray:
+    grid = tuple(m.grid_size for m in maps)
+    n = int(np.prod(grid))
+    return np.stack(np.unravel_index(np.arange(n), grid), axis=1) if grid else \
+        np.zeros((1, 0), np.int64)
+
+
+def _select_parts(p, nd, maps, local):
     if p.info.ragged or p.info.boxed:
         rows = np.arange(p.nrows)[local[0]]
-        return nd, take_rows(p, rows)
+        return take_rows(p, rows)
     index = tuple(k for k in local if k is not None)       # new axes: by the reshape
     values = p.values[index]
     # new axes: NumPy's None in the same places
@@ -226,7 +251,7 @@ def _local_select(d, p, steps):
         validity = pack_validity(p.valid_mask()[index].reshape(values.shape))
     if not values.flags.c_contiguous:
         values = np.ascontiguousarray(values)   # the engines want C-contiguous buffers
-    return nd, Parts(p.info.with_shape(values.shape), values, validity)
+    return Parts(p.info.with_shape(values.shape), values, validity)
 
 
 def _slice_block(m, sel: range, g: int):

@@ -1,0 +1,157 @@
+"""NumPy habits on distributed data -- slicing, masks, sort, unique -- versus
+the hand-written mpi4py + NumPy equivalent, one run, ratios, on 4 ranks.
+
+    .venv/bin/python benchmarks/array_api.py        # spawns mpiexec -n 4 itself (~1 min)
+
+10^7 float64 in a 1-D block distribution (each rank a quarter):
+  a[1000:-1000]   xdap: an irregular block, a view; by hand: the local view
+                  from the rank's block bounds
+  a[::2]          xdap: a local strided copy; by hand: local[first::2].copy()
+  a[a > 0]        (keeps half) xdap: local selection + one allgather of
+                  counts; by hand: the same
+  sort            xdap.sort vs a hand-written sample sort (np.sort, 64
+                  samples a rank, Allgather, searchsorted, Alltoall counts,
+                  Alltoallv, np.sort of the runs): target <= 1.5x
+  unique          xdap.unique_values vs the hand-written sort followed by
+                  np.unique and a neighbour check: target <= 1.5x
+Peak memory per rank (tracemalloc: NumPy's allocations) for sort.
+Timing: interleaved repetitions, median, max over ranks.  Always exits 0;
+a missed target prints FAIL.  On 2 cores, 4 ranks share them: ratios, not
+absolute times, are the point.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+from mpi4py import MPI
+
+import xdap
+
+CHILD = "--child" in sys.argv
+COMM = MPI.COMM_WORLD
+N = 10_000_000
+
+
+def say(*a):
+    if COMM.rank == 0:
+        print(*a, flush=True)
+
+
+def bench(fns, reps=5):
+    for fn in fns:
+        fn()
+    times = np.empty((len(fns), reps))
+    for k in range(reps):
+        for j, fn in enumerate(fns):
+            COMM.Barrier()
+            t0 = time.perf_counter()
+            fn()
+            times[j, k] = time.perf_counter() - t0
+    return np.max(COMM.allgather(np.median(times, axis=1)), axis=0)
+
+
+def hand_sample_sort(local):
+    """The sample sort a good engineer writes with mpi4py and NumPy."""
+    comm, P = COMM, COMM.size
+    v = np.sort(local)
+    k = min(len(v), 64)
+    s = v[((2 * np.arange(k) + 1) * len(v)) // (2 * k)] if k else v[:0]
+    counts = np.array(comm.allgather(k))
+    samples = np.empty(counts.sum())
+    comm.Allgatherv(s, (samples, counts))
+    samples.sort()
+    splitters = samples[(np.arange(1, P) * len(samples)) // P]
+    cuts = np.searchsorted(v, splitters, side="right")
+    send = np.diff(np.concatenate([[0], cuts, [len(v)]]))
+    recv = np.empty(P, np.int64)
+    comm.Alltoall(send, recv)
+    out = np.empty(recv.sum())
+    comm.Alltoallv((v, send), (out, recv))
+    return np.sort(out, kind="stable")
+
+
+def hand_unique(local):
+    v = np.unique(hand_sample_sort(local))
+    last = COMM.allgather(v[-1] if len(v) else None)
+    before = [x for x in last[:COMM.rank] if x is not None]
+    if len(v) and before and v[0] == before[-1]:
+        v = v[1:]
+    return v
+
+
+def check_sorted(v):
+    """Every rank's slice sorted, the slices in order, nothing lost."""
+    ends = COMM.allgather((v[0], v[-1]) if len(v) else None)
+    ends = [e for e in ends if e is not None]
+    assert np.all(v[1:] >= v[:-1]) and all(a[1] <= b[0] for a, b in zip(ends, ends[1:]))
+    assert COMM.allreduce(len(v)) == N
+
+
+def peak(fn):
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    fn()
+    _, top = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return max(COMM.allgather(top)) / 2**20
+
+
+def line(what, t_x, t_h, target=None):
+    r = t_x / t_h
+    judged = "" if target is None else (" ok" if r <= target else " FAIL")
+    say(f"  {what:14s} xdap {t_x*1e3:9.3f} ms   by hand {t_h*1e3:9.3f} ms   ratio {r:5.2f}"
+        + (f" (target <= {target}){judged}" if target else ""))
+
+
+def child():
+    P, r = COMM.size, COMM.rank
+    rng = np.random.default_rng(10 + r)
+    d = xdap.make_distribution((N,), ("b",), comm=COMM)
+    lo, hi = d.maps[0].owned_range(d.coords[0])
+    local = rng.standard_normal(hi - lo)
+    a = xdap.from_local(local, comm=COMM)
+    say(f"{P} ranks, {N:.0e} float64 in blocks of {N // P}")
+
+    def hand_slice():
+        start, stop = max(1000, lo), min(N - 1000, hi)
+        return local[max(start - lo, 0):max(stop - lo, 0)]
+    line("a[1000:-1000]", *bench([lambda: a[1000:-1000], hand_slice]))
+    line("a[::2]", *bench([lambda: a[::2], lambda: local[(lo % 2):: 2].copy()]))
+
+    def hand_mask():
+        sel = local[local > 0]
+        COMM.allgather(len(sel))
+        return sel
+    line("a[a > 0]", *bench([lambda: a[a > 0], hand_mask]))
+    t = bench([lambda: xdap.sort(a), lambda: hand_sample_sort(local)])
+    line("sort", *t, 1.5)
+    check_sorted(xdap.sort(a).local_numpy())
+    check_sorted(hand_sample_sort(local))
+    m_x, m_h = peak(lambda: xdap.sort(a)), peak(lambda: hand_sample_sort(local))
+    say(f"  {'':14s} peak NumPy memory per rank: xdap {m_x:.0f} MiB, by hand {m_h:.0f} MiB "
+        f"(the data: {local.nbytes / 2**20:.0f} MiB)")
+    ints = xdap.from_local(rng.integers(0, 10**6, hi - lo).astype(np.float64), comm=COMM)
+    raw = ints.local_numpy()
+    line("unique", *bench([lambda: xdap.unique_values(ints), lambda: hand_unique(raw)]), 1.5)
+
+
+def main():
+    if CHILD:
+        child()
+        return
+    from xdap.launcher import clean_environment, mpiexec_command
+    proc = subprocess.run(mpiexec_command(4) + [sys.executable, os.path.abspath(__file__),
+                                                "--child"], env=clean_environment(),
+                          capture_output=True, text=True, timeout=600)
+    print(proc.stdout, end="")
+    if proc.returncode:
+        print(f"(mpiexec -n 4 exited with {proc.returncode})\n{proc.stderr[-3000:]}")
+
+
+if __name__ == "__main__":
+    main()
