@@ -273,3 +273,23 @@ def test_kernel_core_dims_example_runs_as_written(comm):
     np.testing.assert_allclose(scope["s"].to_numpy(), A.sum(axis=1))
     np.testing.assert_allclose(scope["y"].to_numpy(), A @ np.ones(4))
     np.testing.assert_allclose(scope["z"].to_numpy(), np.einsum("rmn,rn->rm", np.ones((8, 3, 4)), A))
+
+
+@pytest.mark.mpi(ranks=(1, 4))
+def test_guide_numpy_habits_runs(comm):
+    """docs/guide.md "NumPy habits on distributed data", as written."""
+    import numpy as np
+    text = GUIDE.read_text()
+    code = re.search(r"```python\n(# habits.py.*?)```", text, re.S).group(1)
+    scope = {}
+    exec(compile(code, str(GUIDE), "exec"), scope)
+    g = np.arange(40.0).reshape(8, 5)
+    np.testing.assert_array_equal(scope["inner"].to_numpy(), g[1:-1])
+    np.testing.assert_array_equal(scope["column"].to_numpy(), g[:, 0])
+    np.testing.assert_array_equal(scope["flipped"].to_numpy(), g[::-1])
+    np.testing.assert_array_equal(scope["big"].to_numpy(), g[g > 20])
+    g[0] = -1.0
+    np.testing.assert_allclose(scope["centred"].to_numpy(), g - g.mean(axis=0))
+    np.testing.assert_array_equal(scope["scaled"].to_numpy(), g * np.arange(5.0))
+    np.testing.assert_array_equal(scope["order"].to_numpy(), np.argsort(g[:, 1], kind="stable"))
+    np.testing.assert_array_equal(scope["top"].to_numpy(), np.sort(g[:, 1])[::-1])
