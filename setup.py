@@ -90,7 +90,7 @@ def kernel_library():
         cflags.append("-DXDAP_NO_LIBMVEC")
     exts = []
     for cfg in sorted(glob.glob("kernel-configs/*.cfg")):
-        spec = codegen.extension_spec(cfg, os.path.join("build", "kernels-src"))
+        spec = codegen.extension_spec(cfg, os.path.join("build", "kernels-src"), strict=True)
         fields = {k: spec[k] for k in codegen.EXTENSION_KEYS}
         fields["name"] = "xdap.kernels." + spec["name"]
         fields["extra_compile_args"] = list(spec["extra_compile_args"]) + cflags

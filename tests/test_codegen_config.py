@@ -383,3 +383,58 @@ def test_codegen_imports_without_mpi_or_xnd():
         assert not bad, bad
     """)
     subprocess.run([sys.executable, "-c", code], check=True, cwd="/")
+
+
+BAD_SECTIONS = """
+    [MODULE m]
+    [KERNEL good]
+    prototypes = double sq(double x);
+    [KERNEL unknown_keys]
+    prototypes = double sq2(double x);
+    fortran = yes
+    debug = 1
+    [KERNEL two_roles]
+    prototypes = double dot(int n, const double *x, const double *y);
+    input = x(n), y(n)
+    inplace = x
+    [KERNEL by_value_inplace]
+    prototypes = void f(double x);
+    inplace = x
+"""
+
+
+def test_a_config_builds_what_it_can_and_says_everything_at_once(tmp_path):
+    config = load_config(cfg(tmp_path, BAD_SECTIONS))
+    assert [k.name for k in config.kernels] == ["good"]
+    assert len(config.refused) == 3
+    got = "\n".join(config.refused)
+    for needle in ("[KERNEL unknown_keys] debug, fortran: unknown keys",
+                   "[KERNEL two_roles] inplace: 'x' already has the role 'input'",
+                   "[KERNEL by_value_inplace] inplace: 'x' must be a pointer"):
+        assert needle in got, got
+    with pytest.raises(ConfigError, match=r"3 section\(s\) refused \(strict\)") as e:
+        load_config(cfg(tmp_path, BAD_SECTIONS), strict=True)
+    assert str(e.value).count("[KERNEL") == 3
+    nothing = BAD_SECTIONS.replace("[KERNEL good]\n    prototypes = double sq(double x);\n", "")
+    with pytest.raises(ConfigError, match="no kernel can be built:\n"):
+        load_config(cfg(tmp_path, nothing, "n.cfg"))
+
+
+def test_kernel_build_lists_refused_sections_and_strict_fails(tmp_path):
+    (tmp_path / "sq.h").write_text("double sq(double x);\ndouble sq2(double x);\n"
+                                   "double dot(int n, const double *x, const double *y);\n"
+                                   "void f(double x);\n")
+    (tmp_path / "sq.c").write_text('#include "sq.h"\ndouble sq(double x) { return x * x; }\n'
+                                   "double sq2(double x) { return x * x; }\n")
+    text = BAD_SECTIONS.replace("[MODULE m]", "[MODULE xk_refused]\n    includes = sq.h\n"
+                                "    sources = sq.c")
+    path = cfg(tmp_path, text)
+    run = [sys.executable, "-m", "xdap", "kernel", "build", str(path), "--out", str(tmp_path)]
+    proc = subprocess.run(run, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "3 section(s) of k.cfg not built" in proc.stderr and "built " in proc.stdout
+    assert list(tmp_path.glob("xk_refused*.so"))
+    strict = subprocess.run(run[:-2] + ["--out", str(tmp_path / "s"), "--strict"],
+                            capture_output=True, text=True)
+    assert strict.returncode == 2 and "refused (strict)" in strict.stderr
+    assert not list((tmp_path / "s").glob("*.so"))

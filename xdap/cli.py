@@ -62,13 +62,21 @@ def _kernel_build(args):
     import shlex
 
     from .codegen import BuildError, build
+    import warnings
+
+    from .codegen.build import RefusedSections
     out_dir = pathlib.Path(args.out) if args.out else pathlib.Path(args.cfg).resolve().parent
     try:
-        target = build(args.cfg, out_dir, extra_cflags=shlex.split(args.cflags),
-                       extra_ldflags=shlex.split(args.ldflags))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RefusedSections)
+            target = build(args.cfg, out_dir, extra_cflags=shlex.split(args.cflags),
+                           extra_ldflags=shlex.split(args.ldflags), strict=args.strict)
     except (ValueError, BuildError) as e:
         print(f"xdap kernel build: {e}", file=sys.stderr)
         return 2
+    for w in caught:
+        if issubclass(w.category, RefusedSections):
+            print(f"xdap kernel build: {w.message}", file=sys.stderr)
     print(f"built {target}")
     return 0
 
@@ -99,6 +107,9 @@ def _add_kernel_commands(sub):
     bld.add_argument("--out", help="directory for the module (default: the cfg's directory)")
     bld.add_argument("--cflags", default="", help="extra compiler flags, e.g. --cflags='-O3 -march=native'")
     bld.add_argument("--ldflags", default="", help="extra linker flags, e.g. --ldflags='-lm'")
+    bld.add_argument("--strict", action="store_true",
+                     help="fail when any section is refused (default: build the others, "
+                          "list the refused ones)")
     bld.set_defaults(run=_kernel_build)
 
 

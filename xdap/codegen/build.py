@@ -16,6 +16,7 @@ import pathlib
 import shlex
 import subprocess
 import sysconfig
+import warnings
 
 from .config import load_config
 from .emit import generate_c
@@ -65,7 +66,7 @@ def _write_if_changed(path: pathlib.Path, text: str) -> None:
         path.write_text(text)
 
 
-def extension_spec(cfg_path, build_dir) -> dict:
+def extension_spec(cfg_path, build_dir, strict: bool = False) -> dict:
     """Generate the C for ``cfg_path`` into ``build_dir`` and describe the
     extension, e.g. for ``setuptools.Extension(**{k: spec[k] for k in
     EXTENSION_KEYS})`` (prefix ``name`` with the package if it lives in one).
@@ -74,7 +75,7 @@ def extension_spec(cfg_path, build_dir) -> dict:
     sources), include_dirs, library_dirs, libraries, runtime_library_dirs,
     extra_compile_args, extra_link_args, config (the ModuleConfig).
     """
-    config = load_config(cfg_path)
+    config = load_config(cfg_path, strict)
     build_dir = pathlib.Path(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
     c_path = (build_dir / f"{config.name}_kernels.c").resolve()
@@ -105,7 +106,13 @@ def _run(cmd, what):
                          f"{proc.stdout}{proc.stderr}")
 
 
-def build(cfg_path, out_dir, *, extra_cflags=(), extra_ldflags=()) -> pathlib.Path:
+class RefusedSections(UserWarning):
+    """A kernel config had sections that were not built (the message lists
+    each: file, section, key, reason)."""
+
+
+def build(cfg_path, out_dir, *, extra_cflags=(), extra_ldflags=(),
+          strict: bool = False) -> pathlib.Path:
     """Generate, compile and link the module of ``cfg_path`` into ``out_dir``.
 
     The generated C is compiled with -Wall -Wextra -Werror; the cfg's own
@@ -116,7 +123,11 @@ def build(cfg_path, out_dir, *, extra_cflags=(), extra_ldflags=()) -> pathlib.Pa
     cfg and BuildError when the compiler fails.
     """
     out_dir = pathlib.Path(out_dir).resolve()
-    spec = extension_spec(cfg_path, out_dir / f"build-{pathlib.Path(cfg_path).stem}")
+    spec = extension_spec(cfg_path, out_dir / f"build-{pathlib.Path(cfg_path).stem}", strict)
+    refused = spec["config"].refused
+    if refused:       # every kernel that can be built is; the rest said at once
+        warnings.warn(f"{len(refused)} section(s) of {pathlib.Path(cfg_path).name} not built:\n  "
+                      + "\n  ".join(refused), RefusedSections, stacklevel=2)
     cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
     ccshared = shlex.split(sysconfig.get_config_var("CCSHARED") or "-fPIC")
     ldshared = shlex.split(sysconfig.get_config_var("LDSHARED") or "cc -shared")

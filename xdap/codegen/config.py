@@ -143,6 +143,7 @@ class ModuleConfig:
     kinds: tuple
     ellipses: tuple
     kernels: list
+    refused: list = field(default_factory=list)   # one message per refused section
 
     @property
     def directory(self) -> pathlib.Path:
@@ -394,8 +395,9 @@ def _build_variant(r, section, proto: Prototype, roles, dims, hides, typemap):
 def _read_kernel(r, section, name, sec, module_kinds, module_ellipses, typemap):
     unknown = set(sec) - KERNEL_KEYS
     if unknown:
-        key = sorted(unknown)[0]
-        raise r.error(section, key, f"unknown key (accepted: {', '.join(sorted(KERNEL_KEYS))})")
+        raise r.error(section, ", ".join(sorted(unknown)),
+                      f"unknown key{'s' if len(unknown) > 1 else ''} (accepted: "
+                      f"{', '.join(sorted(KERNEL_KEYS))})")
     if "prototypes" not in sec or not sec["prototypes"].strip():
         raise r.error(section, "prototypes", "missing: give one or more C prototypes ending in ';'")
     roles = {}
@@ -439,8 +441,14 @@ def _paths(base, text):
     return out
 
 
-def parse_config(text: str, path="<string>") -> ModuleConfig:
-    """Validate the text of a .cfg; relative paths are taken from path's directory."""
+def parse_config(text: str, path="<string>", strict: bool = False) -> ModuleConfig:
+    """Validate the text of a .cfg; relative paths are taken from path's directory.
+
+    A [KERNEL] section that cannot be built is refused, not fatal: the
+    config keeps every other kernel and ``refused`` says why, one message
+    per section (file, section, key, reason) -- so one build reports every
+    problem at once.  ``strict``: any refusal is a ConfigError listing them
+    all.  A bad [MODULE] section, or no kernel left, is always an error."""
     r = _Reader(path)
     cp = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=("#",),
                                    comment_prefixes=("#", ";"), strict=True,
@@ -467,22 +475,27 @@ def parse_config(text: str, path="<string>") -> ModuleConfig:
     kinds = _parse_kinds(r, msec_name, "kinds", msec.get("kinds", ""), ("Xnd", "Strided"))
     ellipses = _parse_ellipses(r, msec_name, "ellipses", msec.get("ellipses", ""), ("...", VAR_ELLIPSIS))
     base = r.path.parent.resolve() if str(path) != "<string>" else pathlib.Path.cwd()
-    kernels = []
+    kernels, refused = [], []
     for s in cp.sections():
         if s == msec_name:
             continue
-        parts = s.split()
-        if parts[0] != "KERNEL":
-            raise r.error(s, None, "unknown section (expected [MODULE name] or [KERNEL name])")
-        if len(parts) != 2 or not _IDENT.match(parts[1]):
-            raise r.error(s, None, "the section must be [KERNEL name] with an identifier as name")
-        if "skip" in cp[s]:
-            continue
-        kernels.append(_read_kernel(r, s, parts[1], cp[s], kinds, ellipses, typemap))
-    names = [k.name for k in kernels]
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
-        raise r.error(f"KERNEL {dup}", None, "kernel defined twice")
+        try:
+            parts = s.split()
+            if parts[0] != "KERNEL":
+                raise r.error(s, None, "unknown section (expected [MODULE name] or [KERNEL name])")
+            if len(parts) != 2 or not _IDENT.match(parts[1]):
+                raise r.error(s, None, "the section must be [KERNEL name] with an identifier as name")
+            if "skip" in cp[s]:
+                continue
+            if any(k.name == parts[1] for k in kernels):
+                raise r.error(s, None, "kernel defined twice")
+            kernels.append(_read_kernel(r, s, parts[1], cp[s], kinds, ellipses, typemap))
+        except ConfigError as e:
+            refused.append(str(e))
+    if refused and (strict or not kernels):
+        head = (f"{r.path.name}: no kernel can be built" if not kernels else
+                f"{r.path.name}: {len(refused)} section(s) refused (strict)")
+        raise ConfigError(head + ":\n  " + "\n  ".join(refused))
     if not kernels:
         raise r.error(msec_name, None, "no [KERNEL name] sections (or all are skipped)")
     return ModuleConfig(
@@ -494,14 +507,15 @@ def parse_config(text: str, path="<string>") -> ModuleConfig:
         libraries=_items(msec.get("libraries", "")),
         library_dirs=_paths(base, msec.get("library_dirs", "")),
         header_code=msec.get("header_code", ""),
-        kinds=kinds, ellipses=ellipses, kernels=kernels)
+        kinds=kinds, ellipses=ellipses, kernels=kernels, refused=refused)
 
 
-def load_config(path) -> ModuleConfig:
-    """Read and validate a .cfg file (see the module docstring)."""
+def load_config(path, strict: bool = False) -> ModuleConfig:
+    """Read and validate a .cfg file (see the module docstring and
+    ``parse_config`` for refused sections and ``strict``)."""
     path = pathlib.Path(path)
     try:
         text = path.read_text()
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the kernel config: {e.strerror}") from None
-    return parse_config(text, path)
+    return parse_config(text, path, strict)
