@@ -165,10 +165,11 @@ def test_roles_slots_and_symbols(tmp_path):
         ellipses = ...
     """))
     v = c.kernels[0].variants[0]
+    # inout is xndtools' "written in the caller's container": an input slot only
     assert [a.name for a in v.inputs] == ["a", "x", "y"]
-    assert [a.name for a in v.outputs] == ["return", "y", "z"]
+    assert [a.name for a in v.outputs] == ["return", "z"]
     assert v.signature("...") == ("... * float64, ... * N * M * float64, ... * N * float64 -> "
-                                  "... * float64, ... * N * float64, ... * M * float64")
+                                  "... * float64, ... * M * float64")
 
 
 def test_hide_inferred_from_dimension(tmp_path):
@@ -397,9 +398,9 @@ BAD_SECTIONS = """
     prototypes = double dot(int n, const double *x, const double *y);
     input = x(n), y(n)
     inplace = x
-    [KERNEL by_value_inplace]
+    [KERNEL by_value_output]
     prototypes = void f(double x);
-    inplace = x
+    output = x
 """
 
 
@@ -410,7 +411,7 @@ def test_a_config_builds_what_it_can_and_says_everything_at_once(tmp_path):
     got = "\n".join(config.refused)
     for needle in ("[KERNEL unknown_keys] debug, fortran: unknown keys",
                    "[KERNEL two_roles] inplace: 'x' already has the role 'input'",
-                   "[KERNEL by_value_inplace] inplace: 'x' must be a pointer"):
+                   "[KERNEL by_value_output] output: 'x' must be a pointer"):
         assert needle in got, got
     with pytest.raises(ConfigError, match=r"3 section\(s\) refused \(strict\)") as e:
         load_config(cfg(tmp_path, BAD_SECTIONS), strict=True)

@@ -54,9 +54,11 @@ class Arg:
     ctype: str
     dtype: str
     pointer: bool
-    role: str                 # input | inplace | inout | output | hide | return
+    role: str                 # input | inplace | output | input+output | inplace+output
+    #                           | hide | return (see ROLE_MEANING)
     dims: tuple = ()          # dimension names as written, e.g. ('n',) for x(n)
     hide_expr: str | None = None
+    const: bool = False       # a const pointer: the function promises not to write
 
     @property
     def is_array(self) -> bool:
@@ -73,14 +75,17 @@ class Variant:
 
     @property
     def inputs(self):
-        """gumath input slots: input, inplace and inout args in prototype order."""
-        return [a for a in self.args if a.role in ("input", "inplace", "inout")]
+        """gumath input slots, in prototype order: every argument the caller
+        passes (input, inplace, and those also returned)."""
+        return [a for a in self.args if a.role in ("input", "inplace", "input+output",
+                                                    "inplace+output")]
 
     @property
     def outputs(self):
-        """gumath output slots: the return value, then output and inout args."""
+        """gumath output slots: the return value, then the returned args."""
         outs = [self.ret] if self.ret is not None else []
-        return outs + [a for a in self.args if a.role in ("output", "inout")]
+        return outs + [a for a in self.args if a.role in ("output", "input+output",
+                                                          "inplace+output")]
 
     @property
     def hidden(self):
@@ -279,6 +284,32 @@ def check_hide_expr(expr: str):
     return toks
 
 
+# One argument under two keys, as xndtools allows: what it means.
+_TWO_ROLES = {frozenset(("input", "output")): "input+output",
+              frozenset(("inplace", "output")): "inplace+output",
+              frozenset(("inout", "output")): "inplace+output"}
+
+
+def _effective_role(role: str, pointer: bool) -> str:
+    """xndtools' meaning of an intent on a by-value or pointer parameter:
+
+    input           read; a non-const pointer gets a private copy, so the
+                    caller's data is never written
+    inplace, inout  written in the caller's container (a by-value C scalar
+                    cannot be: it is an input then)
+    output          allocated and returned (pointers only)
+    input+output    the caller's value goes in, the result is returned, the
+                    caller's container is unchanged
+    inplace+output  (also inout+output) written in the caller's container and
+                    returned; by value: the caller's value is returned
+    """
+    if role == "inout":
+        role = "inplace"
+    if not pointer:
+        return {"inplace": "input", "inplace+output": "input+output"}.get(role, role)
+    return role
+
+
 def _build_variant(r, section, proto: Prototype, roles, dims, hides, typemap):
     """Combine one prototype with the kernel's argument roles."""
     where = proto.c_declaration()
@@ -298,8 +329,12 @@ def _build_variant(r, section, proto: Prototype, roles, dims, hides, typemap):
     for key, names in roles.items():
         for name, d in names:
             if name in role_of:
-                raise r.error(section, key, f"{name!r} already has the role {role_of[name]!r}")
-            role_of[name] = key
+                both = _TWO_ROLES.get(frozenset((role_of[name], key)))
+                if both is None:
+                    raise r.error(section, key, f"{name!r} already has the role {role_of[name]!r}")
+                role_of[name] = both
+            else:
+                role_of[name] = key
             if d:
                 if name in dims_of and dims_of[name] != d:
                     raise r.error(section, key, f"{name!r} has two different dimensions")
@@ -322,13 +357,16 @@ def _build_variant(r, section, proto: Prototype, roles, dims, hides, typemap):
         key = "hide" if role == "hide" else role
         if d and not p.pointer:
             raise r.error(section, "dimension", f"{p.name!r} has dimensions {d} but is not a pointer in {where}")
-        if role in ("inplace", "inout", "output") and not p.pointer:
+        if role == "output" and not p.pointer:
             raise r.error(section, key, f"{p.name!r} must be a pointer to be {role} (it is passed by value in {where})")
+        role = _effective_role(role, p.pointer)
         if role == "hide" and p.pointer:
             raise r.error(section, "hide", f"hidden argument {p.name!r} must be passed by value in {where}")
-        if role == "inplace" and p.const:
-            raise r.error(section, key, f"{p.name!r} is const in {where}, so it cannot be {role}")
-        args.append(Arg(p.name, p.ctype, dtype, p.pointer, role, d, hide_expr.get(p.name)))
+        if role in ("inplace", "inplace+output") and p.const:
+            raise r.error(section, key, f"{p.name!r} is const in {where}, so it cannot be written "
+                          "in place")
+        args.append(Arg(p.name, p.ctype, dtype, p.pointer, role, d, hide_expr.get(p.name),
+                        p.const))
 
     ret = None
     if proto.ret != "void":

@@ -53,7 +53,8 @@ def _fn(kernel: KernelConfig, index: int, what: str) -> str:
 
 
 class _Slots:
-    """gumath slot numbers of a variant's arguments (inout args have two)."""
+    """gumath slot numbers of a variant's arguments (an argument both passed and
+    returned has two)."""
 
     def __init__(self, v: Variant):
         self.nin = len(v.inputs)
@@ -74,21 +75,39 @@ def _call(v: Variant, value, pointer) -> str:
     return f"{v.prototype.name}({params})"
 
 
+def _slot(s: _Slots, a: Arg) -> int:
+    """The slot the function works on: the output's for an output (and for
+    input+output, after the caller's value is copied there), else the
+    input's (inplace+output copies it to the output afterwards)."""
+    return s.output[a.name] if a.role in ("output", "input+output") else s.input[a.name]
+
+
+def _private(a: Arg) -> bool:
+    """An input passed through a non-const pointer: the function may write
+    it, so it gets a private copy (the caller's data stays as it was)."""
+    return a.role == "input" and a.pointer and not a.const
+
+
 def _elementwise_body(v: Variant, s: _Slots, elem, indent: str) -> list:
     """Statements applying the function to element i; elem(slot) is an lvalue."""
     lines = []
     for a in v.args:
-        if a.role == "inout":
+        if a.role == "input+output":
             lines.append(f"{elem(s.output[a.name])} = {elem(s.input[a.name])};")
+        elif _private(a):
+            lines.append(f"{a.ctype} t_{a.name} = {elem(s.input[a.name])};")
 
-    def slot(a: Arg) -> int:
-        return s.output[a.name] if a.role in ("output", "inout") else s.input[a.name]
+    def pointer(a: Arg) -> str:
+        return f"&t_{a.name}" if _private(a) else f"&{elem(_slot(s, a))}"
 
-    call = _call(v, lambda a: elem(slot(a)), lambda a: f"&{elem(slot(a))}")
+    call = _call(v, lambda a: elem(_slot(s, a)), pointer)
     if v.ret is not None:
         lines.append(f"{elem(s.output['return'])} = {call};")
     else:
         lines.append(f"{call};")
+    for a in v.args:
+        if a.role == "inplace+output":
+            lines.append(f"{elem(s.output[a.name])} = {elem(s.input[a.name])};")
     return [indent + line for line in lines]
 
 
@@ -170,30 +189,31 @@ def _hide_c(expr_tokens, s) -> str:
 def _emit_array_xnd(kernel: KernelConfig, i: int, v: Variant) -> str:
     from .config import check_hide_expr
     s = _Slots(v)
-    array_slots = []  # (slot, arg, fill, put)
+    array_slots = []  # (slot, arg, fill, put, private copy)
     for a in v.inputs:
         if a.is_array:
-            array_slots.append((s.input[a.name], a, True, a.role == "inplace"))
+            array_slots.append((s.input[a.name], a, True,
+                                a.role in ("inplace", "inplace+output"), _private(a)))
     for a in v.outputs:
         if a.is_array:
-            array_slots.append((s.output[a.name], a, False, True))
+            array_slots.append((s.output[a.name], a, False, True, False))
     out = [f"/* {v.prototype.c_declaration()}: Xnd kernel on whole arrays. */",
            "static int",
            f"{_fn(kernel, i, 'xnd')}(xnd_t stack[], ndt_context_t *ctx)",
            "{",
            "    int ret = -1;"]
-    for k, a, _, _ in array_slots:
+    for k, a, *_ in array_slots:
         out.append(f"    xdap_buf_t b{k};")
-    for k, a, _, _ in array_slots:
+    for k, a, *_ in array_slots:
         out.append(f"    b{k}.copied = false;")
-    for k, a, fill, _ in array_slots:
+    for k, a, fill, _, private in array_slots:
         out += [f"    if (xdap_buf_get(&b{k}, &stack[{k}], {len(a.dims)}, (int64_t)sizeof({a.ctype}), "
-                f"{'true' if fill else 'false'}, ctx) < 0) {{",
+                f"{'true' if fill else 'false'}, {'true' if private else 'false'}, ctx) < 0) {{",
                 "        goto done;", "    }"]
     # Arguments sharing a dimension name must agree; the signature ensures
     # it for fixed dims, not for ragged rows (var).
     first = {}
-    for k, a, _, _ in array_slots:
+    for k, a, *_ in array_slots:
         for axis, d in enumerate(a.dims):
             if d.isdigit():
                 continue
@@ -206,16 +226,19 @@ def _emit_array_xnd(kernel: KernelConfig, i: int, v: Variant) -> str:
                     f"differ in dimension {d}\");",
                     "        goto done;", "    }"]
     for a in v.args:
-        if a.role == "inout" and a.is_array:
-            i_, o_ = s.input[a.name], s.output[a.name]
+        if a.role != "input+output":
+            continue
+        i_, o_ = s.input[a.name], s.output[a.name]
+        if a.is_array:
             out.append(f"    memcpy(b{o_}.data, b{i_}.data, (size_t)(b{o_}.nelem * b{o_}.itemsize));")
-        elif a.role == "inout":
-            i_, o_ = s.input[a.name], s.output[a.name]
+        else:
             out.append(f"    *({a.ctype} *)stack[{o_}].ptr = *({a.ctype} *)stack[{i_}].ptr;")
     out.append("    {")
     for a in v.args:
-        if a.role == "input" and not a.pointer:
-            out.append(f"        const {a.ctype} v_{a.name} = *(const {a.ctype} *)stack[{s.input[a.name]}].ptr;")
+        if a.role in ("input", "input+output") and not a.pointer:
+            out.append(f"        const {a.ctype} v_{a.name} = *(const {a.ctype} *)stack[{_slot(s, a)}].ptr;")
+        elif _private(a) and not a.is_array:
+            out.append(f"        {a.ctype} t_{a.name} = *(const {a.ctype} *)stack[{s.input[a.name]}].ptr;")
         elif a.role == "hide" and a.dtype in _NARROW_INTS:
             # lengths are int64: a value the C parameter cannot hold (e.g.
             # 2**31 items for an `int n`) is an error, not a truncated length
@@ -230,13 +253,12 @@ def _emit_array_xnd(kernel: KernelConfig, i: int, v: Variant) -> str:
             expr = _hide_c(check_hide_expr(a.hide_expr), s)
             out.append(f"        const {a.ctype} v_{a.name} = ({a.ctype})({expr});  /* {a.name} = {a.hide_expr} */")
 
-    def slot(a):
-        return s.output[a.name] if a.role in ("output", "inout") else s.input[a.name]
-
     def pointer(a):
         if a.is_array:
-            return f"({a.ctype} *)b{slot(a)}.data"
-        return f"({a.ctype} *)stack[{slot(a)}].ptr"
+            return f"({a.ctype} *)b{_slot(s, a)}.data"
+        if _private(a):
+            return f"&t_{a.name}"
+        return f"({a.ctype} *)stack[{_slot(s, a)}].ptr"
 
     call = _call(v, lambda a: f"v_{a.name}", pointer)
     if v.ret is not None:
@@ -244,11 +266,19 @@ def _emit_array_xnd(kernel: KernelConfig, i: int, v: Variant) -> str:
     else:
         out.append(f"        {call};")
     out.append("    }")
-    for k, a, _, put in array_slots:
+    for a in v.args:             # written in place and returned: the copy out
+        if a.role != "inplace+output":
+            continue
+        i_, o_ = s.input[a.name], s.output[a.name]
+        if a.is_array:
+            out.append(f"    memcpy(b{o_}.data, b{i_}.data, (size_t)(b{o_}.nelem * b{o_}.itemsize));")
+        else:
+            out.append(f"    *({a.ctype} *)stack[{o_}].ptr = *({a.ctype} *)stack[{i_}].ptr;")
+    for k, a, _, put, _ in array_slots:
         if put:
             out.append(f"    xdap_buf_put(&b{k});")
     out += ["    ret = 0;", "", "done:"]
-    for k, a, _, _ in array_slots:
+    for k, a, *_ in array_slots:
         out.append(f"    xdap_buf_free(&b{k});")
     out += ["    (void)ctx;", "    return ret;", "}", ""]
     return "\n".join(out)

@@ -112,7 +112,7 @@ xdap_buf_copy(xdap_buf_t *b, bool to_view)
 
 static GM_UNUSED int
 xdap_buf_get(xdap_buf_t *b, const xnd_t *x, int ndim, int64_t itemsize, bool fill,
-             ndt_context_t *ctx)
+             bool private_copy, ndt_context_t *ctx)
 {
     const ndt_t *t = x->type;
     int64_t expected = itemsize;
@@ -153,7 +153,7 @@ xdap_buf_get(xdap_buf_t *b, const xnd_t *x, int ndim, int64_t itemsize, bool fil
         }
         expected *= b->shape[d];
     }
-    if (contiguous) {
+    if (contiguous && !private_copy) {
         b->data = b->base;
         return 0;
     }
