@@ -441,3 +441,24 @@ hide_arguments = n = len(x)
     np.testing.assert_array_equal(out, 2 * x)
     with pytest.raises(TypeError):                  # gumath's own verdict: no float32 kernel
         K.apply(k2twice_mod.twice, as_container(x.astype(np.float32)))
+
+
+def test_the_kernel_library_does_not_import_numba():
+    """gumath's optional numba import is blocked (xdap.kernels._import_gumath):
+    in a fresh interpreter, with a stand-in numba on the path that would
+    record being imported, the first kernel call leaves it unimported."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    d = tempfile.mkdtemp()
+    os.makedirs(os.path.join(d, "numba", "npyufunc"))
+    with open(os.path.join(d, "numba", "__init__.py"), "w") as f:
+        f.write("raise SystemExit('numba was imported')\n")
+    code = ("import numpy as np, xdap.kernels as k, sys; k.sin(np.ones(3)); "
+            "print('numba' in sys.modules)")
+    from xdap.launcher import clean_environment
+    env = clean_environment(PYTHONPATH=d + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

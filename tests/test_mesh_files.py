@@ -124,3 +124,17 @@ def test_mixed_kinds_read_whole_as_ragged_cells(comm, tmp_path_factory, ext):
     off, nbrs = dual_graph(b.cells, b.ids, comm, dim=b.cell_dim)
     for i, c in enumerate(b.ids):
         assert nbrs[off[i]:off[i + 1]].tolist() == ref[c]
+
+
+@pytest.mark.mpi(ranks=(1, 2))
+def test_generate_box_makes_its_directory(comm, tmp_path_factory):
+    base = comm.bcast(str(tmp_path_factory.mktemp("nested")) if comm.rank == 0 else None)
+    path = files.generate_box(os.path.join(base, "a", "b", "box.xdmf"), 300, comm)
+    assert os.path.exists(path) and os.path.exists(path[:-5] + ".h5")
+    blocker = os.path.join(base, "file")
+    if comm.rank == 0:
+        open(blocker, "w").close()
+    comm.Barrier()
+    with pytest.raises(ValueError, match="cannot make the directory"):
+        files.generate_box(os.path.join(blocker, "box.xdmf"), 300, comm)
+

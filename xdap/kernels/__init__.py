@@ -22,12 +22,34 @@ ndt("2 * float64")
 xdap.kernels is also what NumPy's ufuncs run on a DistArray (``np.sin(a)``,
 ``a + 1``: ``DistArray.__array_ufunc__``).
 """
+import sys as _sys
+
+
+def _import_gumath():
+    """gumath, without the numba it would pull in.  gumath's ``__init__``
+    tries ``from numba.npyufunc import GUVectorize`` for its optional
+    ``xndvectorize``; where numba is installed that imports numba, llvmlite
+    and scipy on the first kernel call (0.33 s and ~60 MiB a rank, measured).
+    xdap never uses ``xndvectorize``, so the import is blocked (a ``None``
+    entry in ``sys.modules`` makes it an ImportError, which gumath expects)
+    -- unless the program imported numba itself, then nothing changes."""
+    if "numba" in _sys.modules:
+        import gumath
+        return gumath
+    _sys.modules["numba"] = None
+    try:
+        import gumath
+    finally:
+        del _sys.modules["numba"]
+    return gumath
+
+
 # This environment's libgumath, loaded through its Python package before any
 # extension of ours links it. Ours are built in place, so their runpath names
 # the environment that built them last (make test MPI=system puts a second
 # one beside .venv); loaded first, the library is reused by its soname,
 # never a second copy from elsewhere, with tables of its own.
-import gumath as _gumath  # noqa: F401
+_gumath = _import_gumath()
 
 from .apply import apply
 from .library import *  # noqa: F401,F403  (the kernel functions)

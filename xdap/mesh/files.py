@@ -67,7 +67,8 @@ def generate_box(path, tets: int, comm=None, missing: float = 0.05, seed: int = 
     it with meshio as XDMF + HDF5 at ``path`` (rank 0; collective: every rank
     returns once the file is complete). One cell field, ``rho``, with a
     fraction ``missing`` of its values NaN (missing). Reuses an existing
-    file of the same request (the mesh is a cache, not a result)."""
+    file of the same request (the mesh is a cache, not a result).  The
+    directory ``path`` names is made when it does not exist."""
     comm = _comm.resolve(comm)
     path = os.fspath(path)
     with agreement(comm, "generate_box") as ag:
@@ -75,6 +76,12 @@ def generate_box(path, tets: int, comm=None, missing: float = 0.05, seed: int = 
             raise ValueError(f"generate_box: tets must be an int >= 1, got {tets!r}")
         ag.same("path and tets", (path, int(tets)))
         if comm.rank == 0:
+            parent = os.path.dirname(os.path.abspath(path))
+            try:
+                os.makedirs(parent, exist_ok=True)
+            except OSError as e:
+                raise ValueError(f"generate_box: cannot make the directory {parent!r} for "
+                                 f"{path!r}: {e.strerror}") from None
             stamp = path + ".request"
             want = f"{int(tets)} {missing} {seed}"
             if not (os.path.exists(path) and os.path.exists(stamp) and
