@@ -15,7 +15,7 @@ the hand-written mpi4py + NumPy equivalent, one run, ratios, on 4 ranks.
   unique          xdap.unique_values vs the hand-written sort followed by
                   np.unique and a neighbour check: target <= 1.5x
 Peak memory per rank (tracemalloc: NumPy's allocations) for sort.
-Timing: interleaved repetitions, median, max over ranks.  Always exits 0;
+Timing: interleaved repetitions, median, max over ranks (benchmarks/_harness.py).  Always exits 0;
 a missed target prints FAIL.  On 2 cores, 4 ranks share them: ratios, not
 absolute times, are the point.
 """
@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import tracemalloc
 
 import numpy as np
@@ -32,27 +31,19 @@ from mpi4py import MPI
 
 import xdap
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _harness                        # noqa: E402
+from _harness import say               # noqa: E402
+
 CHILD = "--child" in sys.argv
 COMM = MPI.COMM_WORLD
 N = 10_000_000
 
 
-def say(*a):
-    if COMM.rank == 0:
-        print(*a, flush=True)
-
-
-def bench(fns, reps=5):
-    for fn in fns:
-        fn()
-    times = np.empty((len(fns), reps))
-    for k in range(reps):
-        for j, fn in enumerate(fns):
-            COMM.Barrier()
-            t0 = time.perf_counter()
-            fn()
-            times[j, k] = time.perf_counter() - t0
-    return np.max(COMM.allgather(np.median(times, axis=1)), axis=0)
+def bench(fns):
+    """Median seconds of each fn, interleaved, the slowest rank's
+    (benchmarks/_harness.py)."""
+    return _harness.bench(fns, budget=1.0, max_reps=50)[0]
 
 
 def hand_sample_sort(local):

@@ -20,7 +20,7 @@ on DistArrays, the same memory for every side:
                vs ``np.einsum`` (and BLAS's ``g @ v``, reported)
   overhead     one call on 10 float64 DistArray elements, generated vs
                built-in: <= 1.5x
-Timing: interleaved repetitions, median.  Always exits 0; a missed target
+Timing: interleaved repetitions, median (benchmarks/_harness.py).  Always exits 0; a missed target
 prints FAIL.
 """
 from __future__ import annotations
@@ -28,13 +28,14 @@ from __future__ import annotations
 import pathlib
 import sys
 import tempfile
-import time
 
 import numpy as np
 from mpi4py import MPI
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
+import _harness                                 # noqa: E402
 import xdap                                     # noqa: E402
 from helpers import import_module_at            # noqa: E402
 from xdap import kernels as K                   # noqa: E402
@@ -44,26 +45,14 @@ EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "tests" / "kernel_examp
 SELF = MPI.COMM_SELF
 
 
-def bench(fns, reps=9):
-    for fn in fns:
-        fn()
-    times = np.empty((len(fns), reps))
-    for k in range(reps):
-        for j, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            times[j, k] = time.perf_counter() - t0
-    return np.median(times, axis=1)
+def bench(fns):
+    """Median seconds of each fn, interleaved (benchmarks/_harness.py)."""
+    return _harness.bench(fns, collective=False)[0]
 
 
-def per_call(fn, reps=20000):
-    best = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        best.append((time.perf_counter() - t0) / reps)
-    return min(best)
+def per_call(fn):
+    """Median seconds of one short call."""
+    return _harness.bench([fn], budget=0.3, max_reps=20000, collective=False)[0][0]
 
 
 def line(what, t, base, target):
@@ -131,7 +120,7 @@ def main():
     print(f"  generated {t_user*1e6:.2f} us, built-in {t_lib*1e6:.2f} us")
     line("generated / built-in", t_user, t_lib, 1.5)
     r = xdap.from_global(np.ones((10, 8)), comm=SELF)
-    t_core = per_call(lambda: lin.rowsum(r), 5000)
+    t_core = per_call(lambda: lin.rowsum(r))
     print(f"  a core-dim call (rowsum of 10 rows of 8): {t_core*1e6:.2f} us")
 
 

@@ -85,3 +85,27 @@ class watchdog:
     def __exit__(self, *exc):
         self._timer.cancel()
         return False
+
+
+def build_once(comm, cache: dict, name: str, make_cfg):
+    """Import kernel module ``name``, built once per launch by rank 0 into a
+    fresh directory (``make_cfg(work_dir)`` returns the .cfg to build); the
+    path is broadcast and a failure is the same error on every rank."""
+    import pathlib
+    import tempfile
+
+    from xdap.agreement import agree
+    from xdap.codegen import build
+    if name in cache:
+        return cache[name]
+    path, error = None, None
+    if comm.rank == 0:
+        try:
+            work = pathlib.Path(tempfile.mkdtemp(prefix="xdap-kernels-"))
+            path = str(build(make_cfg(work), work / "mod"))
+        except Exception as e:  # noqa: BLE001 -- reported on every rank below
+            error = ValueError(f"building {name} failed: {e}")
+    agree(comm, error)
+    path = comm.bcast(path, root=0)
+    mod = cache[name] = import_module_at(path, name)
+    return mod

@@ -6,16 +6,13 @@ is broadcast, the verdict agreed), then every rank imports it.
 """
 import pathlib
 import shutil
-import tempfile
 
 import numpy as np
 import pytest
 from xnd import xnd
 
 import xdap
-from helpers import import_module_at
-from xdap.codegen import build
-from xdap.agreement import agree
+from helpers import build_once
 from xdap.parts import parts
 from xdap.kernels import apply
 
@@ -25,27 +22,15 @@ _MODULES = {}
 
 def built(comm, name):
     """Import module `name` (square | add_cpu), built once by rank 0."""
-    if name in _MODULES:
-        return _MODULES[name]
-    path, error = None, None
-    if comm.rank == 0:
-        try:
-            work = pathlib.Path(tempfile.mkdtemp(prefix="xdap-kernels-"))
-            if name == "square":
-                # the tutorial flow: skeleton from the header, then build
-                from xdap.codegen import write_skeleton
-                for f in ("square.c", "square.h"):
-                    shutil.copy(EXAMPLES / f, work / f)
-                cfg = write_skeleton(work / "square.h")
-            else:
-                cfg = EXAMPLES / "add-kernels.cfg"
-            path = str(build(cfg, work / "mod"))
-        except Exception as e:  # noqa: BLE001 -- reported on every rank below
-            error = ValueError(f"building {name} failed: {e}")
-    agree(comm, error)
-    path = comm.bcast(path, root=0)
-    mod = _MODULES[name] = import_module_at(path, name)
-    return mod
+    def cfg(work):
+        if name != "square":
+            return EXAMPLES / "add-kernels.cfg"
+        # the tutorial flow: skeleton from the header, then build
+        from xdap.codegen import write_skeleton
+        for f in ("square.c", "square.h"):
+            shutil.copy(EXAMPLES / f, work / f)
+        return write_skeleton(work / "square.h")
+    return build_once(comm, _MODULES, name, cfg)
 
 
 @pytest.mark.mpi(ranks=(1, 2, 3, 4))

@@ -9,15 +9,12 @@ linalg.cfg -- a row sum and a local mat-vec -- and ops.cfg -- dot, cumsum,
 outer, scale).
 """
 import pathlib
-import tempfile
 
 import numpy as np
 import pytest
 
 import xdap
-from helpers import import_module_at
-from xdap.agreement import agree
-from xdap.codegen import build
+from helpers import build_once
 
 EXAMPLES = pathlib.Path(__file__).parent / "kernel_examples"
 RANKS = (1, 2, 3, 4)
@@ -25,18 +22,7 @@ _MODULES = {}
 
 
 def built(comm, cfg, name):
-    if name in _MODULES:
-        return _MODULES[name]
-    path, error = None, None
-    if comm.rank == 0:
-        try:
-            path = str(build(EXAMPLES / cfg, pathlib.Path(tempfile.mkdtemp()) / name))
-        except Exception as e:  # noqa: BLE001 -- reported on every rank below
-            error = ValueError(f"building {cfg} failed: {e}")
-    agree(comm, error)
-    path = comm.bcast(path, root=0)
-    mod = _MODULES[name] = import_module_at(path, name)
-    return mod
+    return build_once(comm, _MODULES, name, lambda work: EXAMPLES / cfg)
 
 
 def linalg(comm):

@@ -186,6 +186,21 @@ def _hide_c(expr_tokens, s) -> str:
     return " ".join(parts)
 
 
+def _copies_to_outputs(v: Variant, s: _Slots, role: str) -> list:
+    """C statements copying each ``role`` argument's input slot to its
+    output slot (whole buffers for arrays)."""
+    out = []
+    for a in v.args:
+        if a.role != role:
+            continue
+        i_, o_ = s.input[a.name], s.output[a.name]
+        if a.is_array:
+            out.append(f"    memcpy(b{o_}.data, b{i_}.data, (size_t)(b{o_}.nelem * b{o_}.itemsize));")
+        else:
+            out.append(f"    *({a.ctype} *)stack[{o_}].ptr = *({a.ctype} *)stack[{i_}].ptr;")
+    return out
+
+
 def _emit_array_xnd(kernel: KernelConfig, i: int, v: Variant) -> str:
     from .config import check_hide_expr
     s = _Slots(v)
@@ -225,14 +240,7 @@ def _emit_array_xnd(kernel: KernelConfig, i: int, v: Variant) -> str:
                     f"        ndt_err_format(ctx, NDT_ValueError, \"{kernel.name}: {a.name} and {name0} "
                     f"differ in dimension {d}\");",
                     "        goto done;", "    }"]
-    for a in v.args:
-        if a.role != "input+output":
-            continue
-        i_, o_ = s.input[a.name], s.output[a.name]
-        if a.is_array:
-            out.append(f"    memcpy(b{o_}.data, b{i_}.data, (size_t)(b{o_}.nelem * b{o_}.itemsize));")
-        else:
-            out.append(f"    *({a.ctype} *)stack[{o_}].ptr = *({a.ctype} *)stack[{i_}].ptr;")
+    out += _copies_to_outputs(v, s, "input+output")      # the caller's value in
     out.append("    {")
     for a in v.args:
         if a.role in ("input", "input+output") and not a.pointer:
@@ -266,14 +274,7 @@ def _emit_array_xnd(kernel: KernelConfig, i: int, v: Variant) -> str:
     else:
         out.append(f"        {call};")
     out.append("    }")
-    for a in v.args:             # written in place and returned: the copy out
-        if a.role != "inplace+output":
-            continue
-        i_, o_ = s.input[a.name], s.output[a.name]
-        if a.is_array:
-            out.append(f"    memcpy(b{o_}.data, b{i_}.data, (size_t)(b{o_}.nelem * b{o_}.itemsize));")
-        else:
-            out.append(f"    *({a.ctype} *)stack[{o_}].ptr = *({a.ctype} *)stack[{i_}].ptr;")
+    out += _copies_to_outputs(v, s, "inplace+output")    # written in place: returned too
     for k, a, _, put, _ in array_slots:
         if put:
             out.append(f"    xdap_buf_put(&b{k});")
