@@ -14,6 +14,10 @@ the hand-written mpi4py + NumPy equivalent, one run, ratios, on 4 ranks.
                   Alltoallv, np.sort of the runs): target <= 1.5x
   unique          xdap.unique_values vs the hand-written sort followed by
                   np.unique and a neighbour check: target <= 1.5x
+  matmul          a row-distributed 4096 x 4096 matrix @ a vector and @ a
+                  4096 x 512 matrix every rank holds (by hand: each rank's
+                  rows @ it), and @ a block-distributed vector (by hand:
+                  Allgatherv, then rows @ it): target <= 1.5x
 Peak memory per rank (tracemalloc: NumPy's allocations) for sort.
 Timing: interleaved repetitions, median, max over ranks (benchmarks/_harness.py).  Always exits 0;
 a missed target prints FAIL.  On 2 cores, 4 ranks share them: ratios, not
@@ -126,9 +130,34 @@ def child():
     m_x, m_h = peak(lambda: xdap.sort(a)), peak(lambda: hand_sample_sort(local))
     say(f"  {'':14s} peak NumPy memory per rank: xdap {m_x:.0f} MiB, by hand {m_h:.0f} MiB "
         f"(the data: {local.nbytes / 2**20:.0f} MiB)")
+    matmul_section(rng)
     ints = xdap.from_local(rng.integers(0, 10**6, hi - lo).astype(np.float64), comm=COMM)
     raw = ints.local_numpy()
     line("unique", *bench([lambda: xdap.unique_values(ints), lambda: hand_unique(raw)]), 1.5)
+
+
+def matmul_section(rng):
+    """A row-distributed 4096 x 4096 matrix times a vector and a 4096 x 512
+    matrix every rank holds (no collective needed: each rank multiplies its
+    rows), and times a block-distributed vector (gathered: an Allgatherv by
+    hand)."""
+    n = 4096
+    A = xdap.from_function(lambda i, j: np.sin(i * 0.001 + j * 0.002), (n, n), comm=COMM)
+    rows = A.local_numpy()
+    v = rng.standard_normal(n)
+    B = rng.standard_normal((n, 512))
+    line("A @ v", *bench([lambda: A @ v, lambda: rows @ v]), 1.5)
+    line("A @ B", *bench([lambda: A @ B, lambda: rows @ B]), 1.5)
+    vd = xdap.from_global(v, comm=COMM)
+    mine = vd.local_numpy()
+    counts = np.array(COMM.allgather(len(mine)))
+
+    def hand():
+        full = np.empty(n)
+        COMM.Allgatherv(mine, (full, counts))
+        return rows @ full
+    line("A @ v (dist.)", *bench([lambda: A @ vd, hand]), 1.5)
+    np.testing.assert_allclose((A @ vd).local_numpy(), hand(), rtol=1e-12)
 
 
 def main():

@@ -15,9 +15,10 @@ __version__ = "0.1.0"
 
 import importlib
 
-from .array import (DistArray, arange, argsort, empty, from_arrow, from_awkward, from_distarray,
-                    from_function, from_global, from_local, from_partitioned, full, load, sort,
-                    unique_values, zeros)
+from .array import (DistArray, arange, empty, from_arrow, from_awkward, from_distarray,
+                    from_function, from_global, from_local, from_partitioned, full, load, zeros)
+from .numpy_api import (argmax, argmin, argsort, clip, cumulative_sum, matmul, nonzero, sort, std,
+                        unique_values, var, where)
 from .partitions import CartesianPartition, Partition
 from .distribution import Distribution, make_distribution
 from .printing import rank_print as print  # noqa: A001 -- xdap.print: rank by rank
@@ -56,4 +57,5 @@ def __getattr__(name):
 __all__ = ["DistArray", "Distribution", "from_global", "from_local", "empty", "zeros", "full",
            "arange", "from_function", "make_distribution",
            "from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
-           "sort", "argsort", "unique_values", "Scatter", "plot", "Partition", "CartesianPartition", "print", "__version__"]
+           "sort", "argsort", "unique_values", "cumulative_sum", "argmax", "argmin", "nonzero",
+           "where", "clip", "var", "std", "matmul", "Scatter", "plot", "Partition", "CartesianPartition", "print", "__version__"]

@@ -707,6 +707,10 @@ class DistArray:
     # allocated) and ``b = a; a += 1`` updates ``b`` too, as in NumPy.  The
     # result must have this array's element type (``int_array += 0.5`` is
     # a TypeError, NumPy's same-kind rule).
+    def __matmul__(self, other):
+        from .numpy_api import matmul
+        return matmul(self, other)
+
     def __iadd__(self, other): return _in_place(self, other, "add")
     def __isub__(self, other): return _in_place(self, other, "subtract")
     def __imul__(self, other): return _in_place(self, other, "multiply")
@@ -865,112 +869,6 @@ def _ragged_leaf_index(d: Distribution, p: Parts):
 # --------------------------------------------------------------------------
 # the public constructors: engines' pairs, wrapped
 # --------------------------------------------------------------------------
-
-def sort(x: DistArray, /, *, axis: int = -1, descending: bool = False,
-         stable: bool = True) -> DistArray:
-    """The sorted array (the Array API's ``sort``; NumPy's ``np.sort``).
-
-    Along an undistributed axis every rank sorts its own rows: local work,
-    no MPI call, the same distribution.  Along the distributed axis of a
-    1-D array: a distributed sample sort (``xdap.movement.sort``;
-    collective, one exchange of the data), the result an irregular block
-    -- rank r holds the r-th slice of the sorted values.  Along a
-    distributed axis of an N-d array the array is first redistributed so
-    that axis is whole (one exchange).  NaN sorts last; ``descending``
-    reverses (a view, no data moved).  Fixed numeric types; ``stable`` is
-    always honoured.
-
-    >>> import numpy as np, xdap
-    >>> from mpi4py import MPI
-    >>> xdap.sort(xdap.from_global(np.array([3, 1, 2]), comm=MPI.COMM_SELF)).to_numpy()
-    array([1, 2, 3])
-    """
-    return _sorted(x, axis, descending, False)
-
-
-def argsort(x: DistArray, /, *, axis: int = -1, descending: bool = False,
-            stable: bool = True) -> DistArray:
-    """The global indices along ``axis`` that sort ``x`` (int64; equal
-    values in index order, as NumPy's stable ``argsort``), distributed as
-    ``sort(x)`` is.  Collective along a distributed axis (see ``sort``).
-
-    >>> import numpy as np, xdap
-    >>> from mpi4py import MPI
-    >>> xdap.argsort(xdap.from_global(np.array([3, 1, 2]), comm=MPI.COMM_SELF)).to_numpy()
-    array([1, 2, 0])
-    """
-    return _sorted(x, axis, descending, True)
-
-
-def unique_values(x: DistArray, /) -> DistArray:
-    """The sorted unique values of ``x`` as a 1-D array (the Array API's
-    ``unique_values``; NumPy's ``np.unique``: NaNs count as one).
-    Collective: a distributed sort and a few small allgathers; the result
-    is an irregular block.
-
-    >>> import numpy as np, xdap
-    >>> from mpi4py import MPI
-    >>> xdap.unique_values(xdap.from_global(np.array([3, 1, 3, 1]), comm=MPI.COMM_SELF)).to_numpy()
-    array([1, 3])
-    """
-    if not isinstance(x, DistArray):
-        raise TypeError(f"unique_values: x must be a DistArray, got {type(x).__name__}")
-    info = x.parts.info
-    if info.ragged or info.boxed or info.optional or not info.numeric:
-        raise TypeError(f"unique_values: fixed numeric data without missing values, not "
-                        f"{info.type_string()}")
-    from .movement.sort import unique_parts
-    return x.__xdap_wrap__(*unique_parts(x.distribution, x.parts), False, True)
-
-
-def _sorted(x, axis, descending, want_indices):
-    from .agreement import debug
-    name = "argsort" if want_indices else "sort"
-    if not isinstance(x, DistArray):
-        raise TypeError(f"{name}: x must be a DistArray, got {type(x).__name__}")
-    d, p = x.distribution, x.parts
-    info = p.info
-    if info.ragged or info.boxed or info.optional or not info.numeric:
-        raise TypeError(f"{name}: sorts fixed numeric data without missing values, not "
-                        f"{info.type_string()}")
-    if not d.maps:
-        raise ValueError(f"{name}: a 0-d array has no axis to sort along")
-    if not -d.ndim <= axis < d.ndim or isinstance(axis, bool):
-        raise ValueError(f"{name}: axis {axis!r} is out of range for a {d.ndim}-d array")
-    axis %= d.ndim
-    m = d.maps[axis]
-    local = m.grid_size == 1 and not m.padded and m.dist_type in ("b", "c")
-    if not local or (debug() and d.comm.size > 1):
-        with agreement(d.comm, name) as ag:            # data moves: the same call everywhere
-            ag.same("axis", axis)
-            ag.same("descending", bool(descending))
-    if local:
-        v = p.values
-        if descending:
-            n = v.shape[axis]
-            idx = n - 1 - np.flip(np.argsort(np.flip(v, axis), axis=axis, kind="stable"), axis)
-        else:
-            idx = np.argsort(v, axis=axis, kind="stable")
-        out = idx if want_indices else np.take_along_axis(v, idx, axis)
-        out = np.ascontiguousarray(out)
-        return x.__xdap_wrap__(d, Parts.of_array(out) if want_indices else
-                               Parts(info.with_shape(out.shape), out), False, True)
-    if d.ndim > 1:             # make the axis whole, then every rank sorts its rows
-        spec = tuple("n" if j == axis else "b" for j in range(d.ndim))
-        return _sorted(x.redistribute(dist=spec), axis, descending, want_indices)
-    from .movement.sort import sort_parts
-    from .movement.index import basic_index
-    reverse = slice(None, None, -1)
-    if descending:             # stable descending: sort the reversed array, reverse back
-        d, p = basic_index(d, p, reverse)
-    out = sort_parts(d, p, indices=want_indices)
-    rd, rp = out[0], out[-1] if want_indices else out[1]
-    if want_indices and descending:
-        rp = Parts.of_array(d.global_shape[0] - 1 - rp.values)
-    if descending:
-        rd, rp = basic_index(rd, rp, reverse)
-    return x.__xdap_wrap__(rd, rp, False, True)
-
 
 def from_global(data, dist=None, grid=None, comm=None, *, root=None, type=None, dtype=None,
                 **per_dim) -> DistArray:

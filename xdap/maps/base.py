@@ -261,6 +261,13 @@ class Map:
         return any(self.local_size(p) != self.owned_count(p) for p in range(self.grid_size))
 
     @property
+    def shared_owned(self) -> bool:
+        """Whether an index is *owned* by several ranks (an unstructured map
+        that is not one-to-one): copies that ``owned_local_slice`` does not
+        leave out, unlike ghost padding."""
+        return self.has_copies and not self.padded
+
+    @property
     def contiguous(self) -> bool:
         """Whether each grid rank's buffer is one range of global indices, in
         grid-rank order, without copies (unpadded blocks)."""

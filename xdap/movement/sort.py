@@ -53,7 +53,7 @@ def sort_parts(d: Distribution, p: Parts, indices: bool = False):
     stable ``argsort``: equal values in index order).  Collective."""
     comm = d.comm
     m = d.maps[0]
-    if m.has_copies:               # an index held twice would be sorted twice
+    if m.shared_owned:             # an index owned twice would be sorted twice
         from .redistribute import move as redistribute
         d, p = redistribute(d, p, make_distribution(d.global_shape, ("b",), comm=comm))
         m = d.maps[0]
@@ -157,7 +157,7 @@ def unique_parts(d: Distribution, p: Parts):
     P = comm.size
     own = p.values[tuple(m.owned_local_slice(c) for m, c in zip(d.maps, d.coords))] \
         if d.maps else p.values[None]
-    if any(m.has_copies for m in d.maps):
+    if any(m.shared_owned for m in d.maps):
         from .redistribute import move as redistribute
         d, p = redistribute(d, p, make_distribution(d.global_shape, ("b",), comm=comm))
         own = p.values

@@ -1,0 +1,106 @@
+"""NumPy's functions on DistArrays (xdap.numpy_api): cumulative_sum,
+argmax/argmin, nonzero, where, clip, var/std and matmul, each against
+NumPy on the global array, on 1-4 ranks, for block (with empty ranks and
+padding), cyclic and 2-D grids, along every axis."""
+import numpy as np
+import pytest
+
+import xdap
+
+RANKS = (1, 2, 3, 4)
+rng = np.random.default_rng(3)
+G = rng.standard_normal((7, 5))
+V = rng.standard_normal(7)
+
+
+def layouts2(P):
+    empty = {1: [7], 2: [0, 7], 3: [3, 0, 4], 4: [2, 0, 5, 0]}[P]
+    return [dict(dist=("b",)), dict(dist=("c",)), dict(dist=("b", "c")), dict(dist=("n", "b")),
+            dict(dist=("b",), sizes=(empty,))]
+
+
+def layouts1(P):
+    empty = {1: [7], 2: [7, 0], 3: [0, 7, 0], 4: [3, 0, 4, 0]}[P]
+    return [dict(dist=("b",)), dict(dist=("c",)), dict(dist=("b",), padding=((1, 1),)),
+            dict(dist=("b",), sizes=(empty,))]
+
+
+def check(got, want, what):
+    g = got.to_numpy() if isinstance(got, xdap.DistArray) else got
+    assert np.shape(g) == np.shape(want), (what, np.shape(g), np.shape(want))
+    np.testing.assert_allclose(g, want, rtol=1e-13, atol=1e-13, err_msg=str(what))
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_along_each_axis_match_numpy(comm):
+    for kw in layouts2(comm.size):
+        a = xdap.from_global(G, comm=comm, **kw)
+        for ax in (0, 1, -1):
+            check(xdap.cumulative_sum(a, axis=ax), np.cumsum(G, axis=ax), ("cumsum", kw, ax))
+            check(xdap.argmax(a, axis=ax), np.argmax(G, axis=ax), ("argmax", kw, ax))
+            check(xdap.argmin(a, axis=ax), np.argmin(G, axis=ax), ("argmin", kw, ax))
+            check(xdap.var(a, axis=ax), np.var(G, axis=ax), ("var", kw, ax))
+            check(xdap.std(a, axis=ax, correction=1), np.std(G, axis=ax, ddof=1), ("std", kw))
+        assert xdap.argmax(a) == np.argmax(G) and xdap.argmin(a) == np.argmin(G)
+        check(xdap.var(a), np.var(G), ("var", kw))
+        check(xdap.std(a, correction=1), np.std(G, ddof=1), ("std", kw))
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_selection_matches_numpy(comm):
+    for kw in layouts2(comm.size):
+        a = xdap.from_global(G, comm=comm, **kw)
+        got = xdap.nonzero(a > 0)
+        assert len(got) == 2
+        for g, w in zip(got, np.nonzero(G > 0)):
+            check(g, w, ("nonzero", kw))
+        check(xdap.where(a > 0, a, 0.0), np.where(G > 0, G, 0.0), ("where", kw))
+        check(xdap.where(a > 0, 1.0, np.arange(5.0)), np.where(G > 0, 1.0, np.arange(5.0)),
+              ("where broadcast", kw))
+        check(xdap.clip(a, -0.5, 0.5), np.clip(G, -0.5, 0.5), ("clip", kw))
+        check(xdap.clip(a, max=0.0), np.clip(G, None, 0.0), ("clip max", kw))
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_matmul_matches_numpy(comm):
+    for kw in layouts2(comm.size):
+        a = xdap.from_global(G, comm=comm, **kw)
+        check(a @ np.arange(5.0), G @ np.arange(5.0), ("matvec", kw))
+        check(a @ np.ones((5, 3)), G @ np.ones((5, 3)), ("matmat", kw))
+        check(a @ xdap.from_global(np.arange(5.0), dist=("c",), comm=comm), G @ np.arange(5.0),
+              ("matvec, a distributed vector", kw))
+        r = a @ np.arange(5.0)
+        if a.distribution.maps[1].grid_size == 1:      # rows stay where they were
+            assert r.distribution == a.distribution.leading(1)
+    with pytest.raises(ValueError, match="do not match"):
+        xdap.from_global(G, comm=comm) @ np.ones(4)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_one_dimensional_arrays(comm):
+    for kw in layouts1(comm.size):
+        v = xdap.from_global(V, comm=comm, **kw)
+        check(xdap.cumulative_sum(v), np.cumsum(V), ("cumsum", kw))
+        check(xdap.cumulative_sum(v[::-1]), np.cumsum(V[::-1]), ("cumsum reversed", kw))
+        check(xdap.cumulative_sum(xdap.from_global(np.arange(7, dtype=np.int32), comm=comm, **kw)),
+              np.cumsum(np.arange(7, dtype=np.int32)), ("cumsum int32", kw))
+        check(v @ v, V @ V, ("dot", kw))
+        check(v @ np.ones((7, 2)), V @ np.ones((7, 2)), ("vecmat", kw))
+        assert xdap.argmax(v) == np.argmax(V) and xdap.argmin(v) == np.argmin(V)
+        w = V.copy()
+        w[[3, 5]] = np.nan                               # NaN wins, the first one (NumPy)
+        assert xdap.argmax(xdap.from_global(w, comm=comm, **kw)) == np.argmax(w) == 3
+        assert xdap.argmin(xdap.from_global(np.zeros(7), comm=comm, **kw)) == 0
+
+
+@pytest.mark.mpi(ranks=(1, 2))
+def test_what_numpy_api_refuses(comm):
+    m = xdap.from_global(np.ma.array([1.0, 2.0], mask=[0, 1]), comm=comm)
+    with pytest.raises(TypeError, match=r"cumulative_sum: takes fixed numeric data .*\?float64"):
+        xdap.cumulative_sum(m)
+    with pytest.raises(ValueError, match="axis is required"):
+        xdap.cumulative_sum(xdap.from_global(G, comm=comm))
+    with pytest.raises(ValueError, match="axis 3 is out of range"):
+        xdap.argmax(xdap.from_global(G, comm=comm), axis=3)
+    with pytest.raises(TypeError, match="left operand must be a DistArray"):
+        xdap.matmul(np.ones(7), xdap.from_global(V, comm=comm))

@@ -1,0 +1,482 @@
+"""NumPy's functions on DistArrays: sorting, searching, cumulative sums,
+statistics, selection and the matrix product -- each with NumPy's meaning
+on the global array, and saying what it moves.
+
+Local work (an undistributed axis, a replicated operand) makes no MPI
+call; along a distributed axis a function moves what it must (a sample
+sort, one prefix of P totals, a redistribution that makes an axis whole),
+and agrees on its arguments first.  Fixed numeric data without missing
+values; other types are one clear TypeError.
+
+>>> import numpy as np, xdap
+>>> from mpi4py import MPI
+>>> a = xdap.from_global(np.array([3.0, 1.0, 2.0]), comm=MPI.COMM_SELF)
+>>> xdap.cumulative_sum(a).to_numpy(), int(xdap.argmax(a))
+(array([3., 4., 6.]), 0)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .agreement import agreement, debug
+from .arraylike import is_distributed
+from .distribution import Distribution
+from .parts import Parts
+
+__all__ = ["sort", "argsort", "unique_values", "cumulative_sum", "argmax", "argmin",
+           "nonzero", "where", "clip", "var", "std", "matmul"]
+
+
+def _numeric(name, x):
+    if not is_distributed(x):
+        raise TypeError(f"{name}: x must be a DistArray, got {type(x).__name__}")
+    info = x.parts.info
+    if info.ragged or info.boxed or info.optional or not info.numeric:
+        raise TypeError(f"{name}: takes fixed numeric data without missing values, not "
+                        f"{info.type_string()}")
+
+
+def _axis(name, x, axis):
+    d = x.distribution
+    if not d.maps:
+        raise ValueError(f"{name}: a 0-d array has no axis")
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or \
+            not -d.ndim <= axis < d.ndim:
+        raise ValueError(f"{name}: axis {axis!r} is out of range for a {d.ndim}-d array")
+    return int(axis) % d.ndim
+
+
+def _whole(m) -> bool:
+    return m.grid_size == 1 and not m.padded and m.dist_type in ("b", "c")
+
+
+def _agree(x, name, **args):
+    """Where data moves, the same call on every rank first (in debug mode
+    always)."""
+    with agreement(x.comm, name) as ag:
+        for k, v in args.items():
+            ag.same(k, v)
+
+
+def _axis_whole(x, axis):
+    """``x`` redistributed so that ``axis`` is whole on every rank (block
+    on the other dims): one exchange."""
+    spec = tuple("n" if j == axis else "b" for j in range(x.ndim))
+    return x.redistribute(dist=spec)
+
+
+def _owned(d, p):
+    """This rank's owned block of a fixed array (padding left out)."""
+    return p.values[tuple(m.owned_local_slice(c) for m, c in zip(d.maps, d.coords))]
+
+
+def _wrap(x, d, values):
+    values = np.ascontiguousarray(values)
+    return x.__xdap_wrap__(d, Parts.of_array(values), False, True)
+
+
+def sort(x, /, *, axis: int = -1, descending: bool = False,
+         stable: bool = True):
+    """The sorted array (the Array API's ``sort``; NumPy's ``np.sort``).
+
+    Along an undistributed axis every rank sorts its own rows: local work,
+    no MPI call, the same distribution.  Along the distributed axis of a
+    1-D array: a distributed sample sort (``xdap.movement.sort``;
+    collective, one exchange of the data), the result an irregular block
+    -- rank r holds the r-th slice of the sorted values.  Along a
+    distributed axis of an N-d array the array is first redistributed so
+    that axis is whole (one exchange).  NaN sorts last; ``descending``
+    reverses (a view, no data moved).  Fixed numeric types; ``stable`` is
+    always honoured.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> xdap.sort(xdap.from_global(np.array([3, 1, 2]), comm=MPI.COMM_SELF)).to_numpy()
+    array([1, 2, 3])
+    """
+    return _sorted(x, axis, descending, False)
+
+
+def argsort(x, /, *, axis: int = -1, descending: bool = False,
+            stable: bool = True):
+    """The global indices along ``axis`` that sort ``x`` (int64; equal
+    values in index order, as NumPy's stable ``argsort``), distributed as
+    ``sort(x)`` is.  Collective along a distributed axis (see ``sort``).
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> xdap.argsort(xdap.from_global(np.array([3, 1, 2]), comm=MPI.COMM_SELF)).to_numpy()
+    array([1, 2, 0])
+    """
+    return _sorted(x, axis, descending, True)
+
+
+def unique_values(x, /):
+    """The sorted unique values of ``x`` as a 1-D array (the Array API's
+    ``unique_values``; NumPy's ``np.unique``: NaNs count as one).
+    Collective: a distributed sort and a few small allgathers; the result
+    is an irregular block.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> xdap.unique_values(xdap.from_global(np.array([3, 1, 3, 1]), comm=MPI.COMM_SELF)).to_numpy()
+    array([1, 3])
+    """
+    if not is_distributed(x):
+        raise TypeError(f"unique_values: x must be a DistArray, got {type(x).__name__}")
+    info = x.parts.info
+    if info.ragged or info.boxed or info.optional or not info.numeric:
+        raise TypeError(f"unique_values: fixed numeric data without missing values, not "
+                        f"{info.type_string()}")
+    from .movement.sort import unique_parts
+    return x.__xdap_wrap__(*unique_parts(x.distribution, x.parts), False, True)
+
+
+def _sorted(x, axis, descending, want_indices):
+    name = "argsort" if want_indices else "sort"
+    if not is_distributed(x):
+        raise TypeError(f"{name}: x must be a DistArray, got {type(x).__name__}")
+    d, p = x.distribution, x.parts
+    info = p.info
+    if info.ragged or info.boxed or info.optional or not info.numeric:
+        raise TypeError(f"{name}: sorts fixed numeric data without missing values, not "
+                        f"{info.type_string()}")
+    if not d.maps:
+        raise ValueError(f"{name}: a 0-d array has no axis to sort along")
+    if not -d.ndim <= axis < d.ndim or isinstance(axis, bool):
+        raise ValueError(f"{name}: axis {axis!r} is out of range for a {d.ndim}-d array")
+    axis %= d.ndim
+    m = d.maps[axis]
+    local = m.grid_size == 1 and not m.padded and m.dist_type in ("b", "c")
+    if not local or (debug() and d.comm.size > 1):
+        with agreement(d.comm, name) as ag:            # data moves: the same call everywhere
+            ag.same("axis", axis)
+            ag.same("descending", bool(descending))
+    if local:
+        v = p.values
+        if descending:
+            n = v.shape[axis]
+            idx = n - 1 - np.flip(np.argsort(np.flip(v, axis), axis=axis, kind="stable"), axis)
+        else:
+            idx = np.argsort(v, axis=axis, kind="stable")
+        out = idx if want_indices else np.take_along_axis(v, idx, axis)
+        out = np.ascontiguousarray(out)
+        return x.__xdap_wrap__(d, Parts.of_array(out) if want_indices else
+                               Parts(info.with_shape(out.shape), out), False, True)
+    if d.ndim > 1:             # make the axis whole, then every rank sorts its rows
+        spec = tuple("n" if j == axis else "b" for j in range(d.ndim))
+        return _sorted(x.redistribute(dist=spec), axis, descending, want_indices)
+    from .movement.sort import sort_parts
+    from .movement.index import basic_index
+    reverse = slice(None, None, -1)
+    if descending:             # stable descending: sort the reversed array, reverse back
+        d, p = basic_index(d, p, reverse)
+    out = sort_parts(d, p, indices=want_indices)
+    rd, rp = out[0], out[-1] if want_indices else out[1]
+    if want_indices and descending:
+        rp = Parts.of_array(d.global_shape[0] - 1 - rp.values)
+    if descending:
+        rd, rp = basic_index(rd, rp, reverse)
+    return x.__xdap_wrap__(rd, rp, False, True)
+
+
+
+
+# -- cumulative sums ---------------------------------------------------------
+def cumulative_sum(x, /, *, axis=None, dtype=None):
+    """The cumulative sum along ``axis`` (the Array API's
+    ``cumulative_sum``; ``np.cumsum``; ``axis`` may be None for a 1-D
+    array).  Along an undistributed axis: local work, the same
+    distribution.  Along the distributed axis of a 1-D array: every rank
+    sums what it owns and adds the totals of the grid positions before it
+    (one allgather of P numbers); the result has the owned blocks
+    (padding and copies left out).  Along a distributed axis of an N-d
+    array the axis is made whole first (one exchange).  ``dtype`` as
+    NumPy's.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> xdap.cumulative_sum(xdap.from_global(np.arange(4), comm=MPI.COMM_SELF)).to_numpy()
+    array([0, 1, 3, 6])
+    """
+    _numeric("cumulative_sum", x)
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"cumulative_sum: axis is required for a {x.ndim}-d array")
+        axis = 0
+    axis = _axis("cumulative_sum", x, axis)
+    d, p = x.distribution, x.parts
+    m = d.maps[axis]
+    local = _whole(m)
+    if not local or (debug() and x.comm.size > 1):
+        _agree(x, "cumulative_sum", axis=axis, dtype=None if dtype is None else str(dtype))
+    if local:
+        return _wrap(x, d, np.cumsum(p.values, axis=axis, dtype=dtype))
+    if d.ndim > 1:
+        return cumulative_sum(_axis_whole(x, axis), axis=axis, dtype=dtype)
+    if m.dist_type != "b":
+        from .distribution import make_distribution
+        x = x.redistribute(dist=make_distribution(d.global_shape, ("b",), comm=x.comm))
+        d, p, m = x.distribution, x.parts, x.distribution.maps[0]
+    own = _owned(d, p)
+    local_sum = np.cumsum(own, dtype=dtype)
+    totals = np.empty(x.comm.size, local_sum.dtype)
+    x.comm.Allgather(np.array([local_sum[-1] if len(local_sum) else 0], local_sum.dtype), totals)
+    position = d.rank_coords[:, 0]
+    before = totals[position < d.coords[0]].sum(dtype=local_sum.dtype)
+    local_sum += before
+    return _wrap(x, Distribution([m.without_padding()], x.comm, d.rank_coords), local_sum)
+
+
+# -- searching -----------------------------------------------------------------
+def argmax(x, /, *, axis=None):
+    """The index of the largest value (the first, as NumPy; NaN counts as
+    largest): over the whole array (``axis=None``) a NumPy int64 on every
+    rank, the flat C-order index (each rank's candidate, then one
+    allgather of P pairs); along an axis a DistArray of the other dims
+    (local along an undistributed axis; a distributed one is made whole
+    first).
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> int(xdap.argmax(xdap.from_global(np.array([1, 5, 5, 2]), comm=MPI.COMM_SELF)))
+    1
+    """
+    return _arg_extreme("argmax", x, axis)
+
+
+def argmin(x, /, *, axis=None):
+    """The index of the smallest value (see ``argmax``)."""
+    return _arg_extreme("argmin", x, axis)
+
+
+def _arg_extreme(name, x, axis):
+    _numeric(name, x)
+    d, p = x.distribution, x.parts
+    if not d.maps:
+        if axis is not None:
+            raise ValueError(f"{name}: a 0-d array has no axis {axis!r}")
+        return np.int64(0)
+    pick = np.argmax if name == "argmax" else np.argmin
+    if axis is not None:
+        axis = _axis(name, x, axis)
+        if not _whole(d.maps[axis]) or (debug() and x.comm.size > 1):
+            _agree(x, name, axis=axis)
+        if not _whole(d.maps[axis]):
+            return _arg_extreme(name, _axis_whole(x, axis), axis)
+        maps = [m for j, m in enumerate(d.maps) if j != axis]
+        coords = np.delete(d.rank_coords, axis, axis=1)
+        nd = Distribution(maps, x.comm, coords if maps else None)
+        return _wrap(x, nd, pick(p.values, axis=axis).astype(np.int64))
+    _agree(x, name, axis=None)
+    own = _owned(d, p)
+    gidx = [np.asarray(m.global_indices(c))[m.owned_local_slice(c)]
+            for m, c in zip(d.maps, d.coords)]
+    if any(m.shared_owned for m in d.maps):
+        raise TypeError(f"{name}: an array with copies of an index on several ranks "
+                        "(redistribute it first)")
+    if own.size:
+        k = np.unravel_index(pick(own), own.shape)
+        flat = np.ravel_multi_index(tuple(g[i] for g, i in zip(gidx, k)), d.global_shape)
+        cand = np.array([own[k], 0.0], dtype=np.result_type(own.dtype, np.float64)) \
+            if own.dtype.kind != "c" else np.array([own[k], 0], complex)
+        have = 1
+    else:
+        flat, have = 0, 0
+        cand = np.zeros(2, np.result_type(own.dtype, np.float64) if own.dtype.kind != "c" else complex)
+    values = np.empty((x.comm.size, 2), cand.dtype)
+    x.comm.Allgather(cand, values)
+    meta = np.empty((x.comm.size, 2), np.int64)
+    x.comm.Allgather(np.array([have, flat], np.int64), meta)
+    rows = np.flatnonzero(meta[:, 0] == 1)
+    if not len(rows):
+        raise ValueError(f"{name} of an empty array")
+    vals, flats = values[rows, 0], meta[rows, 1]
+    best = pick(vals)                       # NaN first (as NumPy); ties below
+    tied = (vals == vals[best]) | (np.isnan(vals) & np.isnan(vals[best])) \
+        if vals.dtype.kind in "fc" else vals == vals[best]
+    return np.int64(flats[tied].min())
+
+
+def nonzero(x, /) -> tuple:
+    """The global indices of the nonzero elements, one 1-D array per dim, in
+    C order (the Array API's ``nonzero``): each an irregular block (one
+    allgather of counts).  Rows in C order select in place; other layouts
+    move to row blocks first (see ``a[mask]``).
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> (i,) = xdap.nonzero(xdap.from_global(np.array([0, 3, 0, 1]), comm=MPI.COMM_SELF))
+    >>> i.to_numpy()
+    array([1, 3])
+    """
+    _numeric("nonzero", x)
+    if not x.distribution.maps:
+        raise ValueError("nonzero: a 0-d array has no indices (use bool(x))")
+    from .movement.index import mask_index
+    _agree(x, "nonzero")
+    d, p = x.distribution, x.parts
+    if not (d.maps[0].dist_type == "b" and not d.maps[0].padded and
+            all(_whole(m) for m in d.maps[1:])):
+        x = x.redistribute(dist=("b",) + ("n",) * (d.ndim - 1))
+        d, p = x.distribution, x.parts
+    mask = p.values != 0
+    grids = np.meshgrid(*[np.asarray(d.global_indices(j)) for j in range(d.ndim)],
+                        indexing="ij")
+    out = []
+    for g in grids:
+        nd, q = mask_index(d, Parts.of_array(np.ascontiguousarray(g, np.int64)), d, mask)
+        out.append(x.__xdap_wrap__(nd, q, False, True))
+    return tuple(out)
+
+
+# -- elementwise selection -------------------------------------------------------
+def where(condition, x1, x2, /):
+    """``x1`` where ``condition`` holds, else ``x2``, broadcast as NumPy
+    does (DistArrays, NumPy arrays, scalars; see ``a + b``): local work
+    once the operands are aligned (no MPI call unless a smaller DistArray
+    must be gathered); the result's dtype is NumPy's for ``x1`` and
+    ``x2``.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(4.0), comm=MPI.COMM_SELF)
+    >>> xdap.where(a > 1, a, -1.0).to_numpy()
+    array([-1., -1.,  2.,  3.])
+    """
+    from .kernels.apply import broadcast_operands
+    args = (condition, x1, x2)
+    first = next((a for a in args if is_distributed(a)), None)
+    if first is None:
+        raise TypeError("where: at least one operand must be a DistArray")
+    for a in args:
+        if is_distributed(a):
+            _numeric("where", a)
+    if any(isinstance(a, (np.ndarray, list)) or
+           (is_distributed(a) and a.distribution.global_shape !=
+            first.distribution.global_shape) for a in args):
+        args = broadcast_operands(args)
+    dists = [a for a in args if is_distributed(a)]
+    d = dists[0].distribution
+    if any(a.distribution != d for a in dists):
+        raise ValueError("where: the operands are distributed differently; redistribute "
+                         "them alike first")
+    vals = [a.parts.values if is_distributed(a) else a for a in args]
+    out = np.where(vals[0].astype(bool) if isinstance(vals[0], np.ndarray) else bool(vals[0]),
+                   vals[1], vals[2])
+    return _wrap(dists[0], d, np.broadcast_to(out, d.local_shape))
+
+
+def clip(x, /, min=None, max=None):  # noqa: A002 -- the standard's names
+    """``x`` with every value below ``min`` raised to it and above ``max``
+    lowered to it (NumPy's ``clip``; bounds may be scalars, NumPy arrays or
+    DistArrays, broadcast): local work through the maximum/minimum kernels.
+    """
+    _numeric("clip", x)
+    from . import kernels
+    out = x if min is None else kernels.maximum(x, min)
+    out = out if max is None else kernels.minimum(out, max)
+    return out.copy() if out is x else out
+
+
+# -- statistics --------------------------------------------------------------------
+def var(x, /, *, axis=None, correction=0.0):
+    """The variance over ``axis`` (None: all) with ``correction`` degrees of
+    freedom removed (NumPy's ``ddof``): the mean of the squared deviations
+    from the mean (two passes: mean, then deviations -- stabler than the
+    sum of squares).  A NumPy float on every rank for ``axis=None``, else a
+    DistArray of the other dims.  Collective (its reductions)."""
+    _numeric("var", x)
+    if axis is None:
+        n = x.size
+        mean = x.mean()
+        dev = x - mean
+        s = (dev * dev).sum()
+        return np.float64(s / (n - correction)) if n - correction > 0 else np.float64(np.nan)
+    axis = _axis("var", x, axis)
+    n = x.distribution.global_shape[axis]
+    mean = x.mean(axis=axis)
+    key = (slice(None),) * axis + (None,)
+    dev = x - mean[key]
+    return (dev * dev).sum(axis=axis) / (n - correction)
+
+
+def std(x, /, *, axis=None, correction=0.0):
+    """The standard deviation: the square root of ``var``."""
+    v = var(x, axis=axis, correction=correction)
+    if is_distributed(v):
+        from . import kernels
+        return kernels.sqrt(v)
+    return np.sqrt(v)
+
+
+# -- the matrix product ----------------------------------------------------------
+def matmul(x1, x2, /):
+    """``x1 @ x2`` for the layouts a user meets first:
+
+    - a matrix whose rows are distributed (its last dim whole) times a
+      vector or matrix every rank holds (a NumPy array): each rank
+      multiplies its rows, no MPI call; the result keeps the rows'
+      distribution (and a trailing undistributed dim for a matrix);
+    - the same with a DistArray for ``x2``: ``x2`` is gathered on every rank
+      first (collective; O(size of x2) a rank);
+    - a matrix whose last dim is distributed is redistributed to row blocks
+      first (one exchange);
+    - two 1-D DistArrays of one distribution: their dot product, a NumPy
+      scalar on every rank (local products, one allreduce).
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(6.0).reshape(3, 2), comm=MPI.COMM_SELF)
+    >>> (a @ np.ones(2)).to_numpy()
+    array([1., 5., 9.])
+    """
+    if not is_distributed(x1):
+        raise TypeError("matmul: the left operand must be a DistArray (a NumPy array @ a "
+                        "DistArray is not supported: use xdap.matmul on the transpose)")
+    _numeric("matmul", x1)
+    d = x1.distribution
+    if d.ndim == 0 or (not is_distributed(x2) and np.ndim(x2) == 0):
+        raise ValueError("matmul: 0-d operands are not allowed (use *)")
+    if is_distributed(x2):
+        _numeric("matmul", x2)
+        if d.ndim == 1 and x2.ndim == 1:
+            return _dot(x1, x2)
+        x2 = x2.to_numpy()                 # the replicated operand, on every rank
+    x2 = np.asarray(x2)
+    n = d.global_shape[-1]
+    if x2.shape[0] != n or x2.ndim > 2:
+        raise ValueError(f"matmul: shapes {d.global_shape} and {x2.shape} do not match "
+                         f"(dim {n} vs {x2.shape[0]})")
+    if d.ndim == 1:                         # a vector times a replicated matrix/vector
+        _agree(x1, "matmul", shape=x2.shape)
+        own = _owned(d, x1.parts)
+        idx = np.asarray(d.maps[0].global_indices(d.coords[0]))[d.maps[0].owned_local_slice(
+            d.coords[0])]
+        partial = own @ x2[idx]
+        total = np.empty_like(np.asarray(partial))
+        from mpi4py import MPI
+        x1.comm.Allreduce(np.ascontiguousarray(partial), total, op=MPI.SUM)
+        return total[()] if total.ndim == 0 else total
+    if not _whole(d.maps[-1]):
+        _agree(x1, "matmul", shape=x2.shape)
+        x1 = x1.redistribute(dist=("b",) + ("n",) * (d.ndim - 1))
+        d = x1.distribution
+    out = x1.parts.values @ x2
+    nd = d.leading(d.ndim - 1)
+    if x2.ndim == 2:
+        nd = nd.with_trailing((x2.shape[1],))
+    return _wrap(x1, nd, out)
+
+
+def _dot(x1, x2):
+    if x1.distribution != x2.distribution:
+        raise ValueError("matmul: two 1-D DistArrays must share a distribution "
+                         "(redistribute one)")
+    d = x1.distribution
+    own = _owned(d, x1.parts) @ _owned(d, x2.parts)
+    total = np.empty_like(np.asarray(own))
+    from mpi4py import MPI
+    _agree(x1, "matmul")
+    x1.comm.Allreduce(np.ascontiguousarray(own), total, op=MPI.SUM)
+    return total[()]
