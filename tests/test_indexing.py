@@ -196,3 +196,27 @@ def test_boolean_masks_match_numpy(comm):
     if comm.size > 1:
         with pytest.raises(ValueError, match="the mask is distributed otherwise"):
             xdap.from_global(G, comm=comm)[other]
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_integer_arrays_match_numpy(comm):
+    """a[idx] with a NumPy array / list (the result a block over idx) and a
+    1-D integer DistArray (the result distributed like it); xdap.take
+    along an undistributed axis is local."""
+    for name, kw in layouts(comm.size):
+        a = xdap.from_global(G, comm=comm, **kw)
+        for idx in ([8, 0, -1, 3, 3], np.array([2]), np.arange(9)[::-1], np.array([], np.int64)):
+            want = G[np.asarray(idx, np.int64)]
+            got = a[idx]
+            assert got.shape == want.shape, (name, idx)
+            np.testing.assert_array_equal(got.to_numpy(), want, err_msg=f"{name} {idx}")
+        ix = xdap.from_global(np.array([5, 1, 1, 0, -2, 8, 4]), dist=("c",), comm=comm)
+        got = a[ix]
+        assert got.distribution.maps[0] == ix.distribution.maps[0]
+        np.testing.assert_array_equal(got.to_numpy(), G[[5, 1, 1, 0, -2, 8, 4]], err_msg=name)
+        np.testing.assert_array_equal(xdap.take(a, [6, 0], axis=1).to_numpy(), G[:, [6, 0]])
+    with pytest.raises(ValueError, match="out of range"):
+        a[[0, 9]]
+    r = xdap.from_global([[1.0], [2.0, 3.0]] * 3, type="var * var * float64", comm=comm)
+    with pytest.raises(TypeError, match="takes fixed numeric data"):
+        r[[0, 1]]

@@ -18,7 +18,7 @@ import importlib
 from .array import (DistArray, arange, empty, from_arrow, from_awkward, from_distarray,
                     from_function, from_global, from_local, from_partitioned, full, load, zeros)
 from .numpy_api import (argmax, argmin, argsort, clip, cumulative_sum, matmul, nonzero, sort, std,
-                        unique_values, var, where)
+                        take, unique_values, var, where)
 from .partitions import CartesianPartition, Partition
 from .distribution import Distribution, make_distribution
 from .printing import rank_print as print  # noqa: A001 -- xdap.print: rank by rank
@@ -58,4 +58,4 @@ __all__ = ["DistArray", "Distribution", "from_global", "from_local", "empty", "z
            "arange", "from_function", "make_distribution",
            "from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
            "sort", "argsort", "unique_values", "cumulative_sum", "argmax", "argmin", "nonzero",
-           "where", "clip", "var", "std", "matmul", "Scatter", "plot", "Partition", "CartesianPartition", "print", "__version__"]
+           "where", "clip", "var", "std", "matmul", "take", "Scatter", "plot", "Partition", "CartesianPartition", "print", "__version__"]

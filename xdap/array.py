@@ -400,7 +400,9 @@ class DistArray:
         (``a[2:5]``, ``a[:, 0]``, ``a[::-1]``, ``a[..., None]``: see
         ``xdap.movement.index``; a slice of a block dim moves nothing);
         ``a[mask]`` with a boolean DistArray or NumPy array of ``a``'s shape:
-        the selected elements as a 1-D irregular block (``mask_index``).
+        the selected elements as a 1-D irregular block (``mask_index``);
+        ``a[idx]`` with an integer array (NumPy, list or DistArray): the rows
+        at those indices (``xdap.take``).
 
         >>> import numpy as np, xdap
         >>> from mpi4py import MPI
@@ -431,6 +433,9 @@ class DistArray:
             local = _local_block(key, self.distribution).values
             out = mask_index(self.distribution, self.parts, self.distribution, local)
             return self.__xdap_wrap__(*out, agreed=True)
+        if _integer_index(key):
+            from .numpy_api import take
+            return take(self, key, axis=0)
         from .movement.gather import read_element
         return read_element(self.distribution, self.parts, key)
 
@@ -759,6 +764,16 @@ class DistArray:
         from .pictures import plot
         return plot(self, ax, points=points, polygons=polygons, outline=outline,
                     max_cells=max_cells, title=title)
+
+
+def _integer_index(key) -> bool:
+    """An integer array along the first dim: a NumPy array, a list of ints,
+    or a 1-D integer DistArray."""
+    if isinstance(key, DistArray):
+        return key.parts.info.dtype in _INTEGERS and not key.parts.info.ragged
+    if isinstance(key, list):
+        key = np.asarray(key)
+    return isinstance(key, np.ndarray) and key.dtype.kind in "iu"
 
 
 _KERNELS: dict = {}

@@ -24,7 +24,7 @@ from .distribution import Distribution
 from .parts import Parts
 
 __all__ = ["sort", "argsort", "unique_values", "cumulative_sum", "argmax", "argmin",
-           "nonzero", "where", "clip", "var", "std", "matmul"]
+           "nonzero", "where", "clip", "var", "std", "matmul", "take"]
 
 
 def _numeric(name, x):
@@ -328,6 +328,62 @@ def nonzero(x, /) -> tuple:
         nd, q = mask_index(d, Parts.of_array(np.ascontiguousarray(g, np.int64)), d, mask)
         out.append(x.__xdap_wrap__(nd, q, False, True))
     return tuple(out)
+
+
+def take(x, indices, /, *, axis=0):
+    """The elements at ``indices`` along ``axis`` (the Array API's ``take``;
+    ``a[idx]`` for axis 0).  ``indices``: a 1-D NumPy array or list of ints,
+    the same on every rank (the result is a block over them: each rank
+    fetches its block), or a 1-D integer DistArray (the result has its
+    distribution: each rank fetches what its part names).  Negative
+    indices count from the end.  Along the distributed first axis:
+    collective -- a ``Scatter`` plan asks the owners (one exchange of
+    positions, one of values); along an undistributed axis: local work.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(5.0) * 10, comm=MPI.COMM_SELF)
+    >>> a[[4, 0, -1]].to_numpy()
+    array([40.,  0., 40.])
+    """
+    from .movement.index import take_rows_at
+    _numeric("take", x)
+    axis = _axis("take", x, axis)
+    d, p = x.distribution, x.parts
+    if is_distributed(indices):
+        info = indices.parts.info
+        if indices.ndim != 1 or info.ragged or info.optional or info.dtype not in _INTS:
+            raise TypeError(f"take: indices must be a 1-D integer DistArray, not {info.type_string()}")
+        if axis != 0:
+            raise ValueError("take: DistArray indices index the first axis")
+        rows = take_rows_at(d, p, indices.parts.values)
+        nd = indices.distribution.with_trailing(d.global_shape[1:])
+        return x.__xdap_wrap__(nd, rows, False, True)
+    idx = np.asarray(indices)
+    if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+        raise TypeError(f"take: indices must be a 1-D array of integers, got {idx.dtype} "
+                        f"of shape {idx.shape}")
+    idx = idx.astype(np.int64)
+    if _whole(d.maps[axis]):
+        n = d.global_shape[axis]
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            raise IndexError(f"take: index {int(idx[(idx < -n) | (idx >= n)][0])} is out of "
+                             f"bounds for axis {axis} of size {n}")
+        from .maps import BlockMap
+        maps = list(d.maps)
+        maps[axis] = BlockMap(len(idx), 1)
+        nd = Distribution(maps, x.comm, d.rank_coords)
+        return _wrap(x, nd, np.take(p.values, idx, axis=axis))
+    if axis != 0:
+        return take(_axis_whole(x, axis), idx, axis=axis)
+    from .distribution import make_distribution
+    shape = (len(idx),) + d.global_shape[1:]
+    nd = make_distribution(shape, ("b",) + ("n",) * (len(shape) - 1), comm=x.comm)
+    lo, hi = nd.maps[0].owned_range(nd.coords[0])
+    return x.__xdap_wrap__(nd, take_rows_at(d, p, idx[lo:hi]), False, True)
+
+
+_INTS = frozenset(f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64))
 
 
 # -- elementwise selection -------------------------------------------------------

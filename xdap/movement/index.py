@@ -49,7 +49,7 @@ from ..parts import Parts
 from ..bitmaps import pack_validity
 from ..rows import take_rows
 
-__all__ = ["basic_index", "normalize_key", "is_basic_key", "assign", "mask_index"]
+__all__ = ["basic_index", "normalize_key", "is_basic_key", "assign", "mask_index", "take_rows_at"]
 
 
 def is_basic_key(key) -> bool:
@@ -426,3 +426,22 @@ def mask_index(d: Distribution, p: Parts, mask_d: Distribution, mask: np.ndarray
     nd = Distribution([BlockMap(int(sizes.sum()), P,
                                 bounds=np.concatenate([[0], np.cumsum(sizes)]))], comm)
     return nd, Parts(p.info.with_shape(values.shape), np.ascontiguousarray(values), validity)
+
+
+def take_rows_at(d: Distribution, p: Parts, needed: np.ndarray) -> Parts:
+    """The rows of ``(d, p)`` at the global indices ``needed`` along dim 0
+    (negative ones counted from the end), in that order: this rank's part of
+    an integer-array index (``a[idx]``).  Collective: a ``Scatter`` plan
+    (its agreement refuses an index out of range on any rank, on every
+    rank) and one exchange; the other dims move along (a distributed one
+    is made whole first).  Fixed, non-optional types."""
+    from .scatter import Scatter
+    if any(g != 1 for g in d.grid[1:]):
+        from .redistribute import move
+        d, p = move(d, p, make_distribution(d.global_shape, ("b",) + ("n",) * (d.ndim - 1),
+                                            comm=d.comm))
+    needed = np.asarray(needed)
+    if needed.dtype.kind in "iu" and needed.size:
+        needed = np.where(needed < 0, needed + d.global_shape[0], needed)
+    values = Scatter(d, needed).forward(p)
+    return Parts(p.info.with_shape(values.shape), values)
