@@ -206,3 +206,32 @@ def test_rank_ordered_printing():
     for r in range(comm.size):
         mine = [float(v) for v in range(r, 5, comm.size)]
         assert lines[comm.size + 1 + r] == f"[rank {r}] {len(mine)}: {mine}"
+
+
+@pytest.mark.mpi(ranks=(1, 2))
+def test_show_abbreviates_large_partitions_as_numpy_does():
+    """A 1000 x 1000 array prints a few lines, not megabytes: NumPy's
+    summary of each rank's block; ragged and string rows: the first and
+    last rows; missing values as NumPy's masked '--'."""
+    comm = MPI.COMM_WORLD
+    g = np.arange(10 ** 6, dtype=float).reshape(1000, 1000)
+    a = xdap.from_global(g, comm=comm)
+    out = io.StringIO()
+    a.show(file=out)
+    text = out.getvalue()
+    if comm.rank == 0:
+        assert len(text) < 2000 * comm.size and text.count("...") >= 2 * comm.size
+        assert np.array2string(a.local_numpy()[:1, :3], separator=", ")[2:-2].split(",")[0] \
+            in text
+    r = xdap.from_global([[float(i)] * (i % 3) for i in range(3000)], type="var * var * float64",
+                         comm=comm)
+    out = io.StringIO()
+    r.show(file=out)
+    if comm.rank == 0:
+        assert "[], [1.0], [2.0, 2.0], ..., " in out.getvalue() and "rows)" in out.getvalue()
+    m = xdap.from_global(np.ma.array(np.arange(4000.0), mask=np.arange(4000) % 2 == 0),
+                         comm=comm)
+    out = io.StringIO()
+    m.show(file=out)
+    if comm.rank == 0:
+        assert "-- 1.0 --" in out.getvalue() and "..." in out.getvalue()

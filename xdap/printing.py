@@ -15,7 +15,7 @@ import sys
 
 from . import comm as _comm
 
-__all__ = ["rank_print", "show"]
+__all__ = ["rank_print", "show", "partition_text"]
 
 
 def rank_print(*objects, comm=None, sep: str = " ", end: str = "\n", file=None,
@@ -44,4 +44,37 @@ def show(a, file=None, root: int = 0) -> None:
         desc = repr(a)
         out.write(desc[:desc.index(", rank ")] + ")\n")
     share = "x".join(str(n) for n in a.distribution.local_shape) or "1"
-    rank_print(f"{share}: {a.local.value}", comm=a.comm, file=file, root=root)
+    rank_print(f"{share}: {partition_text(a)}", comm=a.comm, file=file, root=root)
+
+
+# NumPy's print options: more than THRESHOLD values are summarised, EDGE items
+# of each dim shown at either end
+THRESHOLD, EDGE = 1000, 3
+
+
+def partition_text(a) -> str:
+    """This rank's partition as text: whole when small, else abbreviated as
+    NumPy abbreviates (``...`` between the first and last ``EDGE`` items of
+    each dim; ragged and string data: the first and last rows) -- a
+    1000 x 1000 array prints a few lines, not megabytes.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> print(partition_text(xdap.from_global(np.arange(2000.0), comm=MPI.COMM_SELF)))
+    [0.000e+00, 1.000e+00, 2.000e+00, ..., 1.997e+03, 1.998e+03, 1.999e+03]
+    """
+    p = a.parts
+    size = p.values.size if not p.info.boxed else p.nrows
+    if size <= THRESHOLD and (not p.info.ragged or p.nrows <= THRESHOLD):
+        return str(a.local.value)
+    if not p.info.ragged and not p.info.boxed:
+        import numpy as np
+        v = a.local_numpy()
+        if p.info.optional:           # NumPy's masked printing: '--' where missing
+            with np.printoptions(threshold=THRESHOLD, edgeitems=EDGE):
+                return str(v)
+        return np.array2string(v, threshold=THRESHOLD, edgeitems=EDGE, separator=", ")
+    rows = p.nrows
+    head, tail = a.local[0:EDGE].value, a.local[rows - EDGE:rows].value
+    return (f"[{', '.join(map(repr, head))}, ..., {', '.join(map(repr, tail))}] "
+            f"({rows} rows)")
