@@ -104,3 +104,35 @@ def test_what_numpy_api_refuses(comm):
         xdap.argmax(xdap.from_global(G, comm=comm), axis=3)
     with pytest.raises(TypeError, match="left operand must be a DistArray"):
         xdap.matmul(np.ones(7), xdap.from_global(V, comm=comm))
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_shape_and_order_functions_match_numpy(comm):
+    """permute_dims/.T (no data moves: the maps follow the dims), flip,
+    expand_dims, squeeze, concat (with NumPy's promotion), stack, roll."""
+    H = -np.arange(3 * 5.0).reshape(3, 5)
+    for kw in layouts2(comm.size):
+        a = xdap.from_global(G, comm=comm, **kw)
+        b = xdap.from_global(H, comm=comm)
+        t = a.T
+        assert t.distribution.maps == a.distribution.maps[::-1]
+        check(t, G.T, ("T", kw))
+        check(xdap.permute_dims(a, (1, 0)) @ np.ones(7), G.T @ np.ones(7), ("T @ v", kw))
+        check(xdap.flip(a), np.flip(G), ("flip", kw))
+        check(xdap.flip(a, axis=1), np.flip(G, axis=1), ("flip 1", kw))
+        check(xdap.expand_dims(a, axis=1), G[:, None], ("expand_dims", kw))
+        check(xdap.squeeze(xdap.expand_dims(a, axis=0), 0), G, ("squeeze", kw))
+        check(xdap.concat([a, b]), np.concatenate([G, H]), ("concat", kw))
+        check(xdap.concat([a, a], axis=1), np.concatenate([G, G], axis=1), ("concat 1", kw))
+        check(xdap.stack([a, a], axis=2), np.stack([G, G], axis=2), ("stack", kw))
+        check(xdap.roll(a, 3, axis=0), np.roll(G, 3, axis=0), ("roll 0", kw))
+        check(xdap.roll(a, -2, axis=1), np.roll(G, -2, axis=1), ("roll 1", kw))
+    ints = xdap.from_global(np.arange(3), comm=comm)
+    got = xdap.concat([xdap.from_global(V, comm=comm), ints])
+    assert got.dtype == np.float64
+    check(got, np.concatenate([V, np.arange(3)]), "concat promotes")
+    check(xdap.roll(xdap.from_global(V, comm=comm), 4), np.roll(V, 4), "roll 1-D")
+    with pytest.raises(ValueError, match="differ outside axis 0"):
+        xdap.concat([xdap.from_global(G, comm=comm), xdap.from_global(G[:, :2].copy(), comm=comm)])
+    with pytest.raises(ValueError, match="not all of size 1"):
+        xdap.squeeze(xdap.from_global(G, comm=comm), 0)

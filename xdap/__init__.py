@@ -17,8 +17,9 @@ import importlib
 
 from .array import (DistArray, arange, empty, from_arrow, from_awkward, from_distarray,
                     from_function, from_global, from_local, from_partitioned, full, load, zeros)
-from .numpy_api import (argmax, argmin, argsort, clip, cumulative_sum, matmul, nonzero, sort, std,
-                        take, unique_values, var, where)
+from .numpy_api import (argmax, argmin, argsort, clip, concat, cumulative_sum, expand_dims, flip,
+                        matmul, matrix_transpose, nonzero, permute_dims, roll, sort, squeeze,
+                        stack, std, take, unique_values, var, where)
 from .partitions import CartesianPartition, Partition
 from .distribution import Distribution, make_distribution
 from .printing import rank_print as print  # noqa: A001 -- xdap.print: rank by rank
@@ -58,4 +59,5 @@ __all__ = ["DistArray", "Distribution", "from_global", "from_local", "empty", "z
            "arange", "from_function", "make_distribution",
            "from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
            "sort", "argsort", "unique_values", "cumulative_sum", "argmax", "argmin", "nonzero",
-           "where", "clip", "var", "std", "matmul", "take", "Scatter", "plot", "Partition", "CartesianPartition", "print", "__version__"]
+           "where", "clip", "var", "std", "matmul", "take", "permute_dims", "matrix_transpose",
+           "flip", "expand_dims", "squeeze", "concat", "stack", "roll", "Scatter", "plot", "Partition", "CartesianPartition", "print", "__version__"]

@@ -712,6 +712,21 @@ class DistArray:
     # allocated) and ``b = a; a += 1`` updates ``b`` too, as in NumPy.  The
     # result must have this array's element type (``int_array += 0.5`` is
     # a TypeError, NumPy's same-kind rule).
+    @property
+    def T(self) -> "DistArray":
+        """The transpose of a 2-D array (``xdap.permute_dims``: no data
+        moves, the maps follow the dims)."""
+        from .numpy_api import permute_dims
+        if self.ndim != 2:
+            raise ValueError(f"a.T needs a 2-D array (use xdap.permute_dims), a has {self.ndim} dims")
+        return permute_dims(self, (1, 0))
+
+    @property
+    def mT(self) -> "DistArray":
+        """The last two dims swapped (``xdap.matrix_transpose``)."""
+        from .numpy_api import matrix_transpose
+        return matrix_transpose(self)
+
     def __matmul__(self, other):
         from .numpy_api import matmul
         return matmul(self, other)

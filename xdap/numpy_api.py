@@ -24,7 +24,8 @@ from .distribution import Distribution
 from .parts import Parts
 
 __all__ = ["sort", "argsort", "unique_values", "cumulative_sum", "argmax", "argmin",
-           "nonzero", "where", "clip", "var", "std", "matmul", "take"]
+           "nonzero", "where", "clip", "var", "std", "matmul", "take", "permute_dims",
+           "matrix_transpose", "flip", "expand_dims", "squeeze", "concat", "stack", "roll"]
 
 
 def _numeric(name, x):
@@ -536,3 +537,167 @@ def _dot(x1, x2):
     _agree(x1, "matmul")
     x1.comm.Allreduce(np.ascontiguousarray(own), total, op=MPI.SUM)
     return total[()]
+
+
+# -- shape and order ---------------------------------------------------------------
+def _fixed(name, x):
+    if not is_distributed(x):
+        raise TypeError(f"{name}: x must be a DistArray, got {type(x).__name__}")
+    info = x.parts.info
+    if info.ragged or info.boxed:
+        raise TypeError(f"{name}: takes fixed-shape data, not {info.type_string()}")
+
+
+def permute_dims(x, /, axes):
+    """``x`` with its dims reordered (the Array API's ``permute_dims``,
+    ``np.transpose``): no data moves -- the maps and the grid follow the
+    dims, every rank transposes its own block (a local copy).
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(6.0).reshape(2, 3), comm=MPI.COMM_SELF)
+    >>> a.T.to_numpy().tolist()
+    [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+    """
+    _fixed("permute_dims", x)
+    d, p = x.distribution, x.parts
+    axes = tuple(int(a) % d.ndim if d.ndim else int(a) for a in axes)
+    if sorted(axes) != list(range(d.ndim)):
+        raise ValueError(f"permute_dims: axes {axes} are not a permutation of the "
+                         f"{d.ndim} dims")
+    nd = Distribution([d.maps[a] for a in axes], x.comm,
+                      d.rank_coords[:, list(axes)] if axes else None)
+    values = np.ascontiguousarray(np.transpose(p.values, axes))
+    validity = None
+    if p.validity is not None:
+        from .bitmaps import pack_validity
+        validity = pack_validity(np.transpose(p.valid_mask(), axes))
+    return x.__xdap_wrap__(nd, Parts(p.info.with_shape(values.shape), values, validity),
+                           False, True)
+
+
+def matrix_transpose(x, /):
+    """The last two dims swapped (``x.mT``; ``x.T`` for 2-D): see
+    ``permute_dims``."""
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose: needs at least 2 dims, x has {x.ndim}")
+    axes = list(range(x.ndim))
+    axes[-2], axes[-1] = axes[-1], axes[-2]
+    return permute_dims(x, axes)
+
+
+def flip(x, /, *, axis=None):
+    """The order of the elements reversed along ``axis`` (None: all): a
+    block dim reverses its grid positions, no data moves (``a[::-1]``)."""
+    _fixed("flip", x)
+    axes = range(x.ndim) if axis is None else \
+        [_axis("flip", x, a) for a in (axis if isinstance(axis, tuple) else (axis,))]
+    key = [slice(None)] * x.ndim
+    for a in axes:
+        key[a] = slice(None, None, -1)
+    return x[tuple(key)]
+
+
+def expand_dims(x, /, *, axis=0):
+    """A dim of size 1 inserted at ``axis`` (undistributed; no data moves)."""
+    _fixed("expand_dims", x)
+    n = x.ndim + 1
+    if isinstance(axis, bool) or not -n <= axis < n:
+        raise ValueError(f"expand_dims: axis {axis!r} is out of range for {n} dims")
+    axis %= n
+    return x[(slice(None),) * axis + (None,)]
+
+
+def squeeze(x, /, axis):
+    """``x`` without the size-1 dims ``axis`` (an int or a tuple): local for
+    undistributed dims; a distributed size-1 dim moves its one slab over
+    the grid first."""
+    _fixed("squeeze", x)
+    axes = sorted({_axis("squeeze", x, a) for a in (axis if isinstance(axis, tuple) else (axis,))})
+    shape = x.distribution.global_shape
+    if any(shape[a] != 1 for a in axes):
+        raise ValueError(f"squeeze: dims {axes} of shape {shape} are not all of size 1")
+    key = tuple(0 if j in axes else slice(None) for j in range(x.ndim))
+    out = x[key]
+    return out if is_distributed(out) else _scalar_array(x, out)
+
+
+def _scalar_array(x, value):
+    """A 0-d DistArray (its one value on every rank) like ``x``."""
+    v = np.ascontiguousarray(np.asarray(value, x.parts.values.dtype))
+    return x.__xdap_wrap__(Distribution((), x.comm), Parts(x.parts.info.with_shape(()), v),
+                           False, True)
+
+
+def concat(arrays, /, *, axis=0):
+    """The arrays joined along ``axis`` (the Array API's ``concat``,
+    ``np.concatenate``): a new array in blocks along its first dim (as
+    ``from_global`` makes them), each input moved to its place in it by
+    one redistribution (an input already where its part of the result
+    lives moves nothing).  NumPy's result dtype.  Collective.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(3.0), comm=MPI.COMM_SELF)
+    >>> xdap.concat([a, a * 10]).to_numpy().tolist()
+    [0.0, 1.0, 2.0, 0.0, 10.0, 20.0]
+    """
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("concat: needs at least one array")
+    for a in arrays:
+        _numeric("concat", a)
+    first = arrays[0]
+    nd = first.ndim
+    if nd == 0:
+        raise ValueError("concat: 0-d arrays cannot be concatenated")
+    axis = _axis("concat", first, axis)
+    shapes = [a.distribution.global_shape for a in arrays]
+    if any(len(s) != nd or s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:]
+           for s in shapes):
+        raise ValueError(f"concat: shapes {shapes} differ outside axis {axis}")
+    if any(a.comm is not first.comm and a.comm != first.comm for a in arrays):
+        raise ValueError("concat: the arrays live on different communicators")
+    dtype = np.result_type(*[a.dtype for a in arrays])
+    from .dtypes import dtype_from_numpy
+    shape = list(shapes[0])
+    shape[axis] = sum(s[axis] for s in shapes)
+    from .create import empty
+    out = first.__xdap_wrap__(*empty(tuple(shape), dtype_from_numpy(dtype), None, None,
+                                     first.comm), False, True)
+    at = 0
+    for a, s in zip(arrays, shapes):
+        key = (slice(None),) * axis + (slice(at, at + s[axis]),)
+        out[key] = a if a.dtype == dtype else a.astype(dtype_from_numpy(dtype))
+        at += s[axis]
+    return out
+
+
+def stack(arrays, /, *, axis=0):
+    """The arrays (one shape) stacked along a new ``axis``: ``concat`` of
+    each with a size-1 dim inserted there."""
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("stack: needs at least one array")
+    return concat([expand_dims(a, axis=axis) for a in arrays], axis=axis)
+
+
+def roll(x, /, shift, *, axis=None):
+    """The elements shifted by ``shift`` along ``axis`` (wrapping around, as
+    ``np.roll``; ``axis=None`` for a 1-D array): local along an
+    undistributed axis; along a distributed one the two pieces are joined
+    in their new order (``concat``: one redistribution)."""
+    _numeric("roll", x)
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError("roll: axis is required for an array of more than 1 dim")
+        axis = 0
+    axis = _axis("roll", x, axis)
+    n = x.distribution.global_shape[axis]
+    k = int(shift) % n if n else 0
+    if _whole(x.distribution.maps[axis]):
+        return _wrap(x, x.distribution, np.roll(x.parts.values, k, axis=axis))
+    if k == 0:
+        return x.copy()
+    head = (slice(None),) * axis
+    return concat([x[head + (slice(n - k, n),)], x[head + (slice(0, n - k),)]], axis=axis)
