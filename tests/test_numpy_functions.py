@@ -136,3 +136,31 @@ def test_shape_and_order_functions_match_numpy(comm):
         xdap.concat([xdap.from_global(G, comm=comm), xdap.from_global(G[:, :2].copy(), comm=comm)])
     with pytest.raises(ValueError, match="not all of size 1"):
         xdap.squeeze(xdap.from_global(G, comm=comm), 0)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_numpy_ufuncs_without_a_kernel_and_their_operators(comm):
+    """//, %, &, |, ^, ~, +, <<, np.isnan, np.sign, ...: NumPy's ufunc on
+    every rank's values (local work), on fixed, ragged and optional data."""
+    ints = np.arange(-6, 9).reshape(3, 5)
+    floats = np.array([1.0, np.nan, np.inf, -2.5, 0.0, 3.0, -np.inf])
+    for kw in (dict(dist=("b",)), dict(dist=("c", "b"))):
+        a = xdap.from_global(ints, comm=comm, **kw)
+        for got, want in ((a // 4, ints // 4), (a % 4, ints % 4), (7 // (a + 7), 7 // (ints + 7)),
+                          (a & 3, ints & 3), (a | 8, ints | 8), (a ^ 5, ints ^ 5), (~a, ~ints),
+                          (+a, +ints), (a << 1, ints << 1), ((a > 0) & (a < 5), (ints > 0) & (ints < 5)),
+                          (np.sign(a), np.sign(ints)), (a % np.arange(1, 6), ints % np.arange(1, 6))):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got.to_numpy(), want)
+        b = a.copy()
+        b //= 2
+        np.testing.assert_array_equal(b.to_numpy(), ints // 2)
+    f = xdap.from_global(floats, comm=comm)
+    for fn in (np.isnan, np.isfinite, np.isinf, np.signbit):
+        np.testing.assert_array_equal(fn(f).to_numpy(), fn(floats))
+    rows = [[1.0, -2.0], [3.0], [-4.0, 5.0, -6.0]] * 2
+    r = xdap.from_global(rows, type="var * var * float64", comm=comm)
+    assert np.sign(r).to_global().value == [np.sign(x).tolist() for x in rows]
+    m = xdap.from_global(np.ma.array([4, 5, 6, 7], mask=[0, 1, 0, 0]), comm=comm)
+    got = (m // 2).to_numpy()
+    assert got.mask.tolist() == [False, True, False, False] and got[[0, 2, 3]].tolist() == [2, 3, 3]

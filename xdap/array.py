@@ -265,6 +265,10 @@ class DistArray:
             if len(out) == 1:           # NumPy passes out= as a tuple
                 return kernel(*inputs, out=out[0])
         name = None if kernel is None else kernel.__name__
+        if kernel is None and method == "__call__" and not kwargs and \
+                (out is None or len(out) == 1):
+            from .numpy_api import numpy_ufunc
+            return numpy_ufunc(ufunc, inputs, None if out is None else out[0])
         if method != "__call__" or name is None or kwargs:
             what = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
             extra = f" with {', '.join(kwargs)}=" if kwargs and name else ""
@@ -730,6 +734,28 @@ class DistArray:
     def __matmul__(self, other):
         from .numpy_api import matmul
         return matmul(self, other)
+
+    # operators without a library kernel: NumPy's ufunc on every rank's values
+    # (xdap.numpy_api.numpy_ufunc: local work)
+    def __floordiv__(self, other): return np.floor_divide(self, other)
+    def __rfloordiv__(self, other): return np.floor_divide(other, self)
+    def __mod__(self, other): return np.remainder(self, other)
+    def __rmod__(self, other): return np.remainder(other, self)
+    def __and__(self, other): return np.bitwise_and(self, other)
+    def __rand__(self, other): return np.bitwise_and(other, self)
+    def __or__(self, other): return np.bitwise_or(self, other)
+    def __ror__(self, other): return np.bitwise_or(other, self)
+    def __xor__(self, other): return np.bitwise_xor(self, other)
+    def __rxor__(self, other): return np.bitwise_xor(other, self)
+    def __lshift__(self, other): return np.left_shift(self, other)
+    def __rshift__(self, other): return np.right_shift(self, other)
+    def __invert__(self): return np.invert(self)
+    def __pos__(self): return np.positive(self)
+    def __ifloordiv__(self, other): return np.floor_divide(self, other, out=self)
+    def __imod__(self, other): return np.remainder(self, other, out=self)
+    def __iand__(self, other): return np.bitwise_and(self, other, out=self)
+    def __ior__(self, other): return np.bitwise_or(self, other, out=self)
+    def __ixor__(self, other): return np.bitwise_xor(self, other, out=self)
 
     def __iadd__(self, other): return _in_place(self, other, "add")
     def __isub__(self, other): return _in_place(self, other, "subtract")

@@ -25,7 +25,8 @@ from .parts import Parts
 
 __all__ = ["sort", "argsort", "unique_values", "cumulative_sum", "argmax", "argmin",
            "nonzero", "where", "clip", "var", "std", "matmul", "take", "permute_dims",
-           "matrix_transpose", "flip", "expand_dims", "squeeze", "concat", "stack", "roll"]
+           "matrix_transpose", "flip", "expand_dims", "squeeze", "concat", "stack", "roll",
+           "numpy_ufunc"]
 
 
 def _numeric(name, x):
@@ -701,3 +702,85 @@ def roll(x, /, shift, *, axis=None):
         return x.copy()
     head = (slice(None),) * axis
     return concat([x[head + (slice(n - k, n),)], x[head + (slice(0, n - k),)]], axis=axis)
+
+
+# -- any other NumPy ufunc -------------------------------------------------------
+def numpy_ufunc(ufunc, inputs, out=None):
+    """A NumPy ufunc that xdap's kernel library lacks (``np.isnan``,
+    ``np.floor_divide`` -- ``a // b`` --, ``np.remainder``, the bitwise and
+    logical ones, ``np.sign``, ...) on every rank's values: local work, no
+    MPI call (a vote in debug mode), NumPy's own loops and promotion.
+    Operands: DistArrays of one distribution (ragged ones sharing their
+    rows: the leaves are one flat array), NumPy arrays and scalars
+    (broadcast as NumPy does, see ``a + b``); a result of ``?T`` data is
+    valid where every operand is.  ``out=``: one DistArray of the result's
+    distribution, written with NumPy's same-kind casting.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.array([7, -7, 8]), comm=MPI.COMM_SELF)
+    >>> (a // 2).to_numpy(), (a % 3).to_numpy()
+    (array([ 3, -4,  4]), array([1, 2, 2]))
+    """
+    from .kernels.apply import broadcast_operands
+    name = f"np.{ufunc.__name__}"
+    dists = [a for a in inputs if is_distributed(a)]
+    first = dists[0]
+    if ufunc.nout != 1:
+        raise TypeError(f"{name} on a DistArray: ufuncs with {ufunc.nout} outputs are not "
+                        "supported (call it on a.local_numpy() on each rank)")
+    for a in dists + ([out] if out is not None else []):
+        if not is_distributed(a):
+            raise TypeError(f"{name}: out= must be a DistArray, got {type(a).__name__}")
+        if a.parts.info.boxed:
+            raise TypeError(f"{name}: {a.parts.info.type_string()} data has no NumPy values")
+    if any(isinstance(a, (np.ndarray, list)) or (is_distributed(a) and not a.parts.info.ragged
+           and a.distribution.global_shape != first.distribution.global_shape) for a in inputs):
+        inputs = broadcast_operands(tuple(inputs), out)
+        dists = [a for a in inputs if is_distributed(a)]
+        first = dists[0]
+    d, p0 = first.distribution, first.parts
+    if x_debug(first):
+        with agreement(first.comm, "ufunc") as ag:
+            ag.same("the ufunc", name)
+            ag.same("the operands", tuple((a.distribution.fingerprint(), a.parts.info.leaf)
+                                          if is_distributed(a) else type(a).__name__
+                                          for a in inputs))
+    for a in dists[1:]:
+        if a.distribution != d or a.parts.info.layout != p0.info.layout:
+            raise ValueError(f"{name}: the operands are distributed or shaped differently "
+                             f"({a.distribution!r} vs {d!r}); redistribute first")
+        if p0.info.ragged and a.parts.rows is not p0.rows_token():
+            raise ValueError(f"{name}: ragged operands must share their rows (derived from "
+                             "one another); use xdap.kernels for rows checked collectively")
+    vals = [a.parts.values if is_distributed(a) else a for a in inputs]
+    masks = [a.parts.valid_mask() for a in dists if a.parts.validity is not None]
+    with np.errstate(**({"all": "ignore"} if masks else {})):   # missing slots hold anything
+        result = ufunc(*vals)
+    validity = None
+    if masks:
+        from .bitmaps import pack_validity
+        valid = np.logical_and.reduce(masks) if len(masks) > 1 else masks[0]
+        validity = pack_validity(valid)
+    if out is not None:
+        if out.distribution != d or out.parts.values.shape != np.shape(result):
+            raise ValueError(f"{name}: out= is distributed or shaped otherwise than the result")
+        np.copyto(out.parts.values, result, casting="same_kind")
+        if validity is not None and out.parts.validity is not None:
+            out.parts.validity[...] = validity
+        return out
+    from .dtypes import dtype_from_numpy
+    result = np.ascontiguousarray(result)
+    leaf = ("?" if validity is not None else "") + dtype_from_numpy(result.dtype)
+    if p0.info.ragged:
+        info = p0.info.with_leaf(leaf)
+        q = Parts(info, result, validity, p0.offsets, rows=p0.rows_token())
+    else:
+        from .types import TypeInfo
+        q = Parts(TypeInfo.fixed(result.shape, leaf.lstrip("?"), validity is not None), result,
+                  validity)
+    return first.__xdap_wrap__(d, q, False, True)
+
+
+def x_debug(a) -> bool:
+    return a.comm.size > 1 and debug()
