@@ -164,3 +164,18 @@ def test_numpy_ufuncs_without_a_kernel_and_their_operators(comm):
     m = xdap.from_global(np.ma.array([4, 5, 6, 7], mask=[0, 1, 0, 0]), comm=comm)
     got = (m // 2).to_numpy()
     assert got.mask.tolist() == [False, True, False, False] and got[[0, 2, 3]].tolist() == [2, 3, 3]
+
+
+@pytest.mark.mpi(ranks=(2, 4))
+def test_replicated_reduction_results_count_each_index_once(comm):
+    """A reduction along the distributed dim of a 2-D grid leaves its result
+    owned by a whole team of ranks; functions over it count each index once."""
+    a = xdap.from_global(G, dist=("b", "b"), comm=comm)
+    rows = a.sum(axis=1)
+    want = G.sum(axis=1)
+    assert xdap.argmax(rows) == np.argmax(want) and xdap.argmin(rows) == np.argmin(want)
+    check(rows @ rows, want @ want, "dot")
+    check(rows @ np.ones((7, 2)), want @ np.ones((7, 2)), "vecmat")
+    check(xdap.cumulative_sum(rows), np.cumsum(want), "cumsum")
+    check(xdap.sort(rows), np.sort(want), "sort")
+    check(xdap.unique_values(rows), np.unique(want), "unique")

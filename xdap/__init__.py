@@ -20,6 +20,7 @@ from .array import (DistArray, arange, empty, from_arrow, from_awkward, from_dis
 from .numpy_api import (argmax, argmin, argsort, clip, concat, cumulative_sum, expand_dims, flip,
                         matmul, matrix_transpose, nonzero, permute_dims, roll, sort, squeeze,
                         stack, std, take, unique_values, var, where)
+from . import array_api  # noqa: F401 -- a.__array_namespace__() (it registers itself)
 from .partitions import CartesianPartition, Partition
 from .distribution import Distribution, make_distribution
 from .printing import rank_print as print  # noqa: A001 -- xdap.print: rank by rank

@@ -973,12 +973,36 @@ def from_local(local, dist="b", axis=0, comm=None, *, indices=None, size=None, o
                                                type=type))
 
 
-def empty(shape, type="float64", dist=None, grid=None, comm=None, **per_dim) -> DistArray:
-    """An uninitialised DistArray (``?T``: all missing); see ``xdap.create``."""
-    return DistArray._agreed(create.empty(shape, type, dist, grid, comm, **per_dim))
+def _shape(shape) -> tuple:
+    """NumPy's shapes: an int is one dim."""
+    return (shape,) if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool) \
+        else shape
 
 
-def zeros(shape, type="float64", dist=None, grid=None, comm=None, **per_dim) -> DistArray:
+def _element(type, dtype):
+    """The element type from ``type`` or NumPy's ``dtype=`` (a NumPy dtype,
+    scalar type or name)."""
+    t = type if dtype is None else dtype
+    if isinstance(t, str) or t is None:
+        return t
+    from .dtypes import dtype_from_numpy
+    try:
+        return dtype_from_numpy(np.dtype(t))
+    except TypeError:
+        return t                       # let the creation say what is wrong with it
+
+
+def empty(shape, type="float64", dist=None, grid=None, comm=None, *, dtype=None,
+          **per_dim) -> DistArray:
+    """An uninitialised DistArray (``?T``: all missing); see ``xdap.create``.
+    ``dtype=`` (NumPy's spelling, a NumPy dtype or name) may stand for
+    ``type``, here and in ``zeros``, ``full``, ``arange``."""
+    return DistArray._agreed(create.empty(_shape(shape), _element(type, dtype), dist, grid,
+                                          comm, **per_dim))
+
+
+def zeros(shape, type="float64", dist=None, grid=None, comm=None, *, dtype=None,
+          **per_dim) -> DistArray:
     """A DistArray of zeros, each rank making only its part.
 
     >>> import xdap
@@ -986,20 +1010,22 @@ def zeros(shape, type="float64", dist=None, grid=None, comm=None, **per_dim) -> 
     >>> xdap.zeros((2, 3), "int32", comm=MPI.COMM_SELF).to_global().value
     [[0, 0, 0], [0, 0, 0]]
     """
-    return DistArray._agreed(create.zeros(shape, type, dist, grid, comm, **per_dim))
+    return DistArray._agreed(create.zeros(_shape(shape), _element(type, dtype), dist, grid,
+                                          comm, **per_dim))
 
 
-def full(shape, fill_value, type="float64", dist=None, grid=None, comm=None,
+def full(shape, fill_value, type="float64", dist=None, grid=None, comm=None, *, dtype=None,
          **per_dim) -> DistArray:
     """A DistArray filled with ``fill_value`` (None: missing, ``?T``)."""
-    return DistArray._agreed(create.full(shape, fill_value, type, dist, grid, comm, **per_dim))
+    return DistArray._agreed(create.full(_shape(shape), fill_value, _element(type, dtype), dist,
+                                         grid, comm, **per_dim))
 
 
-def arange(start, stop=None, step=1, type="int64", dist=None, grid=None, comm=None,
-           **per_dim) -> DistArray:
+def arange(start, stop=None, step=1, type="int64", dist=None, grid=None, comm=None, *,
+           dtype=None, **per_dim) -> DistArray:
     """``numpy.arange`` as a DistArray, each rank computing only its part."""
-    return DistArray._agreed(create.arange(start, stop, step, type, dist, grid, comm,
-                                           **per_dim))
+    return DistArray._agreed(create.arange(start, stop, step, _element(type, dtype), dist,
+                                           grid, comm, **per_dim))
 
 
 def from_function(f, shape, type=None, dist=None, grid=None, comm=None, **per_dim) -> DistArray:

@@ -72,6 +72,15 @@ def _owned(d, p):
     return p.values[tuple(m.owned_local_slice(c) for m, c in zip(d.maps, d.coords))]
 
 
+def _one_copy(x):
+    """``x`` with every index owned once: an array whose map shares owned
+    indices among ranks (a reduction's result is replicated over a team)
+    is redistributed to blocks first (one exchange), else ``x`` itself."""
+    if not any(m.shared_owned for m in x.distribution.maps):
+        return x
+    return x.redistribute(dist=("b",) + ("n",) * (x.ndim - 1))
+
+
 def _wrap(x, d, values):
     values = np.ascontiguousarray(values)
     return x.__xdap_wrap__(d, Parts.of_array(values), False, True)
@@ -271,12 +280,11 @@ def _arg_extreme(name, x, axis):
         nd = Distribution(maps, x.comm, coords if maps else None)
         return _wrap(x, nd, pick(p.values, axis=axis).astype(np.int64))
     _agree(x, name, axis=None)
+    x = _one_copy(x)
+    d, p = x.distribution, x.parts
     own = _owned(d, p)
     gidx = [np.asarray(m.global_indices(c))[m.owned_local_slice(c)]
             for m, c in zip(d.maps, d.coords)]
-    if any(m.shared_owned for m in d.maps):
-        raise TypeError(f"{name}: an array with copies of an index on several ranks "
-                        "(redistribute it first)")
     if own.size:
         k = np.unravel_index(pick(own), own.shape)
         flat = np.ravel_multi_index(tuple(g[i] for g, i in zip(gidx, k)), d.global_shape)
@@ -508,6 +516,8 @@ def matmul(x1, x2, /):
                          f"(dim {n} vs {x2.shape[0]})")
     if d.ndim == 1:                         # a vector times a replicated matrix/vector
         _agree(x1, "matmul", shape=x2.shape)
+        x1 = _one_copy(x1)
+        d = x1.distribution
         own = _owned(d, x1.parts)
         idx = np.asarray(d.maps[0].global_indices(d.coords[0]))[d.maps[0].owned_local_slice(
             d.coords[0])]
@@ -531,11 +541,13 @@ def _dot(x1, x2):
     if x1.distribution != x2.distribution:
         raise ValueError("matmul: two 1-D DistArrays must share a distribution "
                          "(redistribute one)")
+    _agree(x1, "matmul")
+    if any(m.shared_owned for m in x1.distribution.maps):
+        x1, x2 = _one_copy(x1), _one_copy(x2)
     d = x1.distribution
     own = _owned(d, x1.parts) @ _owned(d, x2.parts)
     total = np.empty_like(np.asarray(own))
     from mpi4py import MPI
-    _agree(x1, "matmul")
     x1.comm.Allreduce(np.ascontiguousarray(own), total, op=MPI.SUM)
     return total[()]
 
