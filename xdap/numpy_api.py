@@ -133,25 +133,16 @@ def unique_values(x, /):
     >>> xdap.unique_values(xdap.from_global(np.array([3, 1, 3, 1]), comm=MPI.COMM_SELF)).to_numpy()
     array([1, 3])
     """
-    if not is_distributed(x):
-        raise TypeError(f"unique_values: x must be a DistArray, got {type(x).__name__}")
-    info = x.parts.info
-    if info.ragged or info.boxed or info.optional or not info.numeric:
-        raise TypeError(f"unique_values: fixed numeric data without missing values, not "
-                        f"{info.type_string()}")
+    _numeric("unique_values", x)
     from .movement.sort import unique_parts
     return x.__xdap_wrap__(*unique_parts(x.distribution, x.parts), False, True)
 
 
 def _sorted(x, axis, descending, want_indices):
     name = "argsort" if want_indices else "sort"
-    if not is_distributed(x):
-        raise TypeError(f"{name}: x must be a DistArray, got {type(x).__name__}")
+    _numeric(name, x)
     d, p = x.distribution, x.parts
     info = p.info
-    if info.ragged or info.boxed or info.optional or not info.numeric:
-        raise TypeError(f"{name}: sorts fixed numeric data without missing values, not "
-                        f"{info.type_string()}")
     if not d.maps:
         raise ValueError(f"{name}: a 0-d array has no axis to sort along")
     if not -d.ndim <= axis < d.ndim or isinstance(axis, bool):
