@@ -179,3 +179,26 @@ def test_replicated_reduction_results_count_each_index_once(comm):
     check(xdap.cumulative_sum(rows), np.cumsum(want), "cumsum")
     check(xdap.sort(rows), np.sort(want), "sort")
     check(xdap.unique_values(rows), np.unique(want), "unique")
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_reshape_matches_numpy(comm):
+    """Keeping the first dim: a view of each rank's rows (no data moves);
+    otherwise the C-order line moves to the new row blocks (one exchange)."""
+    g = np.arange(6 * 4, dtype=float).reshape(6, 4)
+    empty = {1: [6], 2: [0, 6], 3: [2, 0, 4], 4: [3, 0, 3, 0]}[comm.size]
+    for kw in (dict(dist=("b",)), dict(dist=("c",)), dict(dist=("b", "c")),
+               dict(dist=("b",), sizes=(empty,))):
+        a = xdap.from_global(g, comm=comm, **kw)
+        for shape in [(6, 2, 2), (24,), (4, 6), (2, 3, 4), (3, -1), (1, 24), (24, 1)]:
+            check(xdap.reshape(a, shape), g.reshape(shape), ("reshape", kw, shape))
+        check(a.reshape(2, 12), g.reshape(2, 12), ("method", kw))
+    a = xdap.from_global(g, comm=comm)
+    same_rows = xdap.reshape(a, (6, 2, 2), copy=False)
+    assert same_rows.local_numpy().size == 0 or np.shares_memory(same_rows.local_numpy(),
+                                                                  a.local_numpy())
+    with pytest.raises(ValueError, match="moves data, so it copies"):
+        xdap.reshape(a, (4, 6), copy=False)
+    with pytest.raises(ValueError, match="cannot reshape"):
+        xdap.reshape(a, (5, 5))
+

@@ -716,6 +716,13 @@ class DistArray:
     # allocated) and ``b = a; a += 1`` updates ``b`` too, as in NumPy.  The
     # result must have this array's element type (``int_array += 0.5`` is
     # a TypeError, NumPy's same-kind rule).
+    def reshape(self, *shape, copy=None) -> "DistArray":
+        """``xdap.reshape(a, shape)`` (``a.reshape(2, 3)`` or ``a.reshape((2, 3))``)."""
+        from .numpy_api import reshape
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return reshape(self, shape, copy=copy)
+
     @property
     def T(self) -> "DistArray":
         """The transpose of a 2-D array (``xdap.permute_dims``: no data

@@ -9,7 +9,7 @@ values otherwise: local work), reductions the DistArray's, the rest from
 ``xdap.numpy_api``.  What each moves is said there.
 
 Not here yet (``AttributeError``, so generic code can test for it):
-``reshape``, ``broadcast_to``, ``broadcast_arrays``, ``meshgrid``,
+``broadcast_to``, ``broadcast_arrays``, ``meshgrid``,
 ``tile``, ``repeat``, ``moveaxis``, ``searchsorted``, ``unique_all``,
 ``unique_counts``, ``unique_inverse``, ``cumulative_prod``, ``tensordot``,
 ``vecdot``, ``eye``, ``tril``, ``triu``, ``from_dlpack``, ``diff``,
@@ -212,7 +212,7 @@ all = _reduction("all")          # noqa: A001
 
 from .numpy_api import (argmax, argmin, argsort, concat, cumulative_sum, expand_dims,  # noqa: E402,F401
                         flip, matmul, matrix_transpose, nonzero, permute_dims, roll, sort,
-                        squeeze, stack, std, take, unique_values, var, where)
+                        reshape, squeeze, stack, std, take, unique_values, var, where)
 
 
 class _Info:

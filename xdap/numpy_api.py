@@ -26,7 +26,7 @@ from .parts import Parts
 __all__ = ["sort", "argsort", "unique_values", "cumulative_sum", "argmax", "argmin",
            "nonzero", "where", "clip", "var", "std", "matmul", "take", "permute_dims",
            "matrix_transpose", "flip", "expand_dims", "squeeze", "concat", "stack", "roll",
-           "numpy_ufunc"]
+           "numpy_ufunc", "reshape"]
 
 
 def _numeric(name, x):
@@ -787,3 +787,98 @@ def numpy_ufunc(ufunc, inputs, out=None):
 
 def x_debug(a) -> bool:
     return a.comm.size > 1 and debug()
+
+
+def reshape(x, /, shape, *, copy=None):
+    """``x`` with another shape, its elements in the same C order (the Array
+    API's ``reshape``, ``np.reshape``; one -1 is inferred).
+
+    - rows in blocks with whole other dims, and a new shape that keeps the
+      first dim (``(n, 6) -> (n, 2, 3)``): every rank reshapes its block in
+      place -- a view, no MPI call;
+    - otherwise the elements, seen as one line in C order (each rank's rows
+      are a range of it), are moved to the new shape's row blocks: one
+      exchange (a copy; ``copy=False`` refuses);
+    - other layouts (cyclic, 2-D grids) are moved to row blocks first.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(6.0), comm=MPI.COMM_SELF)
+    >>> xdap.reshape(a, (2, -1)).to_numpy().tolist()
+    [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    """
+    _fixed("reshape", x)
+    d, p = x.distribution, x.parts
+    shape = _new_shape(d.global_shape, shape)
+    if p.info.optional:
+        raise TypeError("reshape: ?T data is not reshaped yet (fill or drop the missing "
+                        "values first)")
+    if shape == d.global_shape:
+        return x.copy() if copy else x
+    if not shape or not d.maps:
+        if copy is False:
+            raise ValueError("reshape: a 0-d array or result needs a copy (copy=False)")
+        value = np.asarray(x.to_numpy()).reshape(shape)
+        return _scalar_array(x, value) if not shape else x.__xdap_wrap__(
+            *_from_every_rank(x, value), False, True)
+    rows = d.maps[0].dist_type == "b" and not d.maps[0].padded and \
+        all(_whole(m) for m in d.maps[1:])
+    if rows and shape[0] == d.global_shape[0]:
+        from .maps import BlockMap
+        maps = [d.maps[0]] + [BlockMap(n, 1) for n in shape[1:]]
+        coords = np.zeros((x.comm.size, len(shape)), np.int64)
+        coords[:, 0] = d.rank_coords[:, 0]
+        nd = Distribution(maps, x.comm, coords)
+        values = p.values.reshape(nd.local_shape)      # a view: the rows stay
+        return x.__xdap_wrap__(nd, Parts(p.info.with_shape(values.shape), values), False, True)
+    if copy is False:
+        raise ValueError(f"reshape: {d.global_shape} -> {shape} moves data, so it copies "
+                         "(copy=False)")
+    _agree(x, "reshape", shape=shape)
+    if not rows:
+        x = x.redistribute(dist=("b",) + ("n",) * (d.ndim - 1))
+        d, p = x.distribution, x.parts
+    from .distribution import make_distribution
+    from .movement.redistribute import move
+    target = make_distribution(shape, ("b",) + ("n",) * (len(shape) - 1), comm=x.comm)
+    src_line = _line(d)
+    dst_line = _line(target)
+    flat = Parts(p.info.with_shape((p.values.size,)), np.ascontiguousarray(p.values).reshape(-1))
+    _, moved = move(src_line, flat, dst_line)
+    values = moved.values.reshape(target.local_shape)
+    return x.__xdap_wrap__(target, Parts(p.info.with_shape(values.shape), values), False, True)
+
+
+def _line(d):
+    """A row-block distribution seen as one line of its elements in C order:
+    rank r's rows are the range ``bounds * row size``."""
+    from .maps import BlockMap
+    m = d.maps[0]
+    row = int(np.prod(d.global_shape[1:], dtype=np.int64))
+    bounds = np.asarray(m.bounds, np.int64) * row
+    return Distribution([BlockMap(int(bounds[-1]), m.grid_size, bounds=bounds)], d.comm,
+                        d.rank_coords[:, :1])
+
+
+def _new_shape(old, shape) -> tuple:
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+    size = int(np.prod(old, dtype=np.int64))
+    if shape.count(-1) > 1 or any(n < -1 for n in shape):
+        raise ValueError(f"reshape: bad shape {shape} (one -1 at most, sizes >= 0)")
+    if -1 in shape:
+        known = int(np.prod([n for n in shape if n != -1], dtype=np.int64))
+        if known == 0 or size % known:
+            raise ValueError(f"reshape: cannot reshape {old} into {shape}")
+        shape = tuple(size // known if n == -1 else n for n in shape)
+    if int(np.prod(shape, dtype=np.int64)) != size:
+        raise ValueError(f"reshape: cannot reshape an array of size {size} {old} into {shape}")
+    return shape
+
+
+def _from_every_rank(x, value):
+    """``(Distribution, Parts)`` of ``value`` (on every rank) in row blocks."""
+    from .distribution import make_distribution
+    d = make_distribution(value.shape, ("b",) + ("n",) * (value.ndim - 1), comm=x.comm)
+    lo, hi = d.maps[0].owned_range(d.coords[0])
+    v = np.ascontiguousarray(value[lo:hi])
+    return d, Parts(x.parts.info.with_shape(v.shape), v)
