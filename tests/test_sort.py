@@ -81,3 +81,26 @@ def test_what_cannot_be_sorted_is_one_clear_error(comm):
         xdap.sort(xdap.from_global(1.0, comm=comm))
     with pytest.raises(ValueError, match="axis 2 is out of range"):
         xdap.sort(xdap.from_global(np.zeros((2, 2)), comm=comm), axis=2)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_searchsorted_matches_numpy(comm):
+    """Insertion indices in a sorted distributed array (xdap.sort's result
+    and sorted block/cyclic arrays, empty ranks included), for replicated
+    and distributed queries, both sides; values drawn alike on every rank."""
+    @settings(derandomize=True, database=None, max_examples=10, deadline=None)
+    @given(st.lists(st.integers(-3, 3), max_size=30).map(np.array),
+           st.lists(st.integers(-5, 5), min_size=1, max_size=12).map(np.array))
+    def check(x, q):
+        x = np.sort(x).astype(float)
+        q = q.astype(float)
+        for kw in layouts(comm.size, len(x)):
+            a = xdap.from_global(x, comm=comm, **kw)
+            for side in ("left", "right"):
+                want = np.searchsorted(x, q, side=side)
+                np.testing.assert_array_equal(xdap.searchsorted(a, q, side=side), want)
+                qd = xdap.from_global(q, dist=("c",), comm=comm)
+                np.testing.assert_array_equal(xdap.searchsorted(a, qd, side=side).to_numpy(), want)
+        s = xdap.sort(xdap.from_global(x[::-1].copy(), comm=comm))
+        np.testing.assert_array_equal(xdap.searchsorted(s, q), np.searchsorted(x, q))
+    check()

@@ -18,8 +18,9 @@ import importlib
 from .array import (DistArray, arange, empty, from_arrow, from_awkward, from_distarray,
                     from_function, from_global, from_local, from_partitioned, full, load, zeros)
 from .numpy_api import (argmax, argmin, argsort, clip, concat, cumulative_sum, expand_dims, flip,
-                        matmul, matrix_transpose, nonzero, permute_dims, reshape, roll, sort,
-                        squeeze, stack, std, take, unique_values, var, where)
+                        matmul, matrix_transpose, nonzero, permute_dims, reshape, roll,
+                        searchsorted, sort, squeeze, stack, std, take, unique_values, var,
+                        where)
 from . import array_api  # noqa: F401 -- a.__array_namespace__() (it registers itself)
 from .partitions import CartesianPartition, Partition
 from .distribution import Distribution, make_distribution
@@ -61,4 +62,4 @@ __all__ = ["DistArray", "Distribution", "from_global", "from_local", "empty", "z
            "from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
            "sort", "argsort", "unique_values", "cumulative_sum", "argmax", "argmin", "nonzero",
            "where", "clip", "var", "std", "matmul", "take", "permute_dims", "matrix_transpose",
-           "flip", "expand_dims", "squeeze", "concat", "stack", "roll", "reshape", "Scatter", "plot", "Partition", "CartesianPartition", "print", "__version__"]
+           "flip", "expand_dims", "squeeze", "concat", "stack", "roll", "reshape", "searchsorted", "Scatter", "plot", "Partition", "CartesianPartition", "print", "__version__"]

@@ -10,7 +10,7 @@ values otherwise: local work), reductions the DistArray's, the rest from
 
 Not here yet (``AttributeError``, so generic code can test for it):
 ``broadcast_to``, ``broadcast_arrays``, ``meshgrid``,
-``tile``, ``repeat``, ``moveaxis``, ``searchsorted``, ``unique_all``,
+``tile``, ``repeat``, ``moveaxis``, ``unique_all``,
 ``unique_counts``, ``unique_inverse``, ``cumulative_prod``, ``tensordot``,
 ``vecdot``, ``eye``, ``tril``, ``triu``, ``from_dlpack``, ``diff``,
 ``count_nonzero``, ``take_along_axis``, the ``linalg`` and ``fft``
@@ -212,7 +212,8 @@ all = _reduction("all")          # noqa: A001
 
 from .numpy_api import (argmax, argmin, argsort, concat, cumulative_sum, expand_dims,  # noqa: E402,F401
                         flip, matmul, matrix_transpose, nonzero, permute_dims, roll, sort,
-                        reshape, squeeze, stack, std, take, unique_values, var, where)
+                        reshape, searchsorted, squeeze, stack, std, take, unique_values, var,
+                        where)
 
 
 class _Info:

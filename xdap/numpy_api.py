@@ -26,7 +26,7 @@ from .parts import Parts
 __all__ = ["sort", "argsort", "unique_values", "cumulative_sum", "argmax", "argmin",
            "nonzero", "where", "clip", "var", "std", "matmul", "take", "permute_dims",
            "matrix_transpose", "flip", "expand_dims", "squeeze", "concat", "stack", "roll",
-           "numpy_ufunc", "reshape"]
+           "numpy_ufunc", "reshape", "searchsorted"]
 
 
 def _numeric(name, x):
@@ -882,3 +882,81 @@ def _from_every_rank(x, value):
     lo, hi = d.maps[0].owned_range(d.coords[0])
     v = np.ascontiguousarray(value[lo:hi])
     return d, Parts(x.parts.info.with_shape(v.shape), v)
+
+
+def searchsorted(x1, x2, /, *, side="left"):
+    """Where ``x2``'s values would go in the sorted 1-D ``x1`` (the Array
+    API's ``searchsorted``, ``np.searchsorted``): global insertion indices.
+
+    ``x1`` sorted in its global order (``xdap.sort``'s result, or any
+    sorted array: other layouts are moved to blocks first).  Every rank
+    learns each rank's first and last value and count (one allgather of P
+    triples); a query lands on the ranks wholly before it (counted from
+    those) and at most one rank it falls inside, which answers it from its
+    own block (one exchange of queries, one of answers).  ``x2``: a NumPy
+    array or scalar, the same on every rank (the result: a NumPy array on
+    every rank), or a DistArray (the result distributed like it).
+    Memory per rank O(local queries + P).
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.array([1.0, 2.0, 2.0, 5.0]), comm=MPI.COMM_SELF)
+    >>> xdap.searchsorted(a, np.array([2.0, 9.0, 0.0])), xdap.searchsorted(a, 2.0, side="right")
+    (array([1, 4, 0]), np.int64(3))
+    """
+    _numeric("searchsorted", x1)
+    if x1.ndim != 1:
+        raise ValueError(f"searchsorted: x1 must be 1-D, it has {x1.ndim} dims")
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    distributed = is_distributed(x2)
+    if distributed:
+        _numeric("searchsorted", x2)
+    _agree(x1, "searchsorted", side=side, distributed=distributed)
+    x1 = _one_copy(x1)
+    if x1.distribution.maps[0].dist_type != "b":
+        x1 = x1.redistribute(dist=("b",))
+    d = x1.distribution
+    own = _owned(d, x1.parts)
+    queries = x2.parts.values if distributed else np.asarray(x2)
+    flat = np.ascontiguousarray(queries).reshape(-1)
+    counts = _searchsorted_global(x1.comm, d, own, flat, side)
+    result = counts.reshape(np.shape(queries))
+    if distributed:
+        return x2.__xdap_wrap__(x2.distribution, Parts.of_array(result), False, True)
+    return result if result.ndim else np.int64(result)
+
+
+def _searchsorted_global(comm, d, own, queries, side):
+    """Global insertion indices of this rank's ``queries`` in the sorted
+    block array ``own`` (see ``searchsorted``)."""
+    from .transport import Route, move
+    P = comm.size
+    dt = np.result_type(own.dtype, queries.dtype) if queries.size else own.dtype
+    ends = np.zeros((P, 2), dt)
+    comm.Allgather(np.array([own[0], own[-1]] if len(own) else [0, 0], dt), ends)
+    sizes = np.empty(P, np.int64)
+    comm.Allgather(np.array([len(own)], np.int64), sizes)
+    order = np.argsort(d.rank_coords[:, 0], kind="stable")       # ranks in grid order
+    order = order[sizes[order] > 0]
+    firsts, lasts, n = ends[order, 0], ends[order, 1], sizes[order]
+    before = np.concatenate([[0], np.cumsum(n)])
+    # ranks wholly before a query: last < v ("left") or last <= v ("right")
+    k = np.searchsorted(lasts, queries, side=side)
+    base = before[k]
+    # the one rank a query may fall inside: the next one, if it starts before v
+    inside = k < len(order)
+    if side == "left":
+        inside[inside] = firsts[k[inside]] < queries[inside]
+    else:
+        inside[inside] = firsts[k[inside]] <= queries[inside]
+    ask = np.flatnonzero(inside)
+    dest = order[k[ask]]
+    route = Route.to_ranks(comm, dest, ask)
+    got = move(route, Parts.of_array(np.ascontiguousarray(queries)))[0]
+    answers = np.searchsorted(own, got.values, side=side).astype(np.int64)
+    back = Route(comm, None, route.recv_counts)
+    returned = move(back, Parts.of_array(answers))[0].values
+    out = base.astype(np.int64)
+    out[route.rows] += returned
+    return out
