@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-__all__ = ["install", "ENV"]
+__all__ = ["install", "say_and_abort", "ENV"]
 
 ENV = "XDAP_ABORT_ON_ERROR"
 _GRACE = 0.3         # seconds between the last output and the abort
@@ -55,12 +55,9 @@ def install() -> bool:
                     where = _origin(value.__cause__)
                     value.__cause__, value.__suppress_context__ = None, True
                     previous(kind, value, tb)
-                    sys.stderr.write(f"xdap: the ranks agreed on this {kind.__name__} (raised "
-                                     f"alike on {agreed.size} ranks, printed once{where}): "
-                                     "ending the MPI job\n")
-                    sys.stderr.flush()
-                    time.sleep(_GRACE)
-                    world.Abort(1)
+                    say_and_abort(world, f"xdap: the ranks agreed on this {kind.__name__} "
+                                         f"(raised alike on {agreed.size} ranks, printed once"
+                                         f"{where}): ending the MPI job")
                 # the others wait for the printing rank's abort to end them
                 # (some launchers lose its output when several ranks abort),
                 # and abort themselves only if it never comes
@@ -68,22 +65,26 @@ def install() -> bool:
                 world.Abort(1)
                 return
             previous(kind, value, tb)
-            sys.stderr.write(f"xdap: uncaught {kind.__name__} on rank {world.rank}: "
-                             f"aborting the MPI job ({ENV}=0 leaves the other ranks "
-                             "running)\n")
-            sys.stderr.flush()
-            # The launcher forwards a rank's output through a pipe; an
-            # abort can end the forwarding before the pipe is drained
-            # (seen under load: the traceback cut after its first line).
-            # A moment's grace lets the traceback reach the user.
-            time.sleep(_GRACE)
-            world.Abort(1)
+            say_and_abort(world, f"xdap: uncaught {kind.__name__} on rank {world.rank}: aborting "
+                                 f"the MPI job ({ENV}=0 leaves the other ranks running)")
         except Exception:          # never hide the original error
             pass
 
     hook.xdap_aborts = True
     sys.excepthook = hook
     return True
+
+
+def say_and_abort(world, text: str, code: int = 1) -> None:
+    """Write ``text`` to standard error and end the whole job (the abort
+    hook's last words, the hang watchdog's report).  The launcher forwards
+    a rank's output through a pipe; an abort can end the forwarding before
+    the pipe is drained (seen under load: a traceback cut after its first
+    line, a report lost), so a moment's grace lets it reach the user."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+    time.sleep(_GRACE)
+    world.Abort(code)
 
 
 def _origin(cause) -> str:

@@ -150,6 +150,5 @@ def _report(key, number, label, members, missing, limit) -> None:
                          f"{list(others)}: {where} ({now - when:.1f} s ago; probably waiting "
                          "there)")
     lines.append("  aborting the job")
-    sys.stderr.write("\n".join(lines) + "\n")
-    sys.stderr.flush()
-    MPI.COMM_WORLD.Abort(4)
+    from .abort import say_and_abort
+    say_and_abort(MPI.COMM_WORLD, "\n".join(lines), 4)
