@@ -26,7 +26,6 @@ absolute times, are the point.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tracemalloc
 
@@ -39,7 +38,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _harness                        # noqa: E402
 from _harness import say               # noqa: E402
 
-CHILD = "--child" in sys.argv
 COMM = MPI.COMM_WORLD
 N = 10_000_000
 
@@ -160,18 +158,7 @@ def matmul_section(rng):
     np.testing.assert_allclose((A @ vd).local_numpy(), hand(), rtol=1e-12)
 
 
-def main():
-    if CHILD:
-        child()
-        return
-    from xdap.launcher import clean_environment, mpiexec_command
-    proc = subprocess.run(mpiexec_command(4) + [sys.executable, os.path.abspath(__file__),
-                                                "--child"], env=clean_environment(),
-                          capture_output=True, text=True, timeout=600)
-    print(proc.stdout, end="")
-    if proc.returncode:
-        print(f"(mpiexec -n 4 exited with {proc.returncode})\n{proc.stderr[-3000:]}")
-
-
 if __name__ == "__main__":
-    main()
+    # run alone: again under mpiexec on 4 ranks (benchmarks/_harness.py)
+    if not _harness.relaunch(__file__, 4):
+        _harness.run_main(child)

@@ -28,7 +28,6 @@ exits 0; missed targets print FAIL.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 
@@ -39,7 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples", "heat"))
 import _harness  # noqa: E402
-from _harness import COMM, CHILD_FLAG, P, RANK, run_main, say  # noqa: E402
+from _harness import COMM, P, RANK, run_main, say  # noqa: E402
 
 import xdap  # noqa: E402
 import heat_solver  # noqa: E402
@@ -197,11 +196,6 @@ def main():
 
 
 if __name__ == "__main__":
-    if MPI.COMM_WORLD.size == 1 and os.environ.get(CHILD_FLAG) != "1":
-        from xdap.launcher import clean_environment, mpiexec_command
-        env = clean_environment(**{CHILD_FLAG: "1"})
-        for ranks in (1, 2, 4):
-            subprocess.run(mpiexec_command(ranks) + [sys.executable, os.path.abspath(__file__)],
-                           env=env, timeout=1200)
-        sys.exit(0)
-    run_main(main)
+    # run alone: again under mpiexec on 1, 2 and 4 ranks (benchmarks/_harness.py)
+    if not any([_harness.relaunch(__file__, ranks, timeout=1200) for ranks in (1, 2, 4)]):
+        run_main(main)

@@ -19,7 +19,6 @@ Figures: the median of repeated blocks, the slowest rank's.  Always exits
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 
@@ -28,7 +27,7 @@ from mpi4py import MPI
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _harness  # noqa: E402
-from _harness import CHILD_FLAG, COMM, P, run_main, say  # noqa: E402
+from _harness import COMM, P, run_main, say  # noqa: E402
 
 import xdap  # noqa: E402
 from xdap import kernels as K  # noqa: E402
@@ -91,11 +90,6 @@ def main():
 
 
 if __name__ == "__main__":
-    if MPI.COMM_WORLD.size == 1 and os.environ.get(CHILD_FLAG) != "1":
-        from xdap.launcher import clean_environment, mpiexec_command
-        env = clean_environment(**{CHILD_FLAG: "1"})
-        for ranks in (1, 2, 4):
-            subprocess.run(mpiexec_command(ranks) + [sys.executable, os.path.abspath(__file__)],
-                           env=env, timeout=600)
-        sys.exit(0)
-    run_main(main)
+    # run alone: again under mpiexec on 1, 2 and 4 ranks (benchmarks/_harness.py)
+    if not any([_harness.relaunch(__file__, ranks, timeout=600) for ranks in (1, 2, 4)]):
+        run_main(main)
