@@ -25,6 +25,7 @@ from xnd import xnd
 from . import create
 from .directory import prefix_sums
 from .distribution import Distribution
+from .dtypes import is_integer
 from .parts import Parts, as_container, check_representable, container
 from .rows import expand_ranges, leaf_counts
 from .parts import parts as parts_of_container
@@ -239,7 +240,7 @@ class DistArray:
         return self._scalar(complex, "complex")
 
     def __index__(self) -> int:
-        if self.distribution.maps or self.parts.info.dtype not in _INTEGERS:
+        if self.distribution.maps or not is_integer(self.parts.info.dtype):
             raise TypeError(f"only 0-d integer arrays are indices, not {self.type}")
         return self._scalar(int, "int")
 
@@ -818,14 +819,13 @@ def _integer_index(key) -> bool:
     """An integer array along the first dim: a NumPy array, a list of ints,
     or a 1-D integer DistArray."""
     if isinstance(key, DistArray):
-        return key.parts.info.dtype in _INTEGERS and not key.parts.info.ragged
+        return is_integer(key.parts.info.dtype) and not key.parts.info.ragged
     if isinstance(key, list):
         key = np.asarray(key)
     return isinstance(key, np.ndarray) and key.dtype.kind in "iu"
 
 
 _KERNELS: dict = {}
-_INTEGERS = frozenset(f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64))
 
 
 def _kernel_fn(name: str):

@@ -151,6 +151,17 @@ class Distribution:
         new._setup(self.maps[:n], self.comm, coords)
         return new
 
+    @property
+    def row_blocks(self) -> bool:
+        """Whether dim 0 is in unpadded blocks and every other dim whole: each
+        rank's elements are then one range of the global C order.
+
+        >>> Distribution.detached([BlockMap(6, 2), BlockMap(3, 1)]).row_blocks
+        True
+        """
+        return bool(self.maps) and self.maps[0].dist_type == "b" and \
+            not self.maps[0].padded and all(m.whole for m in self.maps[1:])
+
     # -- grid ---------------------------------------------------------------
     @property
     def ndim(self) -> int:

@@ -165,6 +165,18 @@ def is_numeric(dtype: str) -> bool:
     return dtype.lstrip("?") in DTYPES
 
 
+INTEGERS = frozenset(f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64))
+
+
+def is_integer(dtype: str) -> bool:
+    """True for the signed and unsigned integer scalars (what indexes).
+
+    >>> is_integer("uint16"), is_integer("?int8"), is_integer("bool")
+    (True, False, False)
+    """
+    return dtype in INTEGERS
+
+
 def is_categorical(dtype: str) -> bool:
     return dtype.lstrip("?").startswith("categorical(")
 

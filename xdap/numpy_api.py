@@ -21,6 +21,7 @@ import numpy as np
 from .agreement import agreement, debug
 from .arraylike import is_distributed
 from .distribution import Distribution
+from .dtypes import is_integer
 from .parts import Parts
 
 __all__ = ["sort", "argsort", "unique_values", "cumulative_sum", "argmax", "argmin",
@@ -48,8 +49,11 @@ def _axis(name, x, axis):
     return int(axis) % d.ndim
 
 
-def _whole(m) -> bool:
-    return m.grid_size == 1 and not m.padded and m.dist_type in ("b", "c")
+
+def _voting(x) -> bool:
+    """Debug mode on several ranks: local work votes like a collective, so
+    a rank passing other arguments is caught (``xdap.agreement.debug``)."""
+    return x.comm.size > 1 and debug()
 
 
 def _agree(x, name, **args):
@@ -67,6 +71,15 @@ def _axis_whole(x, axis):
     return x.redistribute(dist=spec)
 
 
+def _rows(x):
+    """``x`` with its rows in blocks and the other dims whole (each rank a
+    range of the global C order): itself when it is so, else redistributed
+    (one exchange)."""
+    if x.distribution.row_blocks:
+        return x
+    return x.redistribute(dist=("b",) + ("n",) * (x.ndim - 1))
+
+
 def _owned(d, p):
     """This rank's owned block of a fixed array (padding left out)."""
     return p.values[tuple(m.owned_local_slice(c) for m, c in zip(d.maps, d.coords))]
@@ -76,9 +89,7 @@ def _one_copy(x):
     """``x`` with every index owned once: an array whose map shares owned
     indices among ranks (a reduction's result is replicated over a team)
     is redistributed to blocks first (one exchange), else ``x`` itself."""
-    if not any(m.shared_owned for m in x.distribution.maps):
-        return x
-    return x.redistribute(dist=("b",) + ("n",) * (x.ndim - 1))
+    return _rows(x) if any(m.shared_owned for m in x.distribution.maps) else x
 
 
 def _wrap(x, d, values):
@@ -149,8 +160,8 @@ def _sorted(x, axis, descending, want_indices):
         raise ValueError(f"{name}: axis {axis!r} is out of range for a {d.ndim}-d array")
     axis %= d.ndim
     m = d.maps[axis]
-    local = m.grid_size == 1 and not m.padded and m.dist_type in ("b", "c")
-    if not local or (debug() and d.comm.size > 1):
+    local = m.whole
+    if not local or _voting(x):
         with agreement(d.comm, name) as ag:            # data moves: the same call everywhere
             ag.same("axis", axis)
             ag.same("descending", bool(descending))
@@ -166,8 +177,7 @@ def _sorted(x, axis, descending, want_indices):
         return x.__xdap_wrap__(d, Parts.of_array(out) if want_indices else
                                Parts(info.with_shape(out.shape), out), False, True)
     if d.ndim > 1:             # make the axis whole, then every rank sorts its rows
-        spec = tuple("n" if j == axis else "b" for j in range(d.ndim))
-        return _sorted(x.redistribute(dist=spec), axis, descending, want_indices)
+        return _sorted(_axis_whole(x, axis), axis, descending, want_indices)
     from .movement.sort import sort_parts
     from .movement.index import basic_index
     reverse = slice(None, None, -1)
@@ -209,8 +219,8 @@ def cumulative_sum(x, /, *, axis=None, dtype=None):
     axis = _axis("cumulative_sum", x, axis)
     d, p = x.distribution, x.parts
     m = d.maps[axis]
-    local = _whole(m)
-    if not local or (debug() and x.comm.size > 1):
+    local = m.whole
+    if not local or _voting(x):
         _agree(x, "cumulative_sum", axis=axis, dtype=None if dtype is None else str(dtype))
     if local:
         return _wrap(x, d, np.cumsum(p.values, axis=axis, dtype=dtype))
@@ -262,9 +272,9 @@ def _arg_extreme(name, x, axis):
     pick = np.argmax if name == "argmax" else np.argmin
     if axis is not None:
         axis = _axis(name, x, axis)
-        if not _whole(d.maps[axis]) or (debug() and x.comm.size > 1):
+        if not d.maps[axis].whole or _voting(x):
             _agree(x, name, axis=axis)
-        if not _whole(d.maps[axis]):
+        if not d.maps[axis].whole:
             return _arg_extreme(name, _axis_whole(x, axis), axis)
         maps = [m for j, m in enumerate(d.maps) if j != axis]
         coords = np.delete(d.rank_coords, axis, axis=1)
@@ -316,11 +326,8 @@ def nonzero(x, /) -> tuple:
         raise ValueError("nonzero: a 0-d array has no indices (use bool(x))")
     from .movement.index import mask_index
     _agree(x, "nonzero")
+    x = _rows(x)
     d, p = x.distribution, x.parts
-    if not (d.maps[0].dist_type == "b" and not d.maps[0].padded and
-            all(_whole(m) for m in d.maps[1:])):
-        x = x.redistribute(dist=("b",) + ("n",) * (d.ndim - 1))
-        d, p = x.distribution, x.parts
     mask = p.values != 0
     grids = np.meshgrid(*[np.asarray(d.global_indices(j)) for j in range(d.ndim)],
                         indexing="ij")
@@ -353,7 +360,7 @@ def take(x, indices, /, *, axis=0):
     d, p = x.distribution, x.parts
     if is_distributed(indices):
         info = indices.parts.info
-        if indices.ndim != 1 or info.ragged or info.optional or info.dtype not in _INTS:
+        if indices.ndim != 1 or info.ragged or info.optional or not is_integer(info.dtype):
             raise TypeError(f"take: indices must be a 1-D integer DistArray, not {info.type_string()}")
         if axis != 0:
             raise ValueError("take: DistArray indices index the first axis")
@@ -365,7 +372,7 @@ def take(x, indices, /, *, axis=0):
         raise TypeError(f"take: indices must be a 1-D array of integers, got {idx.dtype} "
                         f"of shape {idx.shape}")
     idx = idx.astype(np.int64)
-    if _whole(d.maps[axis]):
+    if d.maps[axis].whole:
         n = d.global_shape[axis]
         if idx.size and (idx.min() < -n or idx.max() >= n):
             raise IndexError(f"take: index {int(idx[(idx < -n) | (idx >= n)][0])} is out of "
@@ -384,9 +391,6 @@ def take(x, indices, /, *, axis=0):
     return x.__xdap_wrap__(nd, take_rows_at(d, p, idx[lo:hi]), False, True)
 
 
-_INTS = frozenset(f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64))
-
-
 # -- elementwise selection -------------------------------------------------------
 def where(condition, x1, x2, /):
     """``x1`` where ``condition`` holds, else ``x2``, broadcast as NumPy
@@ -401,7 +405,7 @@ def where(condition, x1, x2, /):
     >>> xdap.where(a > 1, a, -1.0).to_numpy()
     array([-1., -1.,  2.,  3.])
     """
-    from .kernels.apply import broadcast_operands
+    from .kernels.apply import broadcast_operands, needs_broadcast
     args = (condition, x1, x2)
     first = next((a for a in args if is_distributed(a)), None)
     if first is None:
@@ -409,9 +413,7 @@ def where(condition, x1, x2, /):
     for a in args:
         if is_distributed(a):
             _numeric("where", a)
-    if any(isinstance(a, (np.ndarray, list)) or
-           (is_distributed(a) and a.distribution.global_shape !=
-            first.distribution.global_shape) for a in args):
+    if needs_broadcast(args, first):
         args = broadcast_operands(args)
     dists = [a for a in args if is_distributed(a)]
     d = dists[0].distribution
@@ -517,9 +519,9 @@ def matmul(x1, x2, /):
         from mpi4py import MPI
         x1.comm.Allreduce(np.ascontiguousarray(partial), total, op=MPI.SUM)
         return total[()] if total.ndim == 0 else total
-    if not _whole(d.maps[-1]):
+    if not d.maps[-1].whole:
         _agree(x1, "matmul", shape=x2.shape)
-        x1 = x1.redistribute(dist=("b",) + ("n",) * (d.ndim - 1))
+        x1 = _rows(x1)
         d = x1.distribution
     out = x1.parts.values @ x2
     nd = d.leading(d.ndim - 1)
@@ -699,7 +701,7 @@ def roll(x, /, shift, *, axis=None):
     axis = _axis("roll", x, axis)
     n = x.distribution.global_shape[axis]
     k = int(shift) % n if n else 0
-    if _whole(x.distribution.maps[axis]):
+    if x.distribution.maps[axis].whole:
         return _wrap(x, x.distribution, np.roll(x.parts.values, k, axis=axis))
     if k == 0:
         return x.copy()
@@ -725,7 +727,7 @@ def numpy_ufunc(ufunc, inputs, out=None):
     >>> (a // 2).to_numpy(), (a % 3).to_numpy()
     (array([ 3, -4,  4]), array([1, 2, 2]))
     """
-    from .kernels.apply import broadcast_operands
+    from .kernels.apply import broadcast_operands, needs_broadcast
     name = f"np.{ufunc.__name__}"
     dists = [a for a in inputs if is_distributed(a)]
     first = dists[0]
@@ -737,13 +739,12 @@ def numpy_ufunc(ufunc, inputs, out=None):
             raise TypeError(f"{name}: out= must be a DistArray, got {type(a).__name__}")
         if a.parts.info.boxed:
             raise TypeError(f"{name}: {a.parts.info.type_string()} data has no NumPy values")
-    if any(isinstance(a, (np.ndarray, list)) or (is_distributed(a) and not a.parts.info.ragged
-           and a.distribution.global_shape != first.distribution.global_shape) for a in inputs):
+    if needs_broadcast(inputs, first):
         inputs = broadcast_operands(tuple(inputs), out)
         dists = [a for a in inputs if is_distributed(a)]
         first = dists[0]
     d, p0 = first.distribution, first.parts
-    if x_debug(first):
+    if _voting(first):
         with agreement(first.comm, "ufunc") as ag:
             ag.same("the ufunc", name)
             ag.same("the operands", tuple((a.distribution.fingerprint(), a.parts.info.leaf)
@@ -785,10 +786,6 @@ def numpy_ufunc(ufunc, inputs, out=None):
     return first.__xdap_wrap__(d, q, False, True)
 
 
-def x_debug(a) -> bool:
-    return a.comm.size > 1 and debug()
-
-
 def reshape(x, /, shape, *, copy=None):
     """``x`` with another shape, its elements in the same C order (the Array
     API's ``reshape``, ``np.reshape``; one -1 is inferred).
@@ -821,9 +818,7 @@ def reshape(x, /, shape, *, copy=None):
         value = np.asarray(x.to_numpy()).reshape(shape)
         return _scalar_array(x, value) if not shape else x.__xdap_wrap__(
             *_from_every_rank(x, value), False, True)
-    rows = d.maps[0].dist_type == "b" and not d.maps[0].padded and \
-        all(_whole(m) for m in d.maps[1:])
-    if rows and shape[0] == d.global_shape[0]:
+    if d.row_blocks and shape[0] == d.global_shape[0]:
         from .maps import BlockMap
         maps = [d.maps[0]] + [BlockMap(n, 1) for n in shape[1:]]
         coords = np.zeros((x.comm.size, len(shape)), np.int64)
@@ -835,9 +830,8 @@ def reshape(x, /, shape, *, copy=None):
         raise ValueError(f"reshape: {d.global_shape} -> {shape} moves data, so it copies "
                          "(copy=False)")
     _agree(x, "reshape", shape=shape)
-    if not rows:
-        x = x.redistribute(dist=("b",) + ("n",) * (d.ndim - 1))
-        d, p = x.distribution, x.parts
+    x = _rows(x)
+    d, p = x.distribution, x.parts
     from .distribution import make_distribution
     from .movement.redistribute import move
     target = make_distribution(shape, ("b",) + ("n",) * (len(shape) - 1), comm=x.comm)

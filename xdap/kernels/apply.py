@@ -97,7 +97,7 @@ def apply(func, *args, out=None):
     sig = core_signature(func, args)
     if sig is not None:
         return _apply_core(func, sig, args, out, first)
-    if _needs_broadcast(args, first):
+    if needs_broadcast(args, first):
         args = broadcast_operands(args, out)
         first = next(a for a in args if is_distributed(a))
     d0, p0 = unwrap(first)
@@ -129,7 +129,9 @@ def apply(func, *args, out=None):
     return _derived(first, d0, p0, result)
 
 
-def _needs_broadcast(args, first) -> bool:
+def needs_broadcast(args, first) -> bool:
+    """Whether elementwise ``args`` need ``broadcast_operands``: a NumPy
+    operand, or a fixed DistArray of another shape than ``first``."""
     shape = first.distribution.global_shape
     return any(isinstance(a, (np.ndarray, list)) or
                (is_distributed(a) and a.distribution.global_shape != shape
@@ -284,10 +286,13 @@ def _apply_core(func, sig, args, out, first):
     name = _kernel_name(func)
     if out is not None and not isinstance(out, tuple):
         out = (out,)
-    check = functools.partial(_check_core, name, sig)
+    plan = []                     # what the checks found: the loop and result distributions
+
+    def check(args, out):
+        plan.append(_check_core(name, sig, args, out))
     shared = _rows_shared(args, None, p0)
     with (local_call if shared else agreed_call)(d0.comm, name, args, out, check=check):
-        results = cores.core_call(name, func, sig, args)
+        results = cores.core_call(name, func, sig, args, *plan[0])
     if results is None:
         return None
     if out is not None:
@@ -306,9 +311,11 @@ def _apply_core(func, sig, args, out, first):
 
 
 def _check_core(name, sig, args, out):
-    cores.check_core_operands(name, sig, args)
+    """``cores.check_core_operands`` and the checks of ``out=``; returns the
+    former's (loop, result distributions)."""
+    plan = cores.check_core_operands(name, sig, args)
     if out is None:
-        return
+        return plan
     if len(out) != len(sig.outputs):
         raise TypeError(f"{name}: out= gives {len(out)} arrays for {len(sig.outputs)} outputs")
     for o in out:
@@ -316,6 +323,7 @@ def _check_core(name, sig, args, out):
             raise TypeError(f"{name}: out= must be a DistArray, got {type(o).__name__}")
         if not o.parts.values.flags.writeable:
             raise ValueError(f"{name}: out= is read-only")
+    return plan
 
 
 def _check_core_out(name, results, out):

@@ -1,6 +1,7 @@
 """Kernels with core dimensions on DistArrays (gufunc semantics).
 
-``core_call(func, sig, args, out)`` runs a kernel whose signature has
+``check_core_operands(name, sig, args)`` then ``core_call(name, func, sig,
+args, loop, dists)`` run a kernel whose signature has
 core dims (``xdap.kernels.signature``) on every rank's part and returns
 the result with the distribution gufunc semantics give it:
 
@@ -42,18 +43,16 @@ from ..types import TypeInfo, type_info
 __all__ = ["core_call", "check_core_operands"]
 
 
-def _whole(m) -> bool:
-    """A dim every rank holds whole and in global order."""
-    return m.grid_size == 1 and not m.padded and m.dist_type in ("b", "c")
-
 
 def _describe(sig) -> str:
     return f"'{sig.text}'"
 
 
-def check_core_operands(name, sig, args, out=None):
-    """The local checks of a core-dim call; returns (loop distribution,
-    bound core sizes).  Raises ValueError/TypeError alike on every rank."""
+def check_core_operands(name, sig, args):
+    """The local checks of a core-dim call; returns (the loop distribution,
+    each output's distribution -- None for ragged operands, whose results
+    take their form from the kernel).  Raises ValueError/TypeError alike on
+    every rank."""
     loop, sizes, first = None, {}, None
     for i, (a, core) in enumerate(zip(args, sig.inputs)):
         k = len(core)
@@ -84,7 +83,8 @@ def check_core_operands(name, sig, args, out=None):
                             f"{k} core dims")
     if loop is None:
         raise TypeError(f"{name}: no DistArray operand")
-    return loop, sizes
+    ragged = sig.ragged and any(is_distributed(a) and a.parts.info.ragged for a in args)
+    return loop, None if ragged else result_distributions(name, sig, loop, sizes)
 
 
 def _fixed_loop(name, sig, i, d, core, sizes):
@@ -94,7 +94,7 @@ def _fixed_loop(name, sig, i, d, core, sizes):
         raise ValueError(f"{name}: operand {i} has {nd} dims; {_describe(sig)} needs {need}")
     for j in range(nd - k, nd):
         m = d.maps[j]
-        if not _whole(m):
+        if not m.whole:
             raise ValueError(
                 f"{name}: core dimension {core[j - nd + k]} of operand {i} (its dim {j}) is "
                 f"distributed ({m.describe()} over {m.grid_size} processes); a kernel's core "
@@ -153,13 +153,11 @@ def result_distributions(name, sig, loop, sizes):
     return dists
 
 
-def core_call(name, func, sig, args, out=None):
-    """Run the kernel on every rank's part (see the module docstring).
-    Returns (distribution, Parts) per output, or None for a kernel that
-    only writes its operands in place (``-> void``)."""
-    loop, sizes = check_core_operands(name, sig, args, out)
-    ragged = sig.ragged and any(is_distributed(a) and a.parts.info.ragged for a in args)
-    dists = None if ragged else result_distributions(name, sig, loop, sizes)
+def core_call(name, func, sig, args, loop, dists):
+    """Run the kernel on every rank's part (see the module docstring), with
+    what ``check_core_operands`` returned for these operands.  Returns
+    (distribution, Parts) per output, or None for a kernel that only writes
+    its operands in place (``-> void``)."""
     xs = [_local(a, dtype) for a, dtype in zip(args, sig.dtypes)]
     result = func(*xs)
     if result is None:
@@ -167,7 +165,7 @@ def core_call(name, func, sig, args, out=None):
     results = result if isinstance(result, tuple) else (result,)
     got = []
     for j, r in enumerate(results):
-        if ragged:
+        if dists is None:
             got.append(_ragged_result(name, loop, r))
         else:
             got.append(_fixed_result(name, dists[j], r))

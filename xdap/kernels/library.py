@@ -258,25 +258,25 @@ def _distributed(f, retry, x, y, out):
 
 
 def _bind(state, name):
-    """A library function's first call: fill its ``state`` (the gumath
-    function, its fast handle, and the fast path's 'take another route'
-    exceptions -- dtype conversion, non-contiguous views -- that apply()
-    handles) and return the fast handle.  Like apply.py, this keeps
-    xdap._apply out of import time."""
-    from .._apply import NeedsCopy, NoKernel, NotElementwise
-    state["gufunc"] = gufunc(name)
-    state["retry"] = (NoKernel, NeedsCopy, NotElementwise)
-    state["fast"] = fast(state["gufunc"])
+    """A library function's first call: its state (``_bind_kernel``) and its
+    fast handle (library kernels are elementwise)."""
+    _bind_kernel(state, gufunc(name), elementwise=True)
     return state["fast"]
 
 
-def _bind_kernel(state, func):
-    """A built kernel's first call on arrays: its fast handle when every
-    signature is elementwise (None otherwise: core dims go through apply)."""
+def _bind_kernel(state, func, elementwise=None):
+    """A kernel's first call on arrays: fill its ``state`` -- the gumath
+    function, its fast handle when every signature is elementwise (None
+    otherwise: core dims go through apply), and the fast path's 'take
+    another route' exceptions (dtype conversion, non-contiguous views) that
+    apply() handles.  Like apply.py, this keeps xdap._apply out of import
+    time."""
     from .._apply import NeedsCopy, NoKernel, NotElementwise
+    if elementwise is None:
+        elementwise = all(parse(k).elementwise for k in func.kernels)
     state["gufunc"] = func
     state["retry"] = (NoKernel, NeedsCopy, NotElementwise)
-    state["fast"] = fast(func) if all(parse(k).elementwise for k in func.kernels) else None
+    state["fast"] = fast(func) if elementwise else None
 
 
 _DEBUG = debug()       # debug mode: every DistArray call goes through apply's checks

@@ -261,6 +261,13 @@ class Map:
         return any(self.local_size(p) != self.owned_count(p) for p in range(self.grid_size))
 
     @property
+    def whole(self) -> bool:
+        """Whether every rank holds this dim whole and in global order (one
+        grid position, no padding, not permuted): what a kernel's core dim,
+        a local slice or a local sort needs."""
+        return self.grid_size == 1 and not self.padded and self.dist_type in ("b", "c")
+
+    @property
     def shared_owned(self) -> bool:
         """Whether an index is *owned* by several ranks (an unstructured map
         that is not one-to-one): copies that ``owned_local_slice`` does not

@@ -100,9 +100,6 @@ def normalize_key(key, shape) -> list:
     return out
 
 
-def _whole(m) -> bool:
-    return m.grid_size == 1 and not m.padded and m.dist_type in ("b", "c")
-
 
 def basic_index(d: Distribution, p: Parts, key):
     """``a[key]`` for basic keys: ``(Distribution, Parts)`` of the result,
@@ -121,13 +118,13 @@ def basic_index(d: Distribution, p: Parts, key):
             raise IndexError(f"a[{key!r}]: {p.info.type_string()} data takes a slice of its "
                              "rows only (no integers, None or indices inside a row)")
     # 1. dims that must move first: cyclic/unstructured dims a key selects from become blocks
-    moved = [s[1] for s in steps if s[0] != "new" and not _whole(d.maps[s[1]])
+    moved = [s[1] for s in steps if s[0] != "new" and not d.maps[s[1]].whole
              and d.maps[s[1]].dist_type != "b"
              and not (s[0] == "slice" and len(s[2]) == d.maps[s[1]].size and s[2].step == 1)]
     if moved:
         d, p = _to_blocks(d, p, moved)
     # 2. integers on distributed dims: slice them to one slab now, drop after
-    drops = [s[1] for s in steps if s[0] == "int" and not _whole(d.maps[s[1]])]
+    drops = [s[1] for s in steps if s[0] == "int" and not d.maps[s[1]].whole]
     if (moved or drops) and d.comm.size > 1:
         # data will move: the ranks agree on the key first (a rank whose key
         # needs no movement would not join the exchange the others start)
@@ -226,16 +223,10 @@ def _select_plan(d, steps):
         cols.append(position(coords[:, j]))
         local.append(here)
     placement = np.stack(cols, axis=1) if maps else None
-    if placement is not None and np.array_equal(placement, _c_order_coords(maps)):
+    if placement is not None and np.array_equal(placement,
+                                                Distribution.detached(maps).rank_coords):
         placement = None                    # C order: no placement to check each time
     return tuple(maps), placement, tuple(local)
-
-
-def _c_order_coords(maps) -> np.ndarray:
-    grid = tuple(m.grid_size for m in maps)
-    n = int(np.prod(grid))
-    return np.stack(np.unravel_index(np.arange(n), grid), axis=1) if grid else \
-        np.zeros((1, 0), np.int64)
 
 
 def _select_parts(p, nd, maps, local):
@@ -364,7 +355,7 @@ def assign(d: Distribution, p: Parts, key, value) -> None:
 def _distributed_value(d, p, steps, value, shape):
     """A DistArray value as this rank's block of the selection (moved to
     the selection's distribution: collective)."""
-    if any(s[0] != "new" and d.maps[s[1]].dist_type != "b" and not _whole(d.maps[s[1]])
+    if any(s[0] != "new" and d.maps[s[1]].dist_type != "b" and not d.maps[s[1]].whole
            for s in steps):
         raise TypeError("a[...] = b with b a DistArray: the selected dims of a must be "
                         "block or undistributed (redistribute a, or assign b.to_numpy())")
@@ -411,9 +402,7 @@ def mask_index(d: Distribution, p: Parts, mask_d: Distribution, mask: np.ndarray
     if p.info.ragged or p.info.boxed:
         raise TypeError(f"a[mask]: {p.info.type_string()} data takes a slice of its rows only")
     comm = d.comm
-    rows_in_order = d.ndim and d.maps[0].dist_type == "b" and not d.maps[0].padded and all(
-        _whole(m) for m in d.maps[1:])
-    if not rows_in_order and d.ndim:
+    if not d.row_blocks and d.ndim:
         from .redistribute import move
         target = make_distribution(d.global_shape, ("b",) + ("n",) * (d.ndim - 1), comm=comm)
         (d, p), (_, mp) = move(d, p, target), move(mask_d, Parts.of_array(mask), target)

@@ -59,28 +59,19 @@ def sort_parts(d: Distribution, p: Parts, indices: bool = False):
         m = d.maps[0]
     owned = m.owned_local_slice(d.coords[0])
     own = p.values[owned]
-    gidx = None
-    if indices:
+
+    def by_value_and_index():
         gidx = np.asarray(d.global_indices(0))[owned]
         order = np.lexsort((gidx, own))
-        values, gidx = own[order], gidx[order]
-    else:
-        values = np.sort(own)
-    sample, weight, sample_gidx = _samples(values, gidx)
-    got = move(Route.gather(comm, np.arange(len(sample))),
-               *[Parts.of_array(x) for x in (sample, weight, sample_gidx)])
-    all_values, all_weights, all_gidx = (g.values for g in got)
+        return own[order], gidx[order]
+    values, gidx = by_value_and_index() if indices else (np.sort(own), None)
+    all_values, all_weights, all_gidx = _all_samples(comm, values, gidx)
     n_total = d.global_shape[0]
     P = comm.size
     ties = _heavy(all_values, all_weights, n_total / P)
     if ties and gidx is None:       # equal values must spread: cut by (value, index)
-        gidx = np.asarray(d.global_indices(0))[owned]
-        order = np.lexsort((gidx, own))
-        values, gidx = own[order], gidx[order]
-        sample, weight, sample_gidx = _samples(values, gidx)
-        got = move(Route.gather(comm, np.arange(len(sample))),
-                   *[Parts.of_array(x) for x in (sample, weight, sample_gidx)])
-        all_values, all_weights, all_gidx = (g.values for g in got)
+        values, gidx = by_value_and_index()
+        all_values, all_weights, all_gidx = _all_samples(comm, values, gidx)
     cuts = _cuts(values, gidx if ties else None, all_values, all_weights, all_gidx, P, ties)
     counts = np.diff(np.concatenate([[0], cuts, [len(values)]]))
     route = Route(comm, None, counts)
@@ -100,6 +91,15 @@ def sort_parts(d: Distribution, p: Parts, indices: bool = False):
     if indices:
         out += (Parts.of_array(moved_idx),)
     return out
+
+
+def _all_samples(comm, values, gidx):
+    """Every rank's samples (``_samples``) on every rank: values, weights,
+    global indices (one gather through the transport; O(P) each)."""
+    sample, weight, sample_gidx = _samples(values, gidx)
+    got = move(Route.gather(comm, np.arange(len(sample))),
+               *[Parts.of_array(x) for x in (sample, weight, sample_gidx)])
+    return tuple(g.values for g in got)
 
 
 def _samples(values, gidx):
