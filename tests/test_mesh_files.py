@@ -49,19 +49,40 @@ def test_blocks_cover_the_mesh_once_and_match_meshio(comm, tmp_path_factory):
     assert 0 < np.isnan(rho).sum() < 0.2 * len(rho)
 
 
-@pytest.mark.mpi(ranks=(1, 3))
-@pytest.mark.parametrize("rows_per_read", [1, 7, 64, 1 << 16])
-def test_points_read_in_slices_any_order(comm, tmp_path_factory, monkeypatch, rows_per_read):
-    # node rows come in slices of at most ROWS_PER_READ rows (not h5py's
-    # per-id selection); ids in any order, repeated, or none
-    monkeypatch.setattr(files, "ROWS_PER_READ", rows_per_read)
+@pytest.mark.mpi(ranks=(1, 2, 3, 4))
+def test_points_any_order_each_rank_reads_only_its_block_of_rows(comm, tmp_path_factory,
+                                                                  monkeypatch):
+    # ids in any order, repeated, or none; whatever a rank asks for, it reads
+    # one contiguous slice of about N/P node rows (the reads are recorded on
+    # their way into h5py, which still does them)
+    import h5py
     path = shared_box(comm, tmp_path_factory)
     points, _, _ = whole(path)
     b = files.read_block(path, comm)
+    reads = []
+    real = h5py.Dataset.__getitem__
+
+    def recorded(self, key):
+        got = real(self, key)
+        reads.append(got.shape[0])
+        return got
+    monkeypatch.setattr(h5py.Dataset, "__getitem__", recorded)
     rng = np.random.default_rng(comm.rank)
-    for ids in (rng.integers(0, len(points), 500), np.arange(len(points))[::-1],
-                np.array([len(points) - 1, 0, 0]), np.zeros(0, np.int64)):
+    N, P = len(points), comm.size
+    for ids in (rng.integers(0, N, 500), np.arange(N)[::-1], np.array([N - 1, 0, 0]),
+                np.zeros(0, np.int64)):
+        reads.clear()
         np.testing.assert_array_equal(files.read_points(b, ids, comm), points[ids].reshape(-1, 3))
+        assert reads == [N * (comm.rank + 1) // P - N * comm.rank // P]
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_a_node_out_of_range_is_one_error_on_every_rank(comm, tmp_path_factory):
+    path = shared_box(comm, tmp_path_factory)
+    b = files.read_block(path, comm)
+    ids = np.array([b.nnodes if comm.rank == 1 else 0])
+    with pytest.raises(ValueError, match=f"node {b.nnodes} out of range"):
+        files.read_points(b, ids, comm)
 
 
 @pytest.mark.mpi(ranks=(2, 3))

@@ -22,6 +22,7 @@ from .numpy_api import (argmax, argmin, argsort, clip, concat, cumulative_sum, e
                         searchsorted, sort, squeeze, stack, std, take, unique_values, var,
                         where)
 from . import array_api  # noqa: F401 -- a.__array_namespace__() (it registers itself)
+from .array_api import empty_like, full_like, ones_like, zeros_like
 from .partitions import CartesianPartition, Partition
 from .distribution import Distribution, make_distribution
 from .printing import rank_print as print  # noqa: A001 -- xdap.print: rank by rank
@@ -58,6 +59,7 @@ def __getattr__(name):
 
 
 __all__ = ["DistArray", "Distribution", "from_global", "from_local", "empty", "zeros", "full",
+           "empty_like", "zeros_like", "ones_like", "full_like",
            "arange", "from_function", "make_distribution",
            "from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
            "sort", "argsort", "unique_values", "cumulative_sum", "argmax", "argmin", "nonzero",

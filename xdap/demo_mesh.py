@@ -12,8 +12,10 @@
    (never gathers) or METIS (the graph alone gathered to one rank); edge
    cut and balance printed;
 3. migrate -- the cells and every field by one reusable plan
-   (``xdap.mesh.migrate_mesh``), the ghost layer of the nodes they use
-   (``xdap.mesh.ghost_layer``), and those nodes' coordinates read once;
+   (``xdap.mesh.migrate_mesh``); the nodes follow them (each owned by a
+   rank whose cells use it: ``xdap.mesh.node_field``), so the ghost layer
+   (``xdap.mesh.ghost_layer``) is the halo of the cells; the coordinates
+   of the nodes a rank uses, each rank reading only its N/P rows;
 4. compute -- cell volumes, a kernel (mass = rho * volume, NA stays NA),
    node volumes assembled on the nodes' owners, the ghosts updated, two
    reductions (the cube's volume: 1);
@@ -38,8 +40,8 @@ from mpi4py import MPI
 
 import xdap
 from xdap.mesh import (cell_centroids, dual_graph, generate_box, ghost_layer, hilbert_partition,
-                       local_cells, metis_partition, migrate_mesh, partition_interface,
-                       read_block, read_points)
+                       local_cells, metis_partition, migrate_mesh, node_field,
+                       partition_interface, read_block, read_points)
 from xdap.mesh.geometry import slice_polygons, tet_volumes
 
 
@@ -147,12 +149,13 @@ def run(args) -> int:
     on_interface = xdap.from_local(interface, comm=comm)
     mesh = migrate_mesh(cells, dest, {"rho": rho, "interface": on_interface})
     mine = np.asarray(mesh.cells.local_numpy())
-    nodes = xdap.zeros(block.nnodes, comm=comm)
-    layer = ghost_layer(nodes, mesh.cells)
-    xyz = read_points(block, layer.needed, comm)        # each node this rank uses, once
+    nodes = node_field(mesh.cells, block.nnodes)        # each node owned by a rank using it
+    layer = ghost_layer(nodes, mesh.cells)              # its ghosts: the halo of its cells
+    xyz = read_points(block, layer.needed, comm)        # reads N/P rows, gets the ones it uses
     ghosts = comm.allgather(layer.ghosts)
     say(f"\n[3] migrated {comm.allreduce(len(mine)):,} cells and their field by one plan; "
-        f"this rank holds {len(mine):,}; ghost nodes per rank {ghosts}")
+        f"this rank holds {len(mine):,}; nodes follow their cells: owned per rank "
+        f"{comm.allgather(layer.n_owned)}, ghost nodes per rank {ghosts}")
     stage("migrate + ghost layer", t0)
 
     # 4. compute, assemble, update ghosts, reduce

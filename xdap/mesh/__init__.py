@@ -15,6 +15,8 @@
 - ``distributed``: the cells and all their fields moved by one plan
   (``migrate_mesh``), and the ghost layer of the nodes they use
   (``ghost_layer``);
+- ``nodes``: nodes follow their cells -- a node field owned by ranks whose
+  cells use each node (``node_field``), so the ghost layer is the halo;
 - ``geometry``: tetrahedron volumes and plane slices (pure NumPy).
 """
 from .distributed import GhostLayer, MigratedMesh, ghost_layer, migrate_mesh
@@ -22,9 +24,10 @@ from .files import MeshBlock, cell_centroids, generate_box, read_block, read_poi
 from .cells import FACETS, local_cells
 from .graph import dual_graph, edge_cut, metis_partition, partition_interface
 from .hilbert import hilbert_keys
+from .nodes import node_field, node_owners
 from .partition import hilbert_partition
 
 __all__ = ["hilbert_keys", "hilbert_partition", "dual_graph", "edge_cut", "partition_interface",
            "metis_partition", "local_cells", "FACETS", "generate_box", "read_block",
            "read_points", "cell_centroids", "MeshBlock", "migrate_mesh", "MigratedMesh",
-           "ghost_layer", "GhostLayer"]
+           "ghost_layer", "GhostLayer", "node_field", "node_owners"]

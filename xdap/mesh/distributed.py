@@ -37,6 +37,7 @@ from ..heap import trims_heap
 from ..arraylike import is_distributed, unwrap, wrap_like
 from ..distribution import Distribution
 from ..movement.migrate import MigrationPlan, migrate
+from ..directory import owners_of
 from ..movement.scatter import Scatter
 from .cells import local_cells
 from ..agreement import agreement
@@ -86,10 +87,14 @@ class GhostLayer:
     """The nodes this rank's cells use and the plan keeping them current
     (see the module docstring; build it with ``ghost_layer``).
 
-    needed       ascending global ids of the nodes the local cells use
+    needed       global ids of the nodes the local cells use, numbered
+                 locally: the ``n_owned`` this rank owns first (in the node
+                 field's local order), then the ``ghosts`` by owner rank
+                 (ascending ids within each)
     local_cells  the cells as positions in ``needed``: an ``(n, k)`` array,
                  or ragged ``(offsets, positions)``
-    owned        bool per entry of ``needed``: this rank owns it
+    owned        bool per entry of ``needed``: this rank owns it (the first
+                 ``n_owned``)
     ghosts       how many of ``needed`` another rank owns
     scatter      the ``xdap.Scatter`` between the node field and ``needed``
     """
@@ -110,11 +115,34 @@ class GhostLayer:
                 raise ValueError(f"ghost_layer: cells must be an (n, k) integer array, ragged "
                                  f"(offsets, node_ids) or a DistArray of cells; got "
                                  f"{ids.dtype} {ids.shape} on rank {comm.rank}")
-        self.needed, positions = np.unique(ids.reshape(-1), return_inverse=True)
+        used, positions = np.unique(ids.reshape(-1), return_inverse=True)
+        d = nodes if isinstance(nodes, Distribution) else nodes.distribution
+        with agreement(comm, "ghost_layer: nodes"):
+            d.require_dims("ghost_layer")
+            if any(g != 1 for g in d.grid[1:]):
+                raise ValueError(f"ghost_layer: only dimension 0 of the nodes may be "
+                                 f"distributed, the grid is {d.grid}")
+            n = d.global_shape[0]
+            if used.size and (used[0] < 0 or used[-1] >= n):
+                raise ValueError(f"ghost_layer: a cell on rank {comm.rank} names node "
+                                 f"{int(used[0] if used[0] < 0 else used[-1])}, out of range "
+                                 f"for the node field's [0, {n})")
+        grank, at = owners_of(d, 0, used)
+        owner = np.array([d.rank_of((q,) + (0,) * (d.ndim - 1))
+                          for q in range(d.grid[0])], np.int64)[grank]
+        # owned first, in the field's local order; then the ghosts by owner
+        # rank: the local numbering PETSc's and Tpetra's ghosted vectors use
+        mine = owner == comm.rank
+        order = np.lexsort((used, np.where(mine, at, 0), owner, ~mine))
+        self.needed = used[order]
+        renumber = np.empty(len(order), np.int64)
+        renumber[order] = np.arange(len(order))
+        positions = renumber[positions]
         self.local_cells = (cells[0], positions) if ragged else positions.reshape(ids.shape)
-        self.scatter = Scatter(nodes, self.needed)       # agreed there: ids in range, one type
-        self.owned = self.scatter.owner_ranks == comm.rank
-        self.ghosts = int(len(self.needed) - self.owned.sum())
+        self.scatter = Scatter(nodes, self.needed, owners=(grank, at))   # agreed: one type
+        self.n_owned = int(mine.sum())
+        self.owned = np.arange(len(order)) < self.n_owned
+        self.ghosts = int(len(self.needed) - self.n_owned)
 
     def update(self, nodes, out: np.ndarray | None = None) -> np.ndarray:
         """The owners' values of the node field at ``needed`` (collective; into

@@ -4,7 +4,8 @@ only the nodes they use.
 An XDMF + HDF5 mesh (what meshio writes) is read in parallel without any
 rank seeing the whole: the XDMF names the HDF5 datasets of the topology,
 the geometry and the cell data, and h5py reads slices of them -- rank ``r``
-its block of cells, then exactly the node rows those cells name. Any other
+its block of cells and its block of node rows, which one exchange routes to
+the ranks whose cells name them. Any other
 format meshio reads (``.msh``, ``.vtu``, ...) can only be read whole: rank
 0 reads it and scatters each rank's block with ``Scatterv`` (buffers, never
 pickles). ``generate_box`` makes a test mesh with gmsh.
@@ -193,7 +194,7 @@ def _read_xdmf_block(path, comm) -> MeshBlock:
             raise ValueError(f"mesh file {path!r}: a cell names node {bad}, but the mesh has "
                              f"{gshape[0]} nodes (a dangling node reference)")
     return MeshBlock(np.arange(lo, hi, dtype=np.int64), cells, fields, tshape[0], gshape[0],
-                     path, (gh5, gname))
+                     path, (gh5, gname), None, gshape[1] if len(gshape) > 1 else 1)
 
 
 def _read_whole_block(path, comm) -> MeshBlock:
@@ -255,47 +256,46 @@ def _read_whole_block(path, comm) -> MeshBlock:
                      None, points, dim, cell_dim)
 
 
-# Rows of a node dataset read per slice: h5py's own fancy indexing of a long
-# id list costs about 1 KiB of selection state per id (measured: 120 MiB
-# for 100,000 ids); slices of at most this many rows cost only the slice.
-ROWS_PER_READ = 1 << 16
-
-
-def _read_rows(dataset, rows: np.ndarray) -> np.ndarray:
-    """``dataset[rows]`` for sorted unique ``rows``, read as contiguous
-    slices of at most ``ROWS_PER_READ`` rows spanning the wanted ones --
-    memory O(len(rows) + ROWS_PER_READ)."""
-    out = np.empty((len(rows),) + dataset.shape[1:], dataset.dtype)
-    at = 0
-    while at < len(rows):
-        lo = int(rows[at])
-        end = int(np.searchsorted(rows, lo + ROWS_PER_READ, side="left"))
-        hi = int(rows[end - 1]) + 1
-        out[at:end] = dataset[lo:hi][rows[at:end] - lo]
-        at = end
-    return out
-
-
 @trims_heap
 def read_points(block: MeshBlock, node_ids, comm=None) -> np.ndarray:
-    """The coordinates of nodes ``node_ids`` (sorted unique ids are read;
-    any order is returned) -- from HDF5 slices of exactly those rows for a
-    file read in pieces (no communication), or, for a file read whole, sent
-    by rank 0 (collective then)."""
-    ids = np.asarray(node_ids, np.int64)
-    uniq, back = np.unique(ids, return_inverse=True)
-    if block.geometry is not None:
-        import h5py
-        h5, ds = block.geometry
-        with h5py.File(h5, "r") as f:
-            got = _read_rows(f[ds], uniq)
-        return got[back]
+    """The coordinates of nodes ``node_ids`` (any order, repeats allowed;
+    collective). Each rank reads only its own block of about N/P node rows
+    -- one contiguous HDF5 slice for a file read in pieces, rank 0's table
+    for a file read whole -- and the rows travel to the ranks that asked for
+    them by one exchange of ids and one of rows: the I/O per rank is O(N/P)
+    whatever the file's numbering (a block of cells uses nodes spread over
+    the whole file). Reading HDF5 rows raises the same ValueError on every
+    rank when it fails on one."""
     comm = _comm.resolve(comm)
-    ask = Route.gather(comm, np.arange(len(uniq)), 0).with_recv_counts()
+    ids = np.asarray(node_ids, np.int64).reshape(-1)
+    uniq, back = np.unique(ids, return_inverse=True)
+    with agreement(comm, "read_points"):
+        if uniq.size and (uniq[0] < 0 or uniq[-1] >= block.nnodes):
+            bad = int(uniq[0] if uniq[0] < 0 else uniq[-1])
+            raise ValueError(f"read_points: node {bad} out of range [0, {block.nnodes}) on rank "
+                             f"{comm.rank}")
+        if block.geometry is not None:          # every rank reads its block of rows
+            bounds = np.array([block.nnodes * r // comm.size for r in range(comm.size + 1)])
+            lo, hi = int(bounds[comm.rank]), int(bounds[comm.rank + 1])
+            import h5py
+            h5, ds = block.geometry
+            try:
+                with h5py.File(h5, "r") as f:
+                    mine = np.asarray(f[ds][lo:hi], np.float64).reshape(hi - lo, -1)
+            except (OSError, KeyError, ValueError) as e:
+                raise ValueError(f"read_points: cannot read node rows {lo}..{hi} of "
+                                 f"{h5}:{ds}: {e}") from None
+            home = np.searchsorted(bounds, uniq, side="right") - 1
+        else:                                   # rank 0 holds the table read whole
+            lo, mine = 0, block.points if comm.rank == 0 else None
+            home = np.zeros(len(uniq), np.int64)
+    ask = Route.to_ranks(comm, home).with_recv_counts()
     wanted = move(ask, Parts.of_array(uniq))[0].values
-    rows = block.points[wanted] if comm.rank == 0 else np.zeros((0, block.dim))
+    rows = mine[wanted - lo] if mine is not None else np.zeros((0, block.dim))
     got = move(ask.reversed(), Parts.of_array(np.ascontiguousarray(rows, np.float64)))[0].values
-    return got.reshape(-1, block.dim)[back]
+    out = np.empty((len(uniq), block.dim))
+    out[ask.rows] = got.reshape(-1, block.dim)
+    return out[back]
 
 
 @trims_heap

@@ -88,11 +88,16 @@ class Scatter:
     needed             the global indices (along dimension 0) this rank
                        needs, 1-d integers, any order, repeats allowed
 
+    owners             optional: ``(grid rank, local position)`` of the owner
+                       of each distinct needed index in ascending order, as
+                       ``xdap.directory.owners_of`` gives them -- a caller
+                       that asked already saves the directory a lookup
+
     ``owner_ranks``: the rank answering for each distinct needed index, in
     ascending index order (a ghost is one another rank owns).
     """
 
-    def __init__(self, a_or_distribution, needed):
+    def __init__(self, a_or_distribution, needed, owners: tuple | None = None):
         d, info = a_or_distribution, None
         if is_distributed(a_or_distribution):
             d, p = unwrap(a_or_distribution)
@@ -127,7 +132,7 @@ class Scatter:
         self._n_uniq = len(uniq)
         # the owners: computed for a complete map, asked of the directory of a
         # distributed one (one all-to-all of queries, one of answers)
-        grank, local = owners_of(d, 0, uniq)
+        grank, local = owners_of(d, 0, uniq) if owners is None else owners
         rank_of = np.array([d.rank_of((q,) + (0,) * (d.ndim - 1)) for q in range(m.grid_size)],
                            dtype=np.int64)
         owner = rank_of[grank]
