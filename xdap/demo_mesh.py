@@ -1,7 +1,7 @@
 """``xdap demo mesh``: the mesh pipeline on real ranks.
 
     .venv/bin/mpiexec -n 4 .venv/bin/python -m xdap demo mesh [--tets N] [--mesh FILE]
-        [--partitioner hilbert|metis] [--out DIR]
+        [--partitioner refined|hilbert|metis] [--out DIR]
 
 1. read   -- a tetrahedral mesh (a gmsh box of about N tets, written once with
    meshio as XDMF + HDF5 and cached; or any meshio-readable FILE): each rank
@@ -9,8 +9,8 @@
    the file = missing) -- never the whole mesh;
 2. partition -- the dual graph (``var * var * int64``: each cell's
    neighbours across a face), then the distributed Hilbert partitioner
-   (never gathers) or METIS (the graph alone gathered to one rank); edge
-   cut and balance printed;
+   refined across its boundaries in parallel (neither gathers), or METIS
+   (the graph alone gathered to one rank); edge cut and balance printed;
 3. migrate -- the cells and every field by one reusable plan
    (``xdap.mesh.migrate_mesh``); the nodes follow them (each owned by a
    rank whose cells use it: ``xdap.mesh.node_field``), so the ghost layer
@@ -41,7 +41,7 @@ from mpi4py import MPI
 import xdap
 from xdap.mesh import (cell_centroids, dual_graph, generate_box, ghost_layer, hilbert_partition,
                        local_cells, metis_partition, migrate_mesh, node_field,
-                       partition_interface, read_block, read_points)
+                       partition_interface, read_block, read_points, refine_partition)
 from xdap.mesh.geometry import slice_polygons, tet_volumes
 
 
@@ -49,7 +49,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--tets", type=int, default=100_000,
                         help="tetrahedra of the generated box mesh (default 100,000)")
     parser.add_argument("--mesh", help="a meshio-readable tetrahedral mesh instead of the box")
-    parser.add_argument("--partitioner", choices=["hilbert", "metis"], default="hilbert")
+    parser.add_argument("--partitioner", choices=["refined", "hilbert", "metis"],
+                        default="refined", help="refined (default): the Hilbert partition "
+                        "refined across its boundaries in parallel; hilbert: unrefined; metis: "
+                        "the graph gathered to rank 0")
     parser.add_argument("--out", help="directory for the results (default: a temporary one)")
     parser.add_argument("--check-limit", type=int, default=200_000,
                         help="compare with serial numpy up to this many cells")
@@ -132,6 +135,8 @@ def run(args) -> int:
         dest = metis_partition(offsets, nbrs, ids, comm)
     else:
         dest = hilbert_partition(centroids, comm)
+        if args.partitioner == "refined":
+            dest = refine_partition(offsets, nbrs, ids, dest, comm)
     del graph, offsets, nbrs
     counts = comm.allreduce(np.bincount(dest, minlength=comm.size))
     cut, interface = partition_interface(block.cells, block.ids, dest, comm)

@@ -12,6 +12,9 @@
   geometric partitioner (keys of cell centroids cut into equal runs by a
   distributed sample sort, as Zoltan's HSFC and p4est do) that never
   gathers;
+- ``refine``: the partition refined across its boundaries in parallel
+  (label propagation under a balance bound, as ParMETIS and KaHIP refine),
+  never gathering;
 - ``distributed``: the cells and all their fields moved by one plan
   (``migrate_mesh``), and the ghost layer of the nodes they use
   (``ghost_layer``);
@@ -26,8 +29,10 @@ from .graph import dual_graph, edge_cut, metis_partition, partition_interface
 from .hilbert import hilbert_keys
 from .nodes import node_field, node_owners
 from .partition import hilbert_partition
+from .refine import refine_partition
 
 __all__ = ["hilbert_keys", "hilbert_partition", "dual_graph", "edge_cut", "partition_interface",
            "metis_partition", "local_cells", "FACETS", "generate_box", "read_block",
            "read_points", "cell_centroids", "MeshBlock", "migrate_mesh", "MigratedMesh",
-           "ghost_layer", "GhostLayer", "node_field", "node_owners"]
+           "ghost_layer", "GhostLayer", "node_field", "node_owners",
+           "refine_partition"]

@@ -211,7 +211,8 @@ def metis_partition(offsets, neighbours, cell_ids, comm=None, parts: int | None 
     """The part of each of this rank's cells by METIS (pymetis) on the dual
     graph (collective). The graph alone -- no field data -- is gathered to
     ``root`` (as buffers), partitioned there, and the parts scattered back;
-    use it while the graph fits on one rank, ``hilbert_partition`` beyond.
+    use it while the graph fits on one rank, ``hilbert_partition`` (and
+    ``refine_partition``) beyond.
     ``cell_ids`` must number all cells ``0 .. N-1``."""
     import pymetis
     comm = _comm.resolve(comm)
@@ -243,8 +244,8 @@ def metis_partition(offsets, neighbours, cell_ids, comm=None, parts: int | None 
             if parts == 1:
                 membership = np.zeros(N, np.int64)
             else:
-                _, membership = pymetis.part_graph(parts, xadj=xadj, adjncy=adjncy)
-                membership = np.asarray(membership, np.int64)
+                graph = pymetis.CSRAdjacency(adj_starts=xadj, adjacent=adjncy)
+                membership = np.asarray(pymetis.part_graph(parts, graph).vertex_part, np.int64)
             result = membership[all_ids]
         except Exception as e:
             error = e if isinstance(e, ValueError) else ValueError(f"metis_partition: {e}")

@@ -1,0 +1,157 @@
+"""Refining a partition in parallel across its boundaries, never gathering.
+
+``refine_partition`` takes a partition of the dual graph -- typically the
+Hilbert one, compact but with jagged boundaries -- and moves boundary cells
+to the neighbouring part where more of their neighbours are, under a
+balance constraint: distributed label propagation, the refinement ParMETIS
+and KaHIP run on each level. Each round:
+
+1. every rank learns its cells' neighbours' current parts (one exchange,
+   through a ``Scatter`` planned once);
+2. a boundary cell's gain for part ``q`` is its neighbours in ``q`` minus
+   its neighbours in its own part; it proposes its best part when the gain
+   is positive. To keep two neighbours from trading places in the same
+   round, even rounds move cells only to higher-numbered parts, odd rounds
+   only to lower ones;
+3. the ranks sum their proposals per target part (one ``Allreduce`` of P
+   numbers); where a part would grow past ``imbalance * N / parts`` each rank
+   takes its share of the room, best gains first.
+
+Memory O(local cells + local edges + P) per rank; nothing is gathered.
+
+>>> import numpy as np
+>>> from mpi4py import MPI
+>>> offsets = np.array([0, 1, 3, 5, 6])     # a path 0 - 1 - 2 - 3, cut three times
+>>> nbrs = np.array([1, 0, 2, 1, 3, 2])
+>>> refine_partition(offsets, nbrs, np.arange(4), np.array([0, 1, 0, 1]), MPI.COMM_SELF,
+...                  parts=2, imbalance=1.5).tolist()                    # cut once
+[0, 1, 1, 1]
+"""
+from __future__ import annotations
+
+import numpy as np
+from mpi4py import MPI
+
+from .. import comm as _comm
+from ..agreement import agreement
+from ..directory import remember, unstructured_map
+from ..distribution import Distribution
+from ..heap import trims_heap
+from ..movement.scatter import Scatter
+from ..parts import Parts
+
+__all__ = ["refine_partition", "ROUNDS"]
+
+# Rounds of label propagation at most (each: one exchange of neighbour parts
+# and one Allreduce of P numbers); most moves happen in the first few.
+ROUNDS = 24
+
+
+@trims_heap
+def refine_partition(offsets, neighbours, cell_ids, parts_of, comm=None, *,
+                     parts: int | None = None, imbalance: float = 1.03,
+                     rounds: int = ROUNDS) -> np.ndarray:
+    """A refined part for each of this rank's cells (collective; see the
+    module docstring). The graph as ``dual_graph`` gives it: this rank's
+    cells ``cell_ids`` (global ids, each cell on one rank) and their
+    neighbours ``neighbours[offsets[i]:offsets[i + 1]]``; ``parts_of``: the
+    current part of each (``0 .. parts - 1``, default one per rank). The
+    result moves no cell that would push a part past ``imbalance`` times the
+    mean part size (a part already above it only shrinks), and never raises
+    the edge cut: every move is a positive gain, up to the moves of a
+    neighbour in the same round."""
+    comm = _comm.resolve(comm)
+    with agreement(comm, "refine_partition") as ag:
+        offsets = np.asarray(offsets, np.int64)
+        nbrs = np.asarray(neighbours, np.int64)
+        ids = np.asarray(cell_ids, np.int64)
+        label = np.array(parts_of, np.int64)            # a copy: refined in place
+        n = len(ids)
+        parts = comm.size if parts is None else parts
+        ag.same("parts, imbalance and rounds", (parts, imbalance, rounds))
+        if isinstance(parts, bool) or not isinstance(parts, (int, np.integer)) or parts < 1:
+            raise TypeError(f"refine_partition: parts must be an int >= 1, got {parts!r}")
+        if not (isinstance(imbalance, (int, float)) and imbalance >= 1.0):
+            raise ValueError(f"refine_partition: imbalance must be a number >= 1, got "
+                             f"{imbalance!r}")
+        if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 0:
+            raise TypeError(f"refine_partition: rounds must be an int >= 0, got {rounds!r}")
+        if offsets.shape != (n + 1,) or label.shape != (n,) or (n and (
+                offsets[0] != 0 or offsets[-1] != len(nbrs) or (np.diff(offsets) < 0).any())):
+            raise ValueError(f"refine_partition: need offsets rising from 0 to "
+                             f"len(neighbours) with one entry per cell + 1, and one part per "
+                             f"cell ({n} cells on rank {comm.rank})")
+        if n and (label.min() < 0 or label.max() >= parts):
+            raise ValueError(f"refine_partition: part {int(label[(label < 0) | (label >= parts)][0])}"
+                             f" out of range [0, {parts}) on rank {comm.rank}")
+    parts = int(parts)
+    # the cells' parts, distributed as the cells are; the plan fetching the
+    # neighbours' parts is made once (unstructured_map checks the ids)
+    m, directory = unstructured_map(comm, comm.size, comm.rank, ids, one_to_one=True,
+                                    what="refine_partition: cell_ids")
+    d = Distribution([m], comm)
+    remember(d, 0, directory)
+    with agreement(comm, "refine_partition: neighbours"):
+        if nbrs.size and (nbrs.min() < 0 or nbrs.max() >= m.size):
+            raise ValueError(f"refine_partition: neighbour {int(nbrs.max())} on rank "
+                             f"{comm.rank} is no cell (cells 0 .. {m.size - 1})")
+    uniq, at = np.unique(nbrs, return_inverse=True)
+    held = Parts.of_array(label)                        # the plan reads label in place
+    fetch = Scatter(d, uniq).bind(held, out=np.empty(len(uniq), np.int64))
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+    room_for = int(np.floor(imbalance * m.size / parts))
+    quiet = 0
+    for r in range(rounds):
+        nl = fetch()[at]                               # each edge's far part
+        moves = _propose(label, src, nl, parts, upward=(r % 2 == 0))
+        cell, to, gain = moves
+        size = np.bincount(label, minlength=parts)
+        proposed = np.bincount(to, minlength=parts)
+        both = np.concatenate([size, proposed])
+        comm.Allreduce(MPI.IN_PLACE, both, op=MPI.SUM)
+        room = np.maximum(room_for - both[:parts], 0)
+        total = both[parts:]
+        if not total.any():
+            quiet += 1
+            if quiet == 2:                             # neither direction moves any more
+                break
+            continue
+        quiet = 0
+        # my share of each part's room, best gains first
+        mine = np.where(total <= room, proposed,
+                        (room * proposed) // np.maximum(total, 1))
+        order = np.lexsort((-gain, to))
+        rank_in = np.arange(len(order)) - np.searchsorted(to[order], to[order], side="left")
+        take = order[rank_in < mine[to[order]]]
+        label[cell[take]] = to[take]
+    return label
+
+
+def _propose(label, src, far, parts, upward):
+    """The moves this rank's cells propose: ``(cell, target part, gain)`` of
+    every cell with a positive gain, to its best part in the round's
+    direction."""
+    own = label[src]
+    cross = far != own
+    if not cross.any():
+        return (np.zeros(0, np.int64),) * 3
+    edge_of_boundary = np.zeros(len(label), bool)
+    edge_of_boundary[src[cross]] = True
+    e = edge_of_boundary[src]
+    s, f = src[e], far[e]
+    key, count = np.unique(s * parts + f, return_counts=True)
+    cell, part = key // parts, key % parts
+    home = part == label[cell]
+    in_own = np.zeros(len(label), np.int64)
+    in_own[cell[home]] = count[home]
+    ok = ~home & ((part > label[cell]) if upward else (part < label[cell]))
+    cell, part, count = cell[ok], part[ok], count[ok]
+    gain = count - in_own[cell]
+    good = gain > 0
+    cell, part, gain = cell[good], part[good], gain[good]
+    # the best part of each cell: highest gain (lowest part on ties)
+    order = np.lexsort((part, -gain, cell))
+    first = np.ones(len(order), bool)
+    first[1:] = cell[order][1:] != cell[order][:-1]
+    best = order[first]
+    return cell[best], part[best], gain[best]
