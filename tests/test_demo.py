@@ -24,14 +24,14 @@ def test_mesh_areas_cover_the_square():
 
 
 def mesh_args(out, **kw):
-    base = dict(tets=3000, mesh=None, partitioner="hilbert", out=out, check_limit=200_000,
+    base = dict(tets=3000, mesh=None, partitioner="refined", out=out, check_limit=200_000,
                 trace_memory=False)
     base.update(kw)
     return argparse.Namespace(**base)
 
 
 @pytest.mark.mpi(ranks=(1, 2, 4))
-@pytest.mark.parametrize("partitioner", ["hilbert", "metis"])
+@pytest.mark.parametrize("partitioner", ["refined", "hilbert", "metis"])
 def test_mesh_pipeline_checks_pass(comm, capsys, tmp_path_factory, partitioner):
     import os
     from xdap import demo_mesh
