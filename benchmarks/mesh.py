@@ -7,8 +7,9 @@ meshio as XDMF + HDF5 in build/bench-mesh (about a minute for 10**6 tets;
 cached, and not part of any figure).
 
 1. **From the file to the saved result**, as a user runs it:
-   ``xdap demo mesh --tets N --check-limit 0`` on 4 ranks, then on 2; its
-   per-stage times and peak RSS per rank are parsed from its output.
+   ``xdap demo mesh --tets N --check-limit 0`` on 4 ranks, then on 2 and
+   on 1; its per-stage times and peak RSS per rank are parsed from its
+   output (the scaling itself is only meaningful on a core per rank).
    Targets: read .. save under 60 s on 4 ranks; peak memory per rank on 4
    ranks / on 2 ranks = 0.5 within 20% (0.4 .. 0.6) -- measured three
    ways: the peak RSS (all a rank holds: interpreter, libraries, MPI's
@@ -17,16 +18,24 @@ cached, and not part of any figure).
    runs with ``--trace-memory``, the peak of the data's own NumPy and Python
    allocations (tracemalloc) in the stages that hold the mesh (read ..
    compute; the picture's matplotlib is rank 0's alone).
-2. **The two partitioners on that mesh** (4 ranks, this process): the dual
-   graph, METIS on it (the graph gathered to rank 0) and the Hilbert
-   partitioner (never gathers), time and edge cut of each. Target: the
-   Hilbert edge cut within 2x of METIS's.
-3. **Ghost update** of one float64 node field (nodes block-distributed by
-   id) after the Hilbert migration, on 4 ranks and on 2 (a core each): ``GhostLayer.update(nodes, out=)``
-   against the best hand-written mpi4py version -- the pattern worked out
-   once, a distributed graph communicator of the actual neighbours, send
-   indices and both buffers kept, one ``Neighbor_alltoallv`` per update
-   (medians of interleaved repetitions). Target <= 1.1.
+2. **The partitioners on that mesh** (4 ranks, this process): METIS on the
+   dual graph (the graph gathered to rank 0), the Hilbert partitioner and
+   its distributed refinement (neither gathers), time, edge cut and
+   imbalance of each. Target: the refined cut within 1.15x of METIS's, with
+   imbalance <= 1.03.
+3. **Nodes follow their cells** (after the refined partition's migration,
+   on 4 ranks and on 2): ghosts per rank / nodes it shares with another rank
+   (target <= 1.2; nodes distributed by id shown beside), node rows read per
+   rank / rows its cells use, for the centroids of its block of cells and
+   for its migrated cells (target <= 1.5), and the **ghost update** of one
+   float64 node field: ``GhostLayer.bind(nodes, out)`` (the repeated
+   update, agreed once; ``update(out=)``, agreed every call, shown beside)
+   against the best
+   hand-written mpi4py version on the same halo and numbering -- the
+   pattern worked out once, a distributed graph communicator of the actual
+   neighbours, send indices and buffers kept, a local take of the owned
+   values and one ``Neighbor_alltoallv`` of the ghosts per update (medians
+   of interleaved repetitions). Target <= 1.1.
 """
 from __future__ import annotations
 
@@ -86,15 +95,15 @@ def pipeline(tets: int) -> None:
           flush=True)
     for n in (tets, 2000):          # made here, so no run below times or holds gmsh
         generate_box(mesh_path(n), n, MPI.COMM_SELF)
-    runs = {ranks: run_demo(ranks, tets) for ranks in (4, 2)}
+    runs = {ranks: run_demo(ranks, tets) for ranks in (4, 2, 1)}
     four, two = runs[4], runs[2]
-    print(f"\n1. xdap demo mesh, read .. save ({four['cells']} tets, Hilbert partition)")
-    print(f"   {'stage':34s} {'4 ranks':>8s} {'peak MiB/rank':>16s}   {'2 ranks':>8s} "
-          f"{'peak MiB/rank':>14s}")
-    for (name, t4, m4), (_, t2, m2) in zip(four["stages"], two["stages"]):
-        print(f"   {name:34s} {t4:7.2f}s {max(m4):16d}   {t2:7.2f}s {max(m2):14d}")
-    print(f"   {'whole pipeline':34s} {four['pipeline']:7.2f}s {max(four['peak']):16d}   "
-          f"{two['pipeline']:7.2f}s {max(two['peak']):14d}")
+    print(f"\n1. xdap demo mesh, read .. save ({four['cells']} tets, refined Hilbert "
+          "partition); seconds and the largest peak RSS of a rank (MiB)")
+    print(f"   {'stage':40s}" + "".join(f" {f'{r} rank(s)':>10s} {'MiB':>6s}" for r in runs))
+    for rows in zip(*(run["stages"] for run in runs.values())):
+        print(f"   {rows[0][0]:40s}" + "".join(f" {t:9.2f}s {max(m):6d}" for _, t, m in rows))
+    print(f"   {'whole pipeline':40s}" + "".join(f" {run['pipeline']:9.2f}s {max(run['peak']):6d}"
+                                              for run in runs.values()))
     ok = four["pipeline"] < 60
     print(f"RESULT mesh_pipeline_seconds={four['pipeline']:.2f} ({four['cells']} tets, file to "
           f"saved result on 4 ranks; 2 ranks: {two['pipeline']:.2f} s; target < 60) "
@@ -122,85 +131,136 @@ def pipeline(tets: int) -> None:
     print(f"RESULT mesh_peak_rss_per_rank={max(four['peak'])} MiB on 4 ranks INFO", flush=True)
 
 
-# -- 2. and 3.: the partitioners and the ghost update, 4 ranks ------------------------------
+# -- 2. and 3.: the partitioners, the nodes and the ghost update ---------------------------
 
 class HandGhosts:
-    """The hand-written ghost update: pattern once, then one Neighbor_alltoallv."""
+    """The hand-written ghost update on the same halo, into the same local
+    numbering (owned nodes first, then ghosts by owner rank): the pattern
+    worked out once, then a local take of the owned values and one
+    Neighbor_alltoallv of the ghosts straight into place."""
 
-    def __init__(self, needed, bounds):
-        owner = np.searchsorted(bounds, needed, side="right") - 1      # block owners
-        want = np.bincount(owner, minlength=P)
+    def __init__(self, owned_ids, needed, n_owned, ghost_owner):
+        self.own_at = np.searchsorted(owned_ids, needed[:n_owned])    # my rows of my nodes
+        ghosts = needed[n_owned:]
+        want = np.bincount(ghost_owner, minlength=P)
         give = np.empty(P, np.int64)
         COMM.Alltoall(want.astype(np.int64), give)
         asked = np.empty(int(give.sum()), np.int64)
-        COMM.Alltoallv([needed, (want, None)], [asked, (give, None)])
-        self.send_idx = asked - bounds[COMM.rank]                     # my local rows to send
+        COMM.Alltoallv([ghosts, (want, None)], [asked, (give, None)])
+        self.send_at = np.searchsorted(owned_ids, asked)              # my rows to send
         srcs = [int(q) for q in np.flatnonzero(want)]                # whom I receive from
         dsts = [int(q) for q in np.flatnonzero(give)]                # whom I send to
         self.graph = COMM.Create_dist_graph_adjacent(srcs, dsts, reorder=False)
         self.scounts, self.rcounts = give[dsts], want[srcs]
         self.sbuf = np.empty(len(asked))
-        self.rbuf = np.empty(len(needed))     # needed is sorted: arrives in its own order
+        self.out = np.empty(len(needed))
+        self.n_owned = n_owned
 
     def update(self, values):
-        np.take(values, self.send_idx, out=self.sbuf)
+        np.take(values, self.own_at, out=self.out[:self.n_owned])
+        np.take(values, self.send_at, out=self.sbuf)
         self.graph.Neighbor_alltoallv([self.sbuf, (self.scounts, None)],
-                                      [self.rbuf, (self.rcounts, None)])
-        return self.rbuf
+                                      [self.out[self.n_owned:], (self.rcounts, None)])
+        return self.out
 
 
-def partitioners(block, centroids):
-    from xdap.mesh import dual_graph, edge_cut, hilbert_partition, metis_partition
-    t_graph, (offsets, nbrs) = timed(lambda: dual_graph(block.cells, block.ids, COMM))
+def partitioners(block, centroids, offsets, nbrs):
+    from xdap.mesh import edge_cut, hilbert_partition, metis_partition, refine_partition
     t_metis, metis = timed(lambda: metis_partition(offsets, nbrs, block.ids, COMM))
     t_hilb, hilb = timed(lambda: hilbert_partition(centroids, COMM))
+    t_ref, refined = timed(lambda: refine_partition(offsets, nbrs, block.ids, hilb, COMM))
+    named = (("METIS", metis), ("Hilbert", hilb), ("refined", refined))
     cuts = {name: edge_cut(block.cells, part, COMM) for name, part in
-            (("file order", np.full(len(block.ids), COMM.rank)), ("METIS", metis),
-             ("Hilbert", hilb))}
-    sizes = {name: COMM.allreduce(np.bincount(part, minlength=P)).tolist() for name, part in
-             (("METIS", metis), ("Hilbert", hilb))}
+            (("file order", np.full(len(block.ids), COMM.rank)),) + named}
+    sizes = {name: COMM.allreduce(np.bincount(part, minlength=P)) for name, part in named}
+    imb = {name: c.max() / c.mean() for name, c in sizes.items()}
     edges = COMM.allreduce(len(nbrs)) // 2
     say(f"\n2. partitioners on {block.ncells:,} tets, {P} ranks")
-    say(f"   dual graph   {t_graph:7.2f} s   ({edges:,} shared faces)")
-    say(f"   METIS        {t_metis:7.2f} s   edge cut {cuts['METIS']:,}   parts {sizes['METIS']}")
-    say(f"   Hilbert      {t_hilb:7.2f} s   edge cut {cuts['Hilbert']:,}   parts "
-        f"{sizes['Hilbert']}")
+    say(f"   METIS        {t_metis:7.2f} s   edge cut {cuts['METIS']:,}   imbalance "
+        f"{imb['METIS']:.3f}   (the graph gathered to rank 0)")
+    say(f"   Hilbert      {t_hilb:7.2f} s   edge cut {cuts['Hilbert']:,}   imbalance "
+        f"{imb['Hilbert']:.3f}")
+    say(f"   + refined    {t_ref:7.2f} s   edge cut {cuts['refined']:,}   imbalance "
+        f"{imb['refined']:.3f}   (never gathers)")
     say(f"   (file order)           edge cut {cuts['file order']:,}")
     r = cuts["Hilbert"] / max(cuts["METIS"], 1)
-    say(f"RESULT mesh_hilbert_cut_vs_metis={r:.2f} (Hilbert {cuts['Hilbert']:,} / METIS "
-        f"{cuts['METIS']:,} cut faces of {edges:,}; target <= 2) {verdict(r <= 2)}")
-    say(f"RESULT mesh_partition_seconds=dual graph {t_graph:.2f}, METIS {t_metis:.2f}, Hilbert "
-        f"{t_hilb:.2f} INFO")
+    say(f"RESULT mesh_hilbert_cut_vs_metis_{P}_ranks={r:.2f} (Hilbert {cuts['Hilbert']:,} / "
+        f"METIS {cuts['METIS']:,} cut faces of {edges:,}) INFO")
+    r = cuts["refined"] / max(cuts["METIS"], 1)
+    ok = r <= 1.15 and imb["refined"] <= 1.03
+    say(f"RESULT mesh_refined_cut_vs_metis_{P}_ranks={r:.2f} (refined Hilbert "
+        f"{cuts['refined']:,} / METIS {cuts['METIS']:,}; imbalance {imb['refined']:.3f}; "
+        f"target <= 1.15 with imbalance <= 1.03) {verdict(ok)}")
+    say(f"RESULT mesh_partition_seconds_{P}_ranks=METIS {t_metis:.2f}, Hilbert {t_hilb:.2f}, "
+        f"refinement {t_ref:.2f} INFO")
+    return refined
 
 
-def ghost_update(block, centroids):
+def node_reads(block, needed):
+    """Node rows read per rank / rows needed (the worst rank): read_points
+    reads the rank's block of about N/P rows, whatever it asks for."""
+    N = block.nnodes
+    read = N * (COMM.rank + 1) // P - N * COMM.rank // P
+    return max(COMM.allgather(read / max(len(needed), 1)))
+
+
+def nodes_and_ghosts(block, dest):
     import xdap
-    from xdap.mesh import ghost_layer, hilbert_partition, migrate_mesh
+    from xdap.mesh import ghost_layer, migrate_mesh, node_field
     cells = xdap.from_local(block.cells, comm=COMM)
-    mesh = migrate_mesh(cells, hilbert_partition(centroids, COMM))
-    nodes = xdap.zeros(block.nnodes, comm=COMM)
-    bounds = np.asarray(nodes.distribution.maps[0].bounds, np.int64)
-    lo, hi = bounds[COMM.rank], bounds[COMM.rank + 1]
-    nodes.local_numpy()[...] = np.sin(np.arange(lo, hi) * 1e-3)
+    mesh = migrate_mesh(cells, dest)
+    nodes = node_field(mesh.cells, block.nnodes)
+    owned_ids = np.asarray(nodes.distribution.global_indices(0))
+    nodes.local_numpy()[...] = np.sin(owned_ids * 1e-3)
     layer = ghost_layer(nodes, mesh.cells)
-    hand = HandGhosts(layer.needed, bounds)
+    # the true halo, counted here by brute force: the nodes a rank uses that
+    # another rank uses too
+    users = np.zeros(block.nnodes, np.int32)
+    users[layer.needed] = 1
+    COMM.Allreduce(MPI.IN_PLACE, users, op=MPI.SUM)
+    shared = int((users[layer.needed] > 1).sum())
+    by_id = ghost_layer(xdap.zeros(block.nnodes, comm=COMM), mesh.cells).ghosts
+    ghosts_per_shared = max(COMM.allgather(layer.ghosts / max(shared, 1)))
+    by_id_per_shared = max(COMM.allgather(by_id / max(shared, 1)))
+    say(f"\n3. nodes follow their cells ({P} ranks): owned per rank "
+        f"{COMM.allgather(layer.n_owned)}, ghosts {COMM.allgather(layer.ghosts)}, shared with "
+        f"another rank {COMM.allgather(shared)} (nodes by id: ghosts {COMM.allgather(by_id)})")
+    say(f"RESULT mesh_ghosts_per_shared_node_{P}_ranks={ghosts_per_shared:.2f} (worst rank; "
+        f"nodes by id instead: {by_id_per_shared:.2f}; target <= 1.2) "
+        f"{verdict(ghosts_per_shared <= 1.2)}")
+    r = node_reads(block, layer.needed)
+    say(f"RESULT mesh_node_rows_read_per_needed_{P}_ranks={r:.2f} (worst rank: the rows "
+        f"read_points reads / the nodes its cells use; target <= 1.5) {verdict(r <= 1.5)}")
+    return nodes, layer, owned_ids
+
+
+def ghost_update(nodes, layer, owned_ids):
+    ghost_owner = layer.scatter.owner_ranks[np.searchsorted(np.sort(layer.needed),
+                                                            layer.needed[layer.n_owned:])]
+    hand = HandGhosts(owned_ids, layer.needed, layer.n_owned, ghost_owner)
     out = np.empty(len(layer.needed))
     want = np.sin(layer.needed * 1e-3)
     local = nodes.local_numpy()
     ok = COMM.allreduce(int(np.array_equal(layer.update(nodes, out=out), want) and
                             np.array_equal(hand.update(local), want)), op=MPI.MIN)
-    med, low, reps = bench([lambda: layer.update(nodes, out=out), lambda: hand.update(local)],
-                           budget=1.5)
+    bound = layer.bind(nodes, out)           # the time-stepping form: agreed once
+    out2 = np.empty_like(out)
+    ok &= COMM.allreduce(int(np.array_equal(layer.bind(nodes, out2)(), want)), op=MPI.MIN)
+    med, low, reps = bench([bound, lambda: hand.update(local),
+                            lambda: layer.update(nodes, out=out)], budget=1.5)
     r = med[0] / med[1]
     ghosts = COMM.allreduce(layer.ghosts)
     where = "oversubscribed: 4 ranks on 2 cores" if P > os.cpu_count() else "a core per rank"
-    say(f"\n3. ghost update on {P} ranks ({where}): {ghosts:,} ghost nodes in all, "
-        f"{COMM.allreduce(len(layer.needed)):,} values moved per update")
-    say(f"   GhostLayer.update {1e3 * med[0]:.3f} ms, hand-written Neighbor_alltoallv "
-        f"{1e3 * med[1]:.3f} ms (values {'OK' if ok else 'WRONG'})")
-    say(f"RESULT mesh_ghost_update_vs_neighbor_alltoallv_{P}_ranks={r:.2f} ({where}; medians of "
-        f"{reps}; of minima {low[0] / low[1]:.2f}; target <= 1.1) "
+    say(f"   ghost update ({where}): {ghosts:,} ghost values in all; GhostLayer.bind(...)() "
+        f"{1e3 * med[0]:.3f} ms, hand-written Neighbor_alltoallv {1e3 * med[1]:.3f} ms, "
+        f"GhostLayer.update(out=) (agreed every call) {1e3 * med[2]:.3f} ms "
+        f"(values {'OK' if ok else 'WRONG'})")
+    say(f"RESULT mesh_ghost_update_vs_neighbor_alltoallv_{P}_ranks={r:.2f} ({where}; bound "
+        f"update; medians of {reps}; of minima {low[0] / low[1]:.2f}; target <= 1.1) "
         f"{verdict(r <= 1.1 and bool(ok))}")
+    say(f"RESULT mesh_checked_ghost_update_vs_neighbor_alltoallv_{P}_ranks="
+        f"{med[2] / med[1]:.2f} ({where}; update(out=) agrees its arguments on every call: "
+        f"one small Iallreduce) INFO")
 
 
 def main():
@@ -212,13 +272,21 @@ def main():
         sys.argv.append("--ghosts-only")          # and on a core per rank
         relaunch(__file__, 2, timeout=1800)
         return
-    from xdap.mesh import cell_centroids, read_block
+    from xdap.mesh import cell_centroids, dual_graph, hilbert_partition, read_block
     block = read_block(mesh_path(tets), COMM)
     centroids = cell_centroids(block, COMM)
+    r = node_reads(block, np.unique(block.cells))
+    say(f"RESULT mesh_node_rows_read_per_needed_centroids_{P}_ranks={r:.2f} (worst rank: rows "
+        f"read for its block of cells' centroids / the nodes they use; target <= 1.5) "
+        f"{verdict(r <= 1.5)}")
+    offsets, nbrs = dual_graph(block.cells, block.ids, COMM)
     if "--ghosts-only" not in sys.argv:
-        partitioners(block, centroids)
-    ghost_update(block, centroids)
-
+        dest = partitioners(block, centroids, offsets, nbrs)
+    else:
+        from xdap.mesh import refine_partition
+        dest = refine_partition(offsets, nbrs, block.ids, hilbert_partition(centroids, COMM),
+                                COMM)
+    ghost_update(*nodes_and_ghosts(block, dest))
 
 if __name__ == "__main__":
     run_main(main)

@@ -86,8 +86,8 @@ class AlltoallvPattern:
     """An ``alltoallv`` repeated with the same counts (in rows): the byte
     counts and displacements are worked out once per row size, so a call
     costs the MPI call alone -- what a repeated ghost update needs.
-    ``send_starts``: where each rank's rows start in the send buffer (rows;
-    default one after another).
+    ``send_starts`` / ``recv_starts``: where each rank's rows start in the
+    send / receive buffer (rows; default one after another).
 
     >>> import numpy as np
     >>> from mpi4py import MPI
@@ -97,12 +97,14 @@ class AlltoallvPattern:
     6.0
     """
 
-    def __init__(self, comm, send_counts, recv_counts, send_starts=None):
+    def __init__(self, comm, send_counts, recv_counts, send_starts=None, recv_starts=None):
         self.comm = comm
         self.send_counts = np.asarray(send_counts, np.int64)
         self.recv_counts = np.asarray(recv_counts, np.int64)
         self.send_starts = _displs(self.send_counts) if send_starts is None else \
             np.asarray(send_starts, np.int64)
+        self.recv_starts = _displs(self.recv_counts) if recv_starts is None else \
+            np.asarray(recv_starts, np.int64)
         self._by_row = {}
 
     def _counts(self, send: np.ndarray) -> tuple:
@@ -117,7 +119,8 @@ class AlltoallvPattern:
             row = send.itemsize * int(np.prod(send.shape[1:], dtype=np.int64))
             sc, rc = self.send_counts * row, self.recv_counts * row
             rounds = _rounds(self.comm, max(sc.max(initial=0), rc.max(initial=0)), None)
-            counts = self._by_row[key] = (sc, self.send_starts * row, rc, _displs(rc), rounds)
+            counts = self._by_row[key] = (sc, self.send_starts * row, rc,
+                                          self.recv_starts * row, rounds)
         return counts
 
     def run(self, send: np.ndarray, recv: np.ndarray) -> np.ndarray:
@@ -127,7 +130,8 @@ class AlltoallvPattern:
         sc, sd, rc, rd, rounds = self._counts(send)
         if rounds is not None:      # rounds, agreed by every rank (see alltoallv)
             item = send.itemsize
-            return alltoallv(self.comm, send, sc // item, rc // item, out=recv, send_displs=sd)
+            return alltoallv(self.comm, send, sc // item, rc // item, out=recv, send_displs=sd,
+                             recv_displs=rd)
         if not (send.flags.c_contiguous and recv.flags.c_contiguous):
             raise ValueError("AlltoallvPattern.run: buffers must be C-contiguous")
         self.comm.Alltoallv([send, (sc, sd), MPI.BYTE], [recv, (rc, rd), MPI.BYTE])

@@ -328,6 +328,11 @@ class RowExchange:
     is in flight (``pack``), so a call costs the MPI call alone.  Other
     forms go through :func:`move`.
 
+    What a rank sends itself never enters MPI: one local take puts those
+    rows in place.  When every other rank's rows land as one run of the
+    result (a ghost layer numbered owned first, then ghosts by owner), MPI
+    writes them straight into the result: nothing is copied twice.
+
     >>> from mpi4py import MPI
     >>> ex = RowExchange(Route(MPI.COMM_SELF, [2, 0], [2], [2]))
     >>> ex.pack(np.array([10.0, 11.0, 12.0]))
@@ -339,20 +344,75 @@ class RowExchange:
         if route.recv_counts is None:
             route = route.with_recv_counts()
         self.route = route
-        self._pattern = exchange.AlltoallvPattern(route.comm, route.send_counts,
-                                                  route.recv_counts, route.send_starts)
-        self._layouts: dict = {}
+        me = route.comm.rank
+        sc, rc, ss = route.send_counts, route.recv_counts, route.send_starts
+        arrived = _starts(rc)                       # where each source's rows arrive
+        n_recv = int(rc.sum())
+        order = route.order
+        self.n_out = n_recv if order is None else len(order)
+        # each arrival's place in the result (order may repeat or drop
+        # arrivals: then they go through a receive buffer and one take)
+        place = None
+        if order is None:
+            place = np.arange(n_recv, dtype=_I64)
+        elif len(order) == n_recv and np.array_equal(
+                np.bincount(order, minlength=n_recv), np.ones(n_recv, _I64)):
+            place = np.empty(n_recv, _I64)
+            place[order] = np.arange(n_recv, dtype=_I64)
+        self._by_place = place is not None
+        if not self._by_place:
+            self._pattern = exchange.AlltoallvPattern(route.comm, sc, rc, ss)
+            self._rows = route.rows
+            self._layouts: dict = {}
+            self._send = None
+            self._pending = None
+            return
+        # the rows I send myself: a local take into their places
+        k = int(sc[me])
+        lo = int(ss[me])
+        self._own_src = np.arange(lo, lo + k, dtype=_I64) if route.rows is None else \
+            np.asarray(route.rows[lo:lo + k], _I64)
+        own = place[arrived[me]:arrived[me] + k]
+        self._own_dst = slice(int(own[0]), int(own[0]) + k) \
+            if k and np.array_equal(own, np.arange(own[0], own[0] + k)) else own
+        # the rows for the others, packed one after another
+        sc_r, rc_r = sc.copy(), rc.copy()
+        sc_r[me] = rc_r[me] = 0
+        pick = [np.arange(ss[q], ss[q] + sc[q], dtype=_I64) for q in range(len(sc))
+                if q != me and sc[q]]
+        at = np.concatenate(pick) if pick else np.zeros(0, _I64)
+        self._rows = at if route.rows is None else np.asarray(route.rows, _I64)[at]
+        # their arrivals: straight into the result when each source's rows
+        # form one run of it, else into a receive buffer, then placed
+        runs = all(np.array_equal(place[arrived[q]:arrived[q] + rc[q]],
+                                  np.arange(place[arrived[q]], place[arrived[q]] + rc[q]))
+                   for q in range(len(rc)) if q != me and rc[q])
+        recv_starts = None
+        self._remote_place = None
+        if runs:
+            recv_starts = np.where(rc_r > 0, place[np.minimum(arrived, max(n_recv - 1, 0))], 0) \
+                if n_recv else np.zeros(len(rc), _I64)
+        else:
+            keep = np.ones(n_recv, bool)
+            keep[arrived[me]:arrived[me] + k] = False
+            self._remote_place = place[keep]
+        self._pattern = exchange.AlltoallvPattern(route.comm, sc_r, rc_r, _starts(sc_r),
+                                                  recv_starts)
+        self._layouts = {}
         self._send = None
+        self._values = None
         self._pending = None
 
     def _buffers(self, values: np.ndarray):
         key = (values.dtype, values.shape[1:])
         bufs = self._layouts.get(key)
         if bufs is None:
-            r = self.route
+            n_recv = int(self._pattern.recv_counts.sum())
+            direct = self._by_place and self._remote_place is None
             bufs = self._layouts[key] = (
-                np.empty((r.n_send,) + values.shape[1:], values.dtype),
-                np.empty((r.n_recv,) + values.shape[1:], values.dtype))
+                np.empty((len(self._rows) if self._by_place else self.route.n_send,)
+                         + values.shape[1:], values.dtype),
+                None if direct else np.empty((n_recv,) + values.shape[1:], values.dtype))
         return bufs
 
     def prepare(self, values: np.ndarray) -> None:
@@ -365,32 +425,50 @@ class RowExchange:
     def pack(self, values: np.ndarray) -> None:
         """Take the rows to send from ``values`` into the kept buffer (local)."""
         sends, _ = self._buffers(values)
-        rows = self.route.rows
-        if rows is None:
+        if self._rows is None:
             sends[...] = values
         else:
-            np.take(values, rows, axis=0, out=sends, mode="clip")
+            np.take(values, self._rows, axis=0, out=sends, mode="clip")
         self._send = sends
+        self._values = values
+
+    def _out(self, out, sends):
+        return np.empty((self.n_out,) + sends.shape[1:], sends.dtype) if out is None else out
+
+    def _own(self, out) -> None:
+        """My own rows into their places (local)."""
+        if isinstance(self._own_dst, slice):
+            np.take(self._values, self._own_src, axis=0, out=out[self._own_dst], mode="clip")
+        elif len(self._own_src):
+            out[self._own_dst] = self._values[self._own_src]
 
     def send(self, out: np.ndarray | None = None) -> np.ndarray:
         """Send what ``pack`` took; the arrived rows in ``route.order`` (into
         ``out`` -- C-contiguous, the right shape and dtype -- when given)."""
-        sends, order = self._send, self.route.order
+        sends = self._send
         _, recv = self._buffers(sends)
-        if order is None:
-            return self._pattern.run(sends, np.empty_like(recv) if out is None else out)
-        self._pattern.run(sends, recv)
-        if out is None:
-            out = np.empty((len(order),) + recv.shape[1:], recv.dtype)
-        return np.take(recv, order, axis=0, out=out, mode="clip")
+        out = self._out(out, sends)
+        if not self._by_place:
+            self._pattern.run(sends, recv)
+            return np.take(recv, self.route.order, axis=0, out=out, mode="clip")
+        self._own(out)
+        if recv is None:
+            self._pattern.run(sends, out)
+        else:
+            self._pattern.run(sends, recv)
+            out[self._remote_place] = recv
+        return out
 
     def start(self, out: np.ndarray) -> None:
         """``send``, started (nonblocking): what ``pack`` took is on its way
         into ``out``; ``finish()`` completes it.  ``out`` must stay
         untouched until then."""
-        sends, order = self._send, self.route.order
+        sends = self._send
         _, recv = self._buffers(sends)
-        self._pending = (self._pattern.start(sends, out if order is None else recv), out, recv)
+        target = out if self._by_place and recv is None else recv
+        self._pending = (self._pattern.start(sends, target), out, recv)
+        if self._by_place:
+            self._own(out)                  # while the others' rows travel
 
     def finish(self) -> np.ndarray:
         """Complete what ``start`` began; returns ``out``."""
@@ -398,8 +476,10 @@ class RowExchange:
         self._pending = None
         if request is not None:
             request.Wait()
-        if self.route.order is not None:
+        if not self._by_place:
             np.take(recv, self.route.order, axis=0, out=out, mode="clip")
+        elif recv is not None:
+            out[self._remote_place] = recv
         return out
 
 

@@ -149,6 +149,15 @@ class GhostLayer:
         ``out``, kept by the caller, when given: nothing is allocated)."""
         return self.scatter.forward(nodes, out=out)
 
+    def bind(self, nodes, out: np.ndarray | None = None):
+        """The ghost update of ``nodes`` into ``out`` bound once (collective:
+        the arguments are agreed now): each call of the returned object --
+        or ``start()``, local work, ``wait()`` -- moves the owners' current
+        values into ``out`` with no agreement, one exchange of the ghosts
+        and a local copy of the owned values, allocating nothing
+        (``Scatter.bind``). For the time-stepping loop."""
+        return self.scatter.bind(nodes, out)
+
     def assemble(self, values, into, mode: str = "add") -> None:
         """Combine one contribution per entry of ``needed`` into the owners'
         values of ``into`` (collective; ``Scatter.reverse``)."""
