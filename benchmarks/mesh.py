@@ -157,8 +157,8 @@ class HandGhosts:
         self.n_owned = n_owned
 
     def update(self, values):
-        np.take(values, self.own_at, out=self.out[:self.n_owned])
-        np.take(values, self.send_at, out=self.sbuf)
+        np.take(values, self.own_at, out=self.out[:self.n_owned], mode="clip")
+        np.take(values, self.send_at, out=self.sbuf, mode="clip")     # unbuffered
         self.graph.Neighbor_alltoallv([self.sbuf, (self.scounts, None)],
                                       [self.out[self.n_owned:], (self.rcounts, None)])
         return self.out
