@@ -143,6 +143,36 @@ def test_row_exchange_repeats_without_allocating_and_matches_move():
         assert np.array_equal(out, want.values)
 
 
+@pytest.mark.mpi(ranks=(1, 2, 3, 4))
+@pytest.mark.parametrize("order", ["arrival", "permuted", "own first", "repeats"])
+def test_row_exchange_places_rows_as_move_does(comm, order):
+    # own rows by a local take, the others' straight into place or through a
+    # buffer: the result is move()'s whatever the order asks for
+    P, me = comm.size, comm.rank
+    ids = np.arange(me, N, P)
+    values = np.stack([ids * 1.0, -ids * 1.0], axis=1)
+    route = transport.Route.to_ranks(comm, dest(ids, P)).with_recv_counts()
+    n = route.n_recv
+    rng = np.random.default_rng(me)
+    src = np.repeat(np.arange(P), route.recv_counts)
+    pick = {"arrival": None, "permuted": rng.permutation(n),
+            "own first": np.argsort(src != me, kind="stable"),
+            "repeats": rng.integers(0, max(n, 1), n + 3) if n else np.zeros(0, np.int64)}[order]
+    routed = transport.Route(comm, route.rows, route.send_counts, route.recv_counts,
+                             send_starts=route.send_starts, order=pick)
+    ex = transport.RowExchange(routed)
+    arrived, = transport.move(route, parts(as_container(values)))
+    want = arrived.values if pick is None else arrived.values[pick]
+    for k in range(2):
+        ex.pack(values + k)
+        np.testing.assert_array_equal(ex.send(), want + k)
+        out = np.empty_like(want)
+        ex.pack(values + 2 * k)
+        ex.start(out)
+        assert ex.finish() is out
+        np.testing.assert_array_equal(out, want + 2 * k)
+
+
 def test_packing_round_trip_keeps_every_type():
     for t in TYPES:
         ids = np.arange(N)
