@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import xdap
-from xdap.mesh import ghost_layer, hilbert_partition, migrate_mesh, node_field
+from xdap.mesh import (ghost_layer, hilbert_partition, migrate_mesh, node_field, node_points,
+                       read_block, cell_centroids)
 
 from test_mesh_graph import cube_tets, mixed_mesh_3d, my_cells
 from test_mesh_distributed import tet_volumes
@@ -148,3 +149,23 @@ def test_bad_input_is_one_error_on_every_rank(comm):
     with pytest.raises(TypeError, match=r"cells must be a DistArray.*\(rank 1\)"):
         node_field(tets if comm.rank == 1 else cells, len(pts))
     assert node_field(cells, len(pts)).shape == (len(pts),)          # still usable
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3, 4))
+def test_coordinates_follow_the_nodes_from_a_file(comm, tmp_path_factory):
+    from test_mesh_files import shared_box, whole
+    path = shared_box(comm, tmp_path_factory)
+    points, tets, _ = whole(path)
+    block = read_block(path, comm)
+    cells = xdap.from_local(block.cells, comm=comm)
+    mesh = migrate_mesh(cells, hilbert_partition(cell_centroids(block, comm), comm))
+    nodes = node_field(mesh.cells, block.nnodes)
+    xyz = node_points(block, nodes)
+    assert xyz.shape == (len(points), 3) and xyz.distribution.maps[0] == nodes.distribution.maps[0]
+    np.testing.assert_array_equal(xyz.local_numpy(),
+                                  points[np.asarray(nodes.distribution.global_indices(0))])
+    np.testing.assert_array_equal(xyz.to_numpy(), points)
+    layer = ghost_layer(nodes, mesh.cells)
+    np.testing.assert_array_equal(layer.update(xyz), points[layer.needed])
+    with pytest.raises(ValueError, match="over the mesh's"):
+        node_points(block, xdap.zeros(block.nnodes + 1, comm=comm))

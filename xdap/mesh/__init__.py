@@ -27,12 +27,12 @@ from .files import MeshBlock, cell_centroids, generate_box, read_block, read_poi
 from .cells import FACETS, local_cells
 from .graph import dual_graph, edge_cut, metis_partition, partition_interface
 from .hilbert import hilbert_keys
-from .nodes import node_field, node_owners
+from .nodes import node_field, node_owners, node_points
 from .partition import hilbert_partition
 from .refine import refine_partition
 
 __all__ = ["hilbert_keys", "hilbert_partition", "dual_graph", "edge_cut", "partition_interface",
            "metis_partition", "local_cells", "FACETS", "generate_box", "read_block",
            "read_points", "cell_centroids", "MeshBlock", "migrate_mesh", "MigratedMesh",
-           "ghost_layer", "GhostLayer", "node_field", "node_owners",
+           "ghost_layer", "GhostLayer", "node_field", "node_owners", "node_points",
            "refine_partition"]

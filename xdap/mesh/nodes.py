@@ -32,12 +32,13 @@ from ..arraylike import is_distributed, unwrap, wrap_like
 from ..directory import remember, unstructured_map
 from ..distribution import Distribution
 from ..heap import trims_heap
-from ..maps import is_int
+from ..maps import BlockMap, is_int
 from ..parts import Parts
 from ..transport import Route, move
 from .cells import local_cells
+from .files import read_points
 
-__all__ = ["node_field", "node_owners"]
+__all__ = ["node_field", "node_owners", "node_points"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -113,3 +114,25 @@ def node_field(cells, nnodes: int, type: str = "float64"):
     nd = Distribution([m], comm)
     remember(nd, 0, directory)
     return wrap_like(cells, nd, Parts.of_array(np.zeros(len(owned), dtype)), agreed=True)
+
+
+@trims_heap
+def node_points(block, nodes):
+    """The coordinates of the nodes, distributed as ``nodes`` (a node field:
+    ``node_field``'s, or any DistArray distributed along dimension 0 over
+    the mesh's nodes): an ``(nnodes, dim)`` float64 DistArray whose rows on
+    each rank are the nodes it owns (collective; ``read_points``: each rank
+    reads its N/P rows of the file, one exchange routes them). The ghosts'
+    coordinates then come by the ghost layer: ``layer.update(points)``."""
+    d = nodes.distribution
+    with agreement(d.comm, "node_points"):
+        if d.global_shape[:1] != (block.nnodes,) or any(g != 1 for g in d.grid[1:]):
+            raise ValueError(f"node_points: nodes must be distributed along dimension 0 over "
+                             f"the mesh's {block.nnodes} nodes, got shape {d.global_shape} on "
+                             f"a {d.grid} grid")
+    m = d.maps[0]
+    owned = np.asarray(m.global_indices(d.coords[0]), np.int64)
+    xyz = read_points(block, owned, d.comm)
+    pd = Distribution([m, BlockMap(block.dim, 1)], d.comm)
+    return wrap_like(nodes, pd, Parts.of_array(np.ascontiguousarray(xyz)), agreed=True)
+

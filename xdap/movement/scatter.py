@@ -160,20 +160,26 @@ class Scatter:
         self._contribute = Route(comm, ask.rows, ask.send_counts, ask.recv_counts)
 
     def _check_array(self, a, what: str, ag=None) -> np.ndarray:
-        """The local values of ``a`` (a writable view): a DistArray of the
-        plan's distribution, or this rank's Parts of it.  Call it inside the
+        """The local values of ``a`` (a writable view): a DistArray whose rows
+        are distributed as the plan's (any trailing dimensions: a node field
+        and the nodes' coordinates share a plan), or this rank's Parts.  Call it inside the
         call's agreement ``ag``, which also compares the element type across
         ranks (one rank passing another array is an error on all)."""
+        rows = self.distribution.local_shape[0]
         if isinstance(a, Parts):
             p = a
-            if p.shape != tuple(self.distribution.local_shape):
+            if not p.shape or p.shape[0] != rows:
                 raise ValueError(f"Scatter.{what}: the Parts have shape {p.shape}, the plan's "
-                                 f"distribution gives this rank {self.distribution.local_shape}")
+                                 f"distribution gives this rank {rows} rows")
         elif is_distributed(a):
             d, p = unwrap(a)
-            if d is not self.distribution and not (d == self.distribution):
-                raise ValueError(f"Scatter.{what}: the array's distribution differs from "
-                                 f"the one the plan was built for")
+            if d is not self.distribution and not (d == self.distribution) and not (
+                    d.ndim >= 1 and d.maps[0] == self.distribution.maps[0] and
+                    d.grid[0] == self.distribution.grid[0] and
+                    all(g == 1 for g in d.grid[1:])):
+                raise ValueError(f"Scatter.{what}: the array's rows are distributed otherwise "
+                                 f"than the plan's (its dimension 0 must have the plan's map; "
+                                 f"the dimensions after it move along)")
         else:
             raise TypeError(f"Scatter.{what}: expected a DistArray (or Parts), got "
                             f"{type(a).__name__}")
