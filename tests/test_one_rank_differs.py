@@ -86,12 +86,6 @@ CASES = {
         arr(c).distribution, np.zeros(arr(c).distribution.local_shape[0] + odd(c))),
     "from_global option does not pickle": lambda c: xdap.from_global(
         np.arange(8.0), dist=("c",), block_size=((lambda: 1) if odd(c) else 1,), comm=c),
-    "from_global ragged share without inner lists": lambda c: xdap.from_global(
-        [[[1]]] * (c.size - 1) + [[]] * 2, type="var * var * var * int32", comm=c),
-    "from_local ragged piece without inner lists": lambda c: xdap.from_local(
-        [[]] if odd(c) else [[[1]]], type="var * var * var * int32", comm=c),
-    "from_local Arrow piece without inner lists": lambda c: xdap.from_local(
-        pa.array([[]] if odd(c) else [[[1]]], pa.list_(pa.list_(pa.int32()))), comm=c),
     # -- protocols -----------------------------------------------------------------------
     "from_distarray dim dict does not pickle": lambda c: xdap.from_distarray(
         _dap_with(arr(c), note=lambda: 0), comm=c),

@@ -40,7 +40,10 @@ case "$mpi" in
     system) command -v mpicc >/dev/null || die "XDAP_MPI=system needs the site's MPI with its compiler wrapper (mpicc) on PATH (Debian: apt-get install libopenmpi-dev openmpi-bin)" ;;
     *) die "XDAP_MPI must be 'wheel' or 'system', got '$mpi'" ;;
 esac
-stamp_inputs=$( (cat tools/build_stack.sh tools/stack.sha256 tools/build-requirements.txt requirements.txt setup.py; echo "$mpi") | sha256sum | cut -c1-16)
+stamp_inputs=$( (cat tools/build_stack.sh tools/patch_stack.py tools/stack.sha256 tools/build-requirements.txt requirements.txt setup.py; echo "$mpi") | sha256sum | cut -c1-16)
+# the wheels are built from the sdists with tools/patch_stack.py's patches:
+# wheels built with other patches (or none) are built again
+patches=$(sha256sum tools/patch_stack.py | cut -c1-16)
 stamp="$venv/.xdap-env-$stamp_inputs"
 if [ -f "$stamp" ] && [ "${1:-}" != "--force" ]; then
     # Environment is current; only (re)build our own extensions if sources changed.
@@ -59,6 +62,7 @@ vpy="$here/$venv/bin/python"
 # -- the stack wheels -------------------------------------------------------
 mkdir -p "$wheelhouse/sdist"
 have_all=1
+[ -f "$wheelhouse/.patches-$patches" ] || have_all=0
 for p in "${stack[@]}"; do
     ls "$wheelhouse"/"$p"-0.2.0.dev3-*.whl >/dev/null 2>&1 || have_all=0
 done
@@ -83,16 +87,20 @@ if [ "$have_all" = 0 ]; then
     for p in "${stack[@]}"; do
         echo "build_stack: building the $p wheel"
         tar -xzf "$wheelhouse/sdist/$p-$stack_version.tar.gz" -C "$build"
+        "$vpy" tools/patch_stack.py "$p" "$build/$p-$stack_version"
+        rm -f "$wheelhouse"/"$p"-0.2.0.dev3-*.whl
         (cd "$build/$p-$stack_version" && "$vpy" setup.py bdist_wheel >"$build/$p.log" 2>&1) || {
             tail -30 "$build/$p.log" >&2; die "building $p failed (log above)"; }
         cp "$build/$p-$stack_version"/dist/*.whl "$wheelhouse/"
         "$vpy" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall "$wheelhouse"/"$p"-0.2.0.dev3-*.whl
     done
+    rm -f "$wheelhouse"/.patches-*
+    touch "$wheelhouse/.patches-$patches"
 fi
 
 # -- install everything -----------------------------------------------------
 echo "build_stack: installing the stack wheels and requirements.txt"
-"$vpy" -m pip install -q --disable-pip-version-check --no-deps \
+"$vpy" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall \
     "$wheelhouse"/ndtypes-0.2.0.dev3-*.whl "$wheelhouse"/xnd-0.2.0.dev3-*.whl "$wheelhouse"/gumath-0.2.0.dev3-*.whl
 if [ "$mpi" = system ]; then
     # The same pins without the MPI wheels; mpi4py from its sdist, compiled

@@ -228,20 +228,19 @@ def _make_container(p: Parts):
 
 
 def check_representable(p: Parts) -> None:
-    """Refuse ragged parts that ndtypes 0.2.0.dev3 cannot hold: every var
-    dimension needs at least two offsets, so every level above the leaves
-    needs at least one item -- a partition without rows, or whose rows hold
-    no lists at all (``[[], []]`` as ``var * var * var * T``), does not exist
-    in xnd ("var_dim: noffsets < 2").  The DistArray constructor checks this
-    in its agreement, so all ranks raise together.
+    """Refuse ragged parts that an unpatched ndtypes 0.2.0.dev3 cannot hold
+    (``EMPTY_VAR_DIMS`` False): every var dimension needs at least two
+    offsets there, so every level above the leaves needs at least one item
+    -- a partition without rows, or whose rows hold no lists at all (``[[],
+    []]`` as ``var * var * var * T``), does not exist in xnd ("var_dim:
+    noffsets < 2"). The build patches ndtypes (tools/patch_stack.py), and
+    then every ragged part is representable. The DistArray constructor
+    checks this in its agreement, so all ranks raise together.
 
     >>> from xdap.types import type_info
     >>> check_representable(parts_from_lists([[], []], type_info("var * var * var * int8")))
-    Traceback (most recent call last):
-    ...
-    ValueError: ragged data var * var * var * int8: this rank's 2 rows hold no lists at level 1, which ndtypes 0.2.0.dev3 cannot represent (every var dimension needs at least one list); give the rows at least one (possibly empty) list each, or use fewer ranks
     """
-    if not p.info.ragged:
+    if not p.info.ragged or EMPTY_VAR_DIMS:
         return
     check_ragged_rows(p.info, p.nrows)
     for level, off in enumerate(p.offsets[1:-1], start=1):
@@ -253,14 +252,31 @@ def check_representable(p: Parts) -> None:
                 "empty) list each, or use fewer ranks")
 
 
-def check_ragged_rows(info: TypeInfo, nrows: int, rank=None) -> None:
-    """Refuse a ragged partition without rows, which ndtypes cannot represent.
+def _empty_var_dims() -> bool:
+    """Whether this ndtypes takes a var dimension with one offset -- an empty
+    one: the build patches ndtypes 0.2.0.dev3 for it (tools/patch_stack.py),
+    whose own release needs two (a ragged container without rows, or whose
+    rows hold no lists, does not exist there)."""
+    from ndtypes import ndt
+    try:
+        ndt("var(offsets=[0,0]) * var(offsets=[0]) * int8")
+    except (ValueError, TypeError):
+        return False
+    return True
 
-    ndtypes 0.2.0.dev3 needs at least two offsets in every var dimension, so a
-    ``var * var * T`` container with zero rows does not exist (xnd itself
-    fails with "var_dim: noffsets < 2").  Callers that distribute rows check
-    this for every rank up front, so all ranks raise together.
+
+EMPTY_VAR_DIMS = _empty_var_dims()
+
+
+def check_ragged_rows(info: TypeInfo, nrows: int, rank=None) -> None:
+    """Refuse a ragged partition without rows where ndtypes cannot represent
+    it (an unpatched ndtypes 0.2.0.dev3: ``EMPTY_VAR_DIMS`` False; the build
+    patches it, and then every ragged partition may be empty).  Callers that
+    distribute rows check this for every rank up front, so all ranks raise
+    together.
     """
+    if EMPTY_VAR_DIMS:
+        return
     if info.ragged and nrows == 0 and not info.text:
         where = "" if rank is None else f" (rank {rank})"
         raise ValueError(

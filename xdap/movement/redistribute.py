@@ -42,7 +42,7 @@ from ..agreement import agreement
 from ..arraylike import unwrap, wrap_like
 from ..comm import MPI
 from ..distribution import Distribution, make_distribution
-from ..parts import Parts
+from ..parts import EMPTY_VAR_DIMS, Parts
 from ..transport import METHODS, BlockExchange, Route, move as move_rows
 from .plan import (RedistributionPlan, as_positions, index_len, plan_ranks, redistribution_plan,
                    runs)
@@ -196,12 +196,12 @@ def _moving(d, p, dist, grid, comm, method, per_dim) -> "_Move":
                        (target.maps, None if target.c_order else target.rank_coords),
                        root=members[0])
         dst = target if inside else Distribution.detached(*desc)
-    if p.info.ragged:
+    if p.info.ragged and not EMPTY_VAR_DIMS:
         empty = [first[1][i] for i in range(dst.size) if dst.local_shape_of(i)[0] == 0]
         if empty:     # decided from the agreed target: the same on every rank
             raise ValueError(f"redistribute: the target gives no rows to rank(s) {empty} of "
-                             f"a.comm; xnd 0.2.0.dev3 cannot represent an empty ragged "
-                             f"partition (every target rank needs at least one row)")
+                             f"a.comm; an unpatched ndtypes 0.2.0.dev3 cannot represent an "
+                             f"empty ragged partition (tools/patch_stack.py)")
     mover = executor(d, dst, A, first[1], rows=p.info.ragged)
     return _Move(mover, target, inside, method)
 

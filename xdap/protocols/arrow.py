@@ -527,10 +527,9 @@ def stack_arrow(arr, comm=None, type=None) -> tuple:
     """``(Distribution, Parts)`` whose rows are every rank's Arrow array,
     stacked in rank order (collective; ``xdap.from_arrow`` wraps it).
 
-    Each rank passes its own array (any length, 0 included -- except for
-    ragged arrays, which need at least one row on every rank: ndtypes
-    0.2.0.dev3 has no empty ``var * var * T``; all ranks then raise the same
-    ValueError); the rows are block distributed over a 1-d grid with the
+    Each rank passes its own array (any length, 0 included; ragged too,
+    where the build's patched ndtypes represents an empty ``var * var * T``
+    -- else all ranks raise the same ValueError); the rows are block distributed over a 1-d grid with the
     ranks' lengths as irregular block sizes. The local data wrap the Arrow
     buffers (zero-copy as in ``from_arrow``). All ranks must agree on the
     element type (and on the inner dims of fixed types); a mismatch raises

@@ -1,0 +1,51 @@
+"""The small patches the build applies to the pinned xnd stack's sources.
+
+    python tools/patch_stack.py PACKAGE SOURCE_DIR
+
+``tools/build_stack.sh`` runs it on each unpacked sdist before building its
+wheel. Each patch replaces one exact piece of text and fails the build when
+that text is not there (another version of the package), so a patch never
+applies half-way or to code it was not written for.
+
+ndtypes 0.2.0dev3
+    ``ndt_var_dim`` refuses a var dimension with fewer than two offsets, so
+    a ragged container with no rows -- ``var * var * T`` whose inner level
+    has the offsets ``[0]`` -- cannot exist, and a rank with no rows of
+    ragged data (an empty partition: a partitioner's, a migration's) had to
+    be refused. One offset is the empty dimension: its last offset is 0,
+    and nothing else in ndtypes or xnd reads past ``offsets[noffsets - 1]``.
+    The patch accepts ``noffsets >= 1``; ``tests/test_empty_ragged.py``
+    checks the containers this makes, through xnd, gumath and xdap.
+"""
+from __future__ import annotations
+
+import pathlib
+import sys
+
+PATCHES = {
+    "ndtypes": [
+        ("libndtypes/ndtypes.c",
+         '    if (noffsets < 2) {\n'
+         '        ndt_err_format(ctx, NDT_InvalidArgumentError, "var_dim: noffsets < 2");',
+         '    if (noffsets < 1) {      /* xdap: one offset is an empty var dimension */\n'
+         '        ndt_err_format(ctx, NDT_InvalidArgumentError, "var_dim: noffsets < 1");'),
+    ],
+}
+
+
+def apply(package: str, source: pathlib.Path) -> int:
+    for path, old, new in PATCHES.get(package, []):
+        f = source / path
+        text = f.read_text()
+        if text.count(old) != 1:
+            raise SystemExit(f"patch_stack: {package}: the text to patch in {path} is not there "
+                             "exactly once (another version?)")
+        f.write_text(text.replace(old, new))
+        print(f"patch_stack: {package}: patched {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        raise SystemExit(__doc__.split("\n\n")[1])
+    sys.exit(apply(sys.argv[1], pathlib.Path(sys.argv[2])))
