@@ -87,6 +87,16 @@ def test_debug_mode_catches_ranks_that_diverge(comm):
     other = b if comm.rank == 1 else a
     with pytest.raises(ValueError, match="another distribution"):
         a + other
+    # out= a NumPy array on one rank only: one TypeError on every rank
+    z = xdap.zeros(8, comm=comm)
+    out = np.zeros(a.local_numpy().shape) if comm.rank == 1 else z
+    for call in (lambda: xdap.kernels.library.sin(a, out=out),
+                 lambda: xdap.kernels.library.add(a, a, out=out),
+                 lambda: xdap.kernels.library.multiply(a, 2.0, out=out)):
+        with pytest.raises(TypeError, match=r"out= must be a DistArray.*\(rank 1\)"):
+            call()
+    np.testing.assert_allclose(xdap.kernels.library.sin(a, out=z).to_numpy(),
+                               np.sin(np.arange(8.0)), rtol=1e-15, atol=1e-15)
 
 
 def test_a_temporary_lends_its_buffer_and_in_place_updates(monkeypatch):

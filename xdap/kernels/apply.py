@@ -102,7 +102,9 @@ def apply(func, *args, out=None):
         first = next(a for a in args if is_distributed(a))
     d0, p0 = unwrap(first)
     locals_ = [container(a.parts) if is_distributed(a) else a for a in args]
-    target = None if out is None else container(out.parts)
+    # an out= of the wrong kind is refused by the checks below (on every
+    # rank in debug mode), not by an AttributeError here
+    target = container(out.parts) if is_distributed(out) else None
     # The operand checks (distributions, type shapes, out=) read only what
     # every rank agreed when the arrays were made, so every rank reaches the
     # same verdict alone: no communication (in debug mode, a vote).  Ragged
