@@ -235,3 +235,17 @@ def test_show_abbreviates_large_partitions_as_numpy_does():
     m.show(file=out)
     if comm.rank == 0:
         assert "-- 1.0 --" in out.getvalue() and "..." in out.getvalue()
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3))
+def test_astype_to_an_optional_type_keeps_the_question_mark(comm):
+    g = np.arange(7.0)
+    a = xdap.from_global(g, comm=comm).astype("?float32")
+    assert str(a.type) == "7 * ?float32"
+    assert a.to_global().value == g.tolist()
+    masked = xdap.from_global(np.ma.array(g, mask=g % 3 == 1), comm=comm)
+    b = masked.astype("int16")                      # missing values stay missing
+    assert str(b.type) == "7 * ?int16"
+    assert b.to_global().value == [None if v % 3 == 1 else int(v) for v in g]
+    r = xdap.from_global([[1.0], [2.0, 3.0], []], type="var * var * float64", comm=comm)
+    assert r.astype("?int32").to_global().value == [[1], [2, 3], []]

@@ -167,6 +167,12 @@ def test_errors_raise_on_every_rank(comm):
         s.reverse(np.ones(2), into=a, mode="mul")
     with pytest.raises(ValueError, match="values must have shape"):
         s.reverse(np.ones(3) if comm.rank == 0 else np.ones(2), into=a)
+    # no silent narrowing: complex into float64, on one rank only
+    with pytest.raises(TypeError, match=r"complex128 contributions into a float64 array.*\(rank 0\)"):
+        s.reverse(np.ones(2) * (1 + 1j) if comm.rank == 0 else np.ones(2), into=a)
+    ints = xdap.from_global(np.arange(8), comm=comm)
+    with pytest.raises(TypeError, match="float64 contributions into a int64"):
+        xdap.Scatter(ints, [1]).reverse(np.array([0.5]), into=ints)
     other = xdap.from_global(np.arange(8.0), dist=("c",), comm=comm)
     if comm.size > 1:
         with pytest.raises(ValueError, match="rows are distributed otherwise"):

@@ -322,7 +322,8 @@ class DistArray:
     def astype(self, dtype) -> "DistArray":
         """The array with another numeric element type (a copy; NumPy's
         casting, ``unsafe`` as in ``ndarray.astype``; missing values stay
-        missing). ``dtype``: an ndtypes name ('float32') or a NumPy dtype.
+        missing, and ``"?float64"`` makes an optional array, every value
+        present). ``dtype``: an ndtypes name ('float32') or a NumPy dtype.
         No communication.
 
         >>> import numpy as np, xdap
@@ -338,15 +339,17 @@ class DistArray:
                 name = dtype_from_numpy(dtype)
             except TypeError as e:
                 raise TypeError(f"astype: {e}") from None
+        optional = name.startswith("?")
         name = name.lstrip("?")
         p = self.parts
         if not (p.info.numeric and name in DTYPES):
             raise TypeError(f"astype: converts numbers to numbers; the array holds "
                             f"{p.info.leaf!r} and {name!r} was asked for")
-        info = p.info.with_leaf(("?" if p.info.optional else "") + name)
-        q = Parts(info, p.values.astype(info.numpy_dtype),
-                  None if p.validity is None else p.validity.copy(), p.offsets,
-                  rows=p.rows)
+        info = p.info.with_leaf(("?" if p.info.optional or optional else "") + name)
+        values = p.values.astype(info.numpy_dtype)
+        validity = p.validity.copy() if p.validity is not None else \
+            np.full((values.size + 7) // 8, 0xFF, np.uint8) if optional else None
+        q = Parts(info, values, validity, p.offsets, rows=p.rows)
         return DistArray._trusted(self.distribution, q, self._leaf_index)
 
     def local_numpy(self) -> np.ndarray:

@@ -254,6 +254,11 @@ class Scatter:
             if values.shape != want:
                 raise ValueError(f"Scatter.reverse: values must have shape {want} (one per "
                                  f"needed index), got {values.shape}")
+            if values.size and buf.dtype.names is None and \
+                    not np.can_cast(values.dtype, buf.dtype, "same_kind"):
+                raise TypeError(f"Scatter.reverse: {values.dtype} contributions into a "
+                                f"{buf.dtype} array would lose data (no silent narrowing); "
+                                f"cast them first if that is meant")
         values = values.astype(buf.dtype, copy=False)
         # combine this rank's repeats first: one contribution per distinct index
         if mode == "replace":
