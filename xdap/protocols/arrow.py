@@ -19,8 +19,9 @@ xdap type                  Arrow array
 ``{x: T, n: 3 * U}``       ``Struct<x: T, n: FixedSizeList<U, 3>>`` -- copies:
                            xnd interleaves the fields, Arrow stores each apart
 ``(T, U)``                 ``Struct<0: T, 1: U>`` (Awkward's names for a tuple)
-``fixed_string(n)``        ``String`` -- copies (Arrow strings are variable
-                           length); back with ``type="fixed_string(n)"``
+``fixed_string(n)``        extension type ``xdap.fixed_string`` over ``String``
+                           (copies: Arrow strings are variable length); it
+                           carries the ndtypes type, so it comes back as it was
 =========================  ==================================================
 
 Zero-copy in both directions for values, offsets and validity, with these
@@ -57,7 +58,7 @@ from ..types import DTYPES, TypeInfo, leaf_numpy_dtype, split_dims, type_info
 from ..agreement import agreement
 
 __all__ = ["to_arrow", "owned_arrow", "from_arrow", "parts_from_arrow", "stack_arrow",
-           "stack_rows", "ComplexType", "parts_to_arrow", "leaf_to_arrow", "apply_type"]
+           "stack_rows", "ComplexType", "FixedStringType", "parts_to_arrow", "leaf_to_arrow", "apply_type"]
 
 _TO_ARROW = {
     "bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(),
@@ -94,6 +95,33 @@ class ComplexType(pa.ExtensionType):
         return ComplexScalar
 
 
+class FixedStringType(pa.ExtensionType):
+    """``xdap.fixed_string``: a ``fixed_string(n[, encoding])`` exported as
+    Arrow strings (Arrow's are variable length) that remembers its ndtypes
+    type, so that ``from_arrow`` restores it -- no ``type=`` needed, nothing
+    narrowed to ``string``. Other readers see the storage: strings."""
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
+        super().__init__(pa.string(), "xdap.fixed_string")
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return self.dtype.encode()
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type, serialized):
+        dtype = serialized.decode()
+        if not dtype.lstrip("?").startswith("fixed_string("):
+            raise TypeError(f"xdap.fixed_string: {dtype!r} is not a fixed_string type")
+        return cls(dtype)
+
+    def __reduce__(self):
+        return FixedStringType, (self.dtype,)
+
+    def __hash__(self):
+        return hash((self.extension_name, self.dtype))
+
+
 class ComplexScalar(pa.ExtensionScalar):
     """``as_py`` gives a Python complex (or None), so ``to_pylist`` reads naturally."""
 
@@ -102,9 +130,10 @@ class ComplexScalar(pa.ExtensionScalar):
         return None if pair is None else complex(pair[0], pair[1])
 
 
-for _name in ("complex64", "complex128"):
+for _type in (ComplexType("complex64"), ComplexType("complex128"),
+              FixedStringType("fixed_string(1)")):
     try:   # registered so that Arrow IPC files and pickles keep the type
-        pa.register_extension_type(ComplexType(_name))
+        pa.register_extension_type(_type)
     except pa.ArrowKeyError:          # already registered (module reloaded)
         pass
 
@@ -150,7 +179,7 @@ def parts_to_arrow(p: Parts) -> pa.Array:
         return pa.Array.from_buffers(t, len(off) - 1, [None, pa.py_buffer(off),
                                                        pa.py_buffer(np.ascontiguousarray(p.values))])
     flat = p.values.reshape(-1)
-    arr = leaf_to_arrow(flat, p.validity, p.info.dtype)
+    arr = leaf_to_arrow(flat, p.validity, p.info.dtype, p.info.optional)
     if not p.info.ragged:
         for size in reversed(p.values.shape[1:]):
             arr = pa.FixedSizeListArray.from_arrays(arr, int(size))
@@ -162,9 +191,10 @@ def parts_to_arrow(p: Parts) -> pa.Array:
     return arr
 
 
-def leaf_to_arrow(values: np.ndarray, validity, dtype: str) -> pa.Array:
+def leaf_to_arrow(values: np.ndarray, validity, dtype: str, optional=None) -> pa.Array:
     """Flat leaves of the ndtypes element ``dtype`` (and their validity
-    bitmap, or None) as an Arrow array over the same buffers."""
+    bitmap, or None) as an Arrow array over the same buffers. ``optional``:
+    whether the element type is ``?dtype`` (default: a bitmap is given)."""
     n = len(values)
     vbuf = None if validity is None else pa.py_buffer(np.ascontiguousarray(validity))
     if dtype.startswith("complex"):
@@ -178,11 +208,12 @@ def leaf_to_arrow(values: np.ndarray, validity, dtype: str) -> pa.Array:
     elif dtype in _TO_ARROW:
         data = pa.py_buffer(np.ascontiguousarray(values))
     else:
-        return _element_to_arrow(values, vbuf, dtype)
+        return _element_to_arrow(values, vbuf, dtype,
+                                 vbuf is not None if optional is None else optional)
     return pa.Array.from_buffers(_TO_ARROW[dtype], n, [vbuf, data])
 
 
-def _element_to_arrow(values: np.ndarray, vbuf, dtype: str) -> pa.Array:
+def _element_to_arrow(values: np.ndarray, vbuf, dtype: str, optional: bool) -> pa.Array:
     """Records, fixed bytes and strings, categoricals (see the module table)."""
     n = len(values)
     if dtype.startswith("fixed_bytes"):
@@ -193,7 +224,9 @@ def _element_to_arrow(values: np.ndarray, vbuf, dtype: str) -> pa.Array:
         if values.dtype.kind == "S":          # xnd's one-byte strings: code points < 256
             items = [b.decode("latin-1") for b in items]
         mask = None if vbuf is None else ~unpack_validity(vbuf, n)
-        return pa.array(items, pa.string(), mask=mask)
+        storage = pa.array(items, pa.string(), mask=mask)
+        return pa.ExtensionArray.from_storage(
+            FixedStringType(("?" if optional else "") + dtype), storage)
     if is_categorical(dtype):
         items = categories(dtype)
         try:
@@ -213,7 +246,7 @@ def _element_to_arrow(values: np.ndarray, vbuf, dtype: str) -> pa.Array:
             valid = pack_validity(values[HIDDEN + name].astype(bool))
             leaf = leaf[1:]
             optional.add(name if not dtype.startswith("(") else str(len(names)))
-        arr = leaf_to_arrow(child, valid, leaf)
+        arr = leaf_to_arrow(child, valid, leaf, valid is not None)
         for size in reversed(dims):
             item = pa.field("item", arr.type, nullable=False)
             arr = pa.FixedSizeListArray.from_arrays(arr, type=pa.list_(item, int(size)))
@@ -274,6 +307,10 @@ def parts_from_arrow(arr, type=None) -> Parts:
             raise TypeError(f"Arrow array mixes fixed-size and variable-size lists ({arr.type}); "
                             "xdap supports 'N * M * T' or 'var * var * T'")
     want = None if type is None else split_dims(str(type).strip())[1]
+    if isinstance(arr.type, FixedStringType):     # xdap's own: the type it came with
+        if type is None:
+            type = want = arr.type.dtype          # '?' too, on a rank without missing items
+        arr = arr.storage
     if not fixed and not var and _is_text(arr.type) and not (
             want or "").lstrip("?").startswith(("fixed_string", "fixed_bytes")):
         p = _text_from_arrow(arr)
@@ -322,6 +359,8 @@ def _leaf_from_arrow(arr, want=None):
         else:
             values, _ = _buffer_values(arr, DTYPES[dtype][0])
         return dtype, values, _validity(arr)
+    if isinstance(t, FixedStringType):               # a field of a record, say
+        return _strings_from_arrow(arr.storage, want or t.dtype)
     if pa.types.is_fixed_size_binary(t):
         values, _ = _buffer_values(arr, np.dtype(f"S{t.byte_width}"))
         return f"fixed_bytes(size={t.byte_width})", values, _validity(arr)

@@ -26,7 +26,10 @@ form (``xdap.protocols.arrow``; Awkward reads and writes Arrow itself):
 records become ``RecordArray`` columns (a copy -- xnd interleaves fields),
 categoricals Awkward categoricals (Awkward has no NA category: a
 ``categorical(..., NA)`` is exported as ``?categorical(...)``), strings
-Awkward strings (coming back they need ``type='fixed_string(n)'``).
+Awkward strings. Where Awkward's form is not the type -- ``fixed_string(n)``
+(an Awkward string), any categorical (an option type there) -- the element
+node carries the ndtypes type as the parameter ``xdap_type``, and
+``from_awkward`` restores it exactly.
 
 >>> import numpy as np
 >>> from xdap.parts import as_container, parts
@@ -88,6 +91,7 @@ def _to_awkward(p: Parts) -> ak.Array:
     if p.info.text:           # Awkward reads Arrow strings as its own
         from .arrow import parts_to_arrow
         return ak.from_arrow(parts_to_arrow(p), highlevel=True)
+    element = p.info.leaf                    # before the NA category becomes missing
     p = _na_as_missing(p)
     flat = p.values.reshape(-1)
     node = _element_node(flat, p.info.dtype)
@@ -97,6 +101,8 @@ def _to_awkward(p: Parts) -> ak.Array:
             ak.contents.BitMaskedArray.simplified
         node = make(ak.index.IndexU8(np.asarray(p.validity, np.uint8)), node,
                     valid_when=True, length=len(flat), lsb_order=True)
+    if _inexact(element):
+        node = _remember(node, element)
     if not p.info.ragged:
         shape = p.values.shape
         for k in range(len(shape) - 1, 0, -1):
@@ -125,6 +131,8 @@ def _element_node(flat: np.ndarray, dtype: str):
                     ak.contents.BitMaskedArray.simplified
                 node = make(ak.index.IndexU8(bits), node, valid_when=True, length=len(flat),
                             lsb_order=True)
+            if _inexact(leaf):
+                node = _remember(node, leaf)
             for k in range(len(dims) - 1, -1, -1):
                 node = ak.contents.RegularArray(node, int(dims[k]),
                                                 zeros_length=len(flat) * int(np.prod(dims[:k] or [1])))
@@ -136,6 +144,52 @@ def _element_node(flat: np.ndarray, dtype: str):
     node = ak.from_arrow(leaf_to_arrow(flat, None, dtype), highlevel=False)
     # Arrow arrays are nullable: Awkward wraps them in an option it need not
     return node.content if isinstance(node, ak.contents.UnmaskedArray) else node
+
+
+# The ndtypes element type, kept as a parameter of the element node where
+# Awkward's own form would come back as another type: fixed_string(n) (an
+# Awkward string), a categorical (always an option type in Awkward; an NA
+# category becomes missing values). ``from_awkward`` restores it.
+TYPE_PARAMETER = "xdap_type"
+
+
+def _inexact(element: str) -> bool:
+    """Whether Awkward's form of the ndtypes ``element`` loses what it is."""
+    bare = element.lstrip("?")
+    return bare.startswith("fixed_string") or is_categorical(bare)
+
+
+def _remember(node, element: str):
+    return node.copy(parameters={**(node.parameters or {}), TYPE_PARAMETER: element})
+
+
+def _remembered(form):
+    """The element type a node kept (``_remember``), or None."""
+    while isinstance(form, (ak.forms.ListOffsetForm, ak.forms.ListForm, ak.forms.RegularForm)) \
+            and form.parameter("__array__") not in ("string", "bytestring") \
+            and form.parameter(TYPE_PARAMETER) is None:
+        form = form.content
+    return form.parameter(TYPE_PARAMETER)
+
+
+def _missing_as_na(p: Parts, element: str) -> Parts:
+    """``_na_as_missing`` undone: the missing values of a ``?categorical``
+    back as the NA category of ``element`` (copies the codes)."""
+    items = categories(element)
+    na = items.index(None)
+    codes = np.asarray(p.values)
+    valid = p.valid_mask() if p.validity is not None else np.ones(codes.shape, bool)
+    codes = np.where(valid, np.where(codes >= na, codes + 1, codes), na)
+    return Parts(p.info.with_leaf(element), codes.astype(p.values.dtype), None, p.offsets)
+
+
+def _restore(p: Parts, element: str) -> Parts:
+    """The Parts read back from Awkward as the element type they were."""
+    if is_categorical(element.lstrip("?")) and None in categories(element.lstrip("?")) \
+            and not element.startswith("?"):
+        return _missing_as_na(p, element)
+    from .arrow import apply_type
+    return apply_type(p, element)
 
 
 def _na_as_missing(p: Parts) -> Parts:
@@ -173,13 +227,16 @@ def parts_from_awkward(arr, type=None) -> Parts:
     if _has_elements(layout.form):
         # records, strings, categoricals: through Arrow (copies, as Awkward does)
         from .arrow import parts_from_arrow
+        element = _remembered(layout.form) if type is None else None
+        text = element is not None and element.lstrip("?").startswith("fixed_string")
         p = parts_from_arrow(ak.to_arrow(layout, extensionarray=False,
-                                         categorical_as_dictionary=True), type)
+                                         categorical_as_dictionary=True),
+                             element if text else type)
         if _optional_elements(layout.form) and not p.info.optional and type is None:
             # an option type without nulls on this rank has no Arrow bitmap
             p = Parts(p.info.with_leaf("?" + p.info.dtype), p.values,
                       all_valid(p.values.size), p.offsets)
-        return p
+        return _restore(p, element) if element is not None and not text else p
     n = layout.length
     fixed, var = [], []
     node = layout
