@@ -227,6 +227,15 @@ def test_plan_is_pure_and_errors_are_collective(comm):
     assert r.exchange_halos().local.value == before
     with pytest.raises(ValueError, match="mode must be"):
         a.accumulate_halos("max")
+    # a read-only validity bitmap on the last rank: refused everywhere, nothing written
+    g = np.ma.array(np.arange(8.0), mask=np.arange(8) % 3 == 0)
+    o = xdap.from_global(g, dist=("b",), padding=((1, 1),), comm=comm)
+    before = o.parts.validity.copy()
+    if comm.rank == comm.size - 1:
+        o.parts.validity.flags.writeable = False
+    with pytest.raises(ValueError, match=rf"validity bitmap is read-only \(rank {comm.size - 1}\)"):
+        o.exchange_halos()
+    np.testing.assert_array_equal(o.parts.validity, before)
     if comm.size == 1:
         # a periodic wrap wider than the interior cannot be filled ...
         with pytest.raises(ValueError, match="interior"):

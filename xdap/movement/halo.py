@@ -239,6 +239,8 @@ def _agreed(d, p, what, **options):
             ag.same(name, value)
         if not p.values.flags.writeable:
             raise ValueError(f"{what}: the array's local buffer is read-only")
+        if p.validity is not None and not np.asarray(p.validity).flags.writeable:
+            raise ValueError(f"{what}: the array's validity bitmap is read-only")
         if d.maps[0].ghosts_by_index and (any(g != 1 for g in d.grid[1:]) or p.info.optional
                                            or p.info.ragged):
             raise TypeError(f"{what}: the ghost entries of an unstructured dimension are "
