@@ -16,6 +16,18 @@ ndtypes 0.2.0dev3
     and nothing else in ndtypes or xnd reads past ``offsets[noffsets - 1]``.
     The patch accepts ``noffsets >= 1``; ``tests/test_empty_ragged.py``
     checks the containers this makes, through xnd, gumath and xdap.
+
+    Its PEP 3118 export (the format of an xnd container's buffer) spells
+    complex numbers ``D`` / ``F`` -- struct-module letters NumPy refuses
+    ("'=D' is not a valid PEP 3118 buffer format string") -- and writes a
+    record field's padding between its type and its name (``T{=bxxxxxxx:a:
+    =d:b:}``), which NumPy reads as an extra field. The patches write
+    ``Zd`` / ``Zf`` (PEP 3118's complex) and put the padding after the name,
+    before the next field (``T{=b:a:xxxxxxx=d:b:}``, NumPy's own order), so
+    ``np.asarray`` of a container is a view of the right dtype;
+    ``tests/test_types_containers.py`` checks both. (ndtypes' own importer
+    keeps reading ``D``/``F``; xdap reads NumPy arrays through its own
+    buffers, never through that importer.)
 """
 from __future__ import annotations
 
@@ -29,6 +41,33 @@ PATCHES = {
          '        ndt_err_format(ctx, NDT_InvalidArgumentError, "var_dim: noffsets < 2");',
          '    if (noffsets < 1) {      /* xdap: one offset is an empty var dimension */\n'
          '        ndt_err_format(ctx, NDT_InvalidArgumentError, "var_dim: noffsets < 1");'),
+        ("libndtypes/compat/export.c",
+         '        case Complex64: return primitive(buf, t, "F", ctx);\n'
+         '        case Complex128: return primitive(buf, t, "D", ctx);',
+         '        case Complex64: return primitive(buf, t, "Zf", ctx);    /* xdap: PEP 3118 */\n'
+         '        case Complex128: return primitive(buf, t, "Zd", ctx);'),
+        ("libndtypes/compat/export.c",
+         '        n = format(buf, t->Record.types[i], ctx);\n'
+         '        if (n < 0) return -1;\n'
+         '\n'
+         '        for (uint16_t k = 0; k < t->Concrete.Record.pad[i]; k++) {\n'
+         '            n = ndt_snprintf(ctx, buf, "x");\n'
+         '            if (n < 0) return -1;\n'
+         '        }\n'
+         '\n'
+         '        n = ndt_snprintf(ctx, buf, ":%s:", t->Record.names[i]);\n'
+         '        if (n < 0) return -1;\n',
+         '        n = format(buf, t->Record.types[i], ctx);\n'
+         '        if (n < 0) return -1;\n'
+         '\n'
+         '        /* xdap: the name, then the padding before the next field */\n'
+         '        n = ndt_snprintf(ctx, buf, ":%s:", t->Record.names[i]);\n'
+         '        if (n < 0) return -1;\n'
+         '\n'
+         '        for (uint16_t k = 0; k < t->Concrete.Record.pad[i]; k++) {\n'
+         '            n = ndt_snprintf(ctx, buf, "x");\n'
+         '            if (n < 0) return -1;\n'
+         '        }\n'),
     ],
 }
 
