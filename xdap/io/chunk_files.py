@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import stat
 from concurrent.futures import ThreadPoolExecutor
 
 import google_crc32c
@@ -113,18 +114,26 @@ def _overlap(sel, lo, hi):
 
 
 def read_chunks(array_dir: str, chunks, shape, sels, dtype, trailing, what: str,
-                progress=None) -> np.ndarray:
+                progress=None, store: str | None = None) -> np.ndarray:
     """The selection ``sels`` (a slice or an int array per leading dim) of
     the array of ``shape`` and chunk shape ``chunks`` (whole along the
     ``trailing`` dims), reading only the chunks it touches and verifying each one's
     CRC-32C. A missing, short or corrupt chunk is a ValueError naming it
     (``what`` names the array). ``progress.update(n)`` hears of the bytes
-    of the result each chunk fills."""
+    of the result each chunk fills.
+
+    A store is untrusted: every chunk the selection needs is checked before
+    anything is allocated -- a regular file (no symbolic link, pipe or
+    device), inside ``store`` (default ``array_dir``) with its directories'
+    links followed, of exactly the chunk's size -- so a shape that claims
+    more than the files hold is an error, not an allocation."""
     sels = list(sels) + [slice(0, n) for n in shape[len(sels):len(shape) - len(trailing)]]
     sizes = [s.stop - s.start if isinstance(s, slice) else len(s) for s in sels]
-    out = np.empty(tuple(sizes) + tuple(trailing), dtype)
     full = tuple(chunks)                 # the trailing dims are whole chunks
     nbytes = int(np.prod(full, dtype=np.int64)) * dtype.itemsize
+    items = list(itertools.product(*[chunk_ranges(s, c) for s, c in zip(sels, chunks)]))
+    _check_chunk_files(array_dir, store or array_dir, items, len(trailing), nbytes + _CRC, what)
+    out = np.empty(tuple(sizes) + tuple(trailing), dtype)
 
     def one(idx):
         lo = [i * c for i, c in zip(idx, chunks)]
@@ -135,12 +144,18 @@ def read_chunks(array_dir: str, chunks, shape, sels, dtype, trailing, what: str,
         key = chunk_key(list(idx) + [0] * len(trailing))
         name = os.path.join(array_dir, *key.split("/"))
         try:
-            fd = os.open(name, os.O_RDONLY)
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             raise ValueError(f"chunk {key[2:]} of array {what!r} is missing (a store xdap "
                              "wrote has every chunk)") from None
+        except OSError as e:             # a link put there since the check
+            raise ValueError(f"chunk {key[2:]} of array {what!r} cannot be opened as a "
+                             f"regular file: {e.strerror}") from None
         try:
-            size = os.fstat(fd).st_size
+            st = os.fstat(fd)
+            size = st.st_size
+            if not stat.S_ISREG(st.st_mode):
+                raise ValueError(f"chunk {key[2:]} of array {what!r} is not a regular file")
             if size != nbytes + _CRC:
                 raise ValueError(f"chunk {key[2:]} of array {what!r} is {size} bytes, its "
                                  f"shape and CRC-32C take {nbytes + _CRC} (cut short or "
@@ -180,9 +195,40 @@ def read_chunks(array_dir: str, chunks, shape, sels, dtype, trailing, what: str,
                                          for p in dest_sel], dtype=np.int64))
                             * out.itemsize * max(1, int(np.prod(trailing, dtype=np.int64))))
 
-    items = list(itertools.product(*[chunk_ranges(s, c) for s, c in zip(sels, chunks)]))
     _each(one, items, nbytes * len(items) >= _PARALLEL_BYTES)
     return out
+
+
+def _check_chunk_files(array_dir, store, items, trailing: int, size: int, what: str) -> None:
+    """Every chunk file of ``items``: there, regular, inside ``store``, of
+    ``size`` bytes (``os.lstat``: nothing opened, nothing followed)."""
+    root = os.path.realpath(store)
+    inside = {}                       # directory -> whether it resolves inside the store
+    for idx in items:
+        key = chunk_key(list(idx) + [0] * trailing)
+        name = os.path.join(array_dir, *key.split("/"))
+        where = os.path.dirname(name)
+        if where not in inside:
+            real = os.path.realpath(where)
+            inside[where] = real == root or real.startswith(root + os.sep)
+        if not inside[where]:
+            raise ValueError(f"chunk {key[2:]} of array {what!r} lies outside the store once "
+                             "its directories' links are followed (nothing outside a store "
+                             "is read)")
+        try:
+            st = os.lstat(name)
+        except FileNotFoundError:
+            raise ValueError(f"chunk {key[2:]} of array {what!r} is missing (a store xdap "
+                             "wrote has every chunk)") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise ValueError(f"chunk {key[2:]} of array {what!r} is a symbolic link; an xdap "
+                             "store holds regular files only (nothing outside it is read)")
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"chunk {key[2:]} of array {what!r} is not a regular file (a "
+                             "pipe, a device, a directory?)")
+        if st.st_size != size:
+            raise ValueError(f"chunk {key[2:]} of array {what!r} is {st.st_size} bytes, its "
+                             f"shape and CRC-32C take {size} (cut short or overwritten)")
 
 
 def _each(fn, items, parallel: bool) -> None:

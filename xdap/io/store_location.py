@@ -9,6 +9,7 @@ True
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 
@@ -53,11 +54,14 @@ def read_store_attrs(path: str):
     is not an xdap store."""
     import json
     name = os.path.join(path, "zarr.json")
-    if not os.path.isfile(name):
+    if not os.path.lexists(name):
         return None
     try:
-        with open(name, "rb") as f:
-            meta = json.loads(f.read())
+        with open_regular(name) as f:
+            meta = json.loads(f.read(MAX_METADATA_BYTES + 1))
+    except RecursionError:
+        raise ValueError(f"{path!r}: zarr.json nests deeper than a JSON reader follows "
+                         "(not metadata xdap wrote)") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{path!r}: zarr.json is not valid JSON ({e})") from None
     attrs = meta.get("attributes", {}) if isinstance(meta, dict) else None
@@ -65,4 +69,42 @@ def read_store_attrs(path: str):
             not isinstance(attrs, dict) or sf.ATTRIBUTE not in attrs:
         raise ValueError(f"{path!r} is a Zarr node but not an xdap store (no "
                          f"'{sf.ATTRIBUTE}' attribute on a group)")
+    if meta.get("zarr_format") != 3:
+        raise ValueError(f"{path!r}: its group's zarr_format is {meta.get('zarr_format')!r}; "
+                         "xdap stores are Zarr v3 (zarr_format 3)")
     return attrs[sf.ATTRIBUTE]
+
+
+# The largest metadata file read (a store's zarr.json holds a type, a
+# distribution and a few digests: kilobytes; a map's indices are an array)
+MAX_METADATA_BYTES = 16 << 20
+
+
+def open_regular(name: str, store: str | None = None):
+    """``name`` opened for reading when it is a regular file -- not a
+    symbolic link, a named pipe (whose ``open`` would block) or a device --
+    and, given ``store``, inside it once every link of its directories is
+    resolved. A store is untrusted input: nothing outside it is read."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ValueError(f"{name!r} is a symbolic link; an xdap store holds regular files "
+                             "only (nothing outside it is read)") from None
+        raise
+    try:
+        import stat
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{name!r} is not a regular file (a pipe, a device, a directory?); "
+                             "an xdap store holds regular files only")
+        if store is not None:
+            real = os.path.realpath(os.path.dirname(name))
+            root = os.path.realpath(store)
+            if real != root and not real.startswith(root + os.sep):
+                raise ValueError(f"{name!r} lies outside the store {store!r} once its "
+                                 "directories' links are followed (nothing outside it is read)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

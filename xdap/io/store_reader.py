@@ -20,13 +20,13 @@ from ..heap import trims_heap
 from ..maps import (BlockMap, DistributedUnstructuredMap, Map, UnstructuredMap, as_slice,
                     index_digest, unstructured_fingerprint)
 from ..movement.redistribute import move
-from ..parts import Parts
+from ..parts import EMPTY_VAR_DIMS, Parts
 from ..bitmaps import pack_validity
 from ..progress import bar
 from . import legacy_reader
 from . import store_format as sf
 from .chunk_files import read_chunks
-from .store_location import agreed_path, read_store_attrs, staging_names
+from .store_location import agreed_path, open_regular, read_store_attrs, staging_names
 from .targets import default_distribution, requested_distribution
 from ..agreement import agree, agreement
 
@@ -131,6 +131,9 @@ def _check_arrays(path, attrs, where) -> dict:
               if Map.kind_of(m).stored_indices]
     out = {}
     for name in sf.array_names(info, u_dims):
+        meta = os.path.join(path, name, "zarr.json")
+        if os.path.lexists(meta):        # zarr follows links: checked first, not read
+            open_regular(meta, store=path).close()
         try:
             z = zarr.open_array(os.path.join(path, name), mode="r", zarr_format=3)
         except Exception as e:          # zarr raises several kinds for a missing node
@@ -149,9 +152,7 @@ def _check_arrays(path, attrs, where) -> dict:
             raise ValueError(f"{where}: array {name!r} holds {got_dt} of shape {z.shape}, "
                              f"which contradicts the type {attrs['type']!r} (expected "
                              f"{want_dt}, {want}{' with trailing ' + str(extra) if extra else ''})")
-        if not any(isinstance(c, Crc32cCodec) for c in z.metadata.codecs):
-            raise ValueError(f"{where}: array {name!r} has no crc32c codec: its chunks cannot "
-                             "be verified (xdap writes one on every array)")
+        _check_encoding(z.metadata, got_dt, f"{where}: array {name!r}")
         chunks = tuple(z.metadata.chunk_grid.chunk_shape)
         if chunks[ndim:] != extra:
             raise ValueError(f"{where}: array {name!r} is chunked {chunks} across its trailing "
@@ -177,6 +178,34 @@ def _check_arrays(path, attrs, where) -> dict:
     return out
 
 
+def _check_encoding(meta, dtype, where: str) -> None:
+    """The chunk encoding xdap writes and reads itself, and no other: codecs
+    ``bytes`` (little endian; any endianness for one-byte items) then
+    ``crc32c``, the default chunk keys ``c/i/j``, chunks of at least one
+    item. A store whose arrays zarr wrote otherwise (big-endian bytes, a
+    transpose, compression) is refused by name -- read as xdap's layout it
+    would be garbage."""
+    from zarr.codecs import BytesCodec, Crc32cCodec
+    codecs = list(meta.codecs)
+    names = [type(c).__name__ for c in codecs]
+    little = len(codecs) == 2 and isinstance(codecs[0], BytesCodec) and (
+        dtype.itemsize == 1 or getattr(codecs[0].endian, "value", codecs[0].endian) == "little")
+    if not (little and isinstance(codecs[1], Crc32cCodec)):
+        raise ValueError(f"{where} has the codecs {names}"
+                         f"{' (big endian)' if len(codecs) and isinstance(codecs[0], BytesCodec) and not little else ''};"
+                         " xdap reads the codecs it writes: little-endian 'bytes' then 'crc32c' "
+                         "(open other Zarr arrays with zarr)")
+    enc = meta.chunk_key_encoding
+    if type(enc).__name__ != "DefaultChunkKeyEncoding" or getattr(enc, "separator", None) != "/":
+        raise ValueError(f"{where} names its chunks with {type(enc).__name__} (separator "
+                         f"{getattr(enc, 'separator', None)!r}); xdap stores use the default "
+                         "encoding with '/' (c/i/j)")
+    chunks = tuple(meta.chunk_grid.chunk_shape)
+    if any(int(c) < 1 for c in chunks):
+        raise ValueError(f"{where} has the chunk shape {chunks}; every chunk dimension must "
+                         "be at least 1")
+
+
 # -- reading -----------------------------------------------------------------------------
 
 def read_array(path, name, arrays, sels, progress=None) -> np.ndarray:
@@ -187,7 +216,7 @@ def read_array(path, name, arrays, sels, progress=None) -> np.ndarray:
     shape, chunks, dtype = arrays[name]
     try:
         return read_chunks(os.path.join(path, name), chunks, shape, sels, np.dtype(dtype),
-                           shape[len(sels):], name, progress)
+                           shape[len(sels):], name, progress, store=path)
     except ValueError as e:
         raise ValueError(f"xdap store {path!r}: {e}") from None
 
@@ -238,7 +267,7 @@ def _read_ragged(path, attrs, arrays, info, item, d):
     if not d.maps[0].contiguous:    # the same decision on every rank: the map's kind
         d = Distribution([BlockMap(attrs["shape"][0], d.comm.size)], d.comm)
     rows = as_slice(d.maps[0].buffer_indices(d.coords[0]))
-    if rows.stop <= rows.start:
+    if rows.stop <= rows.start and not EMPTY_VAR_DIMS:
         raise ValueError("load: this rank's part of the ragged array would have no rows, and "
                          "xnd 0.2.0.dev3 cannot hold a ragged container of zero rows; load onto "
                          "fewer ranks or a distribution that gives every rank a row")
@@ -252,6 +281,11 @@ def _read_ragged(path, attrs, arrays, info, item, d):
         if len(off) and (off[0] < 0 or off[-1] > limit or (np.diff(off) < 0).any()):
             raise ValueError(f"xdap store {path!r}: array {name!r} is not a run of "
                              f"non-decreasing offsets within [0, {limit}]")
+        if hi == arrays[name][0][0] - 1 and len(off) and off[-1] != limit:
+            # the rank holding the last item: the next array must end where it ends
+            raise ValueError(f"xdap store {path!r}: array {name!r} ends at {int(off[-1])}, "
+                             f"but the next array declares {limit} items (a length that "
+                             "contradicts the offsets)")
         if off[-1] - off[0] > np.iinfo(np.int32).max:
             raise ValueError(f"load: {off[-1] - off[0]} items on this rank: more than xnd's "
                              "int32 offsets address; load onto more ranks")
