@@ -562,12 +562,16 @@ try:
     sys.exit("xdap is importable here: the test proves nothing")
 except ImportError:
     pass
+import warnings
 import zarr, xarray, dask.array
 root = sys.argv[1]
 f = zarr.open_group(root + "/f", mode="r")
+with warnings.catch_warnings():
+    warnings.simplefilter("error")      # consolidated metadata: xarray opens it as is, quietly
+    f_xarray = xarray.open_zarr(root + "/f")["values"].values.tolist()
 out = {"f_type": f.attrs["xdap"]["type"],
        "f_zarr": f["values"][:].tolist(),
-       "f_xarray": xarray.open_zarr(root + "/f", consolidated=False)["values"].values.tolist(),
+       "f_xarray": f_xarray,
        "f_dask": dask.array.from_zarr(root + "/f", component="values").compute().tolist(),
        "f_chunks": list(f["values"].chunks)}
 o = zarr.open_group(root + "/o", mode="r")

@@ -348,6 +348,9 @@ def _switch(staging: str, path: str, attrs: dict) -> None:
     import zarr
     group = zarr.open_group(staging, mode="r+", zarr_format=3)
     group.attrs[sf.ATTRIBUTE] = attrs
+    # consolidated metadata (every array's zarr.json copied into the
+    # group's): xarray and dask open the store in one read, without a warning
+    zarr.consolidate_metadata(staging, zarr_format=3)
     for root, _, files in os.walk(staging):
         if "zarr.json" in files:
             fd = os.open(os.path.join(root, "zarr.json"), os.O_RDONLY)
