@@ -965,3 +965,35 @@ def test_load_with_a_different_dist_on_one_rank_is_refused_everywhere(comm):
         dist = ("c",) if comm.rank == comm.size - 1 else ("b",)
         expect_error(comm, lambda: xdap.load(path, comm=comm, dist=dist),
                      "must be the same on every rank")
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3))
+def test_zero_d_arrays_save_and_load(comm):
+    """A 0-d array (one element, every rank holds it) saves as a Zarr array
+    of shape () and loads back on any rank count; zarr reads the value."""
+    rec = np.zeros((), np.dtype([("x", "f8"), ("n", "i4")], align=True))
+    rec["x"], rec["n"] = 2.5, 7
+    cases = [np.float64(3.25), np.int8(-4), np.complex128(1 - 2j), np.bool_(True), rec]
+    with SharedDir(comm) as tmp:
+        for i, v in enumerate(cases):
+            a = xdap.from_global(v, comm=comm)
+            path = os.path.join(tmp, f"z{i}")
+            a.save(path)
+            want = a.to_global().value
+            b = xdap.load(path, comm=comm)
+            assert b.shape == () and str(b.type) == str(a.type)
+            assert b.to_global().value == want
+            if comm.size > 1:                                 # onto fewer ranks
+                half = sub(comm, 1)
+                if half is not None:
+                    assert xdap.load(path, comm=half).to_global().value == want
+                    half.Free()
+            if comm.rank == 0:
+                import zarr
+                got = zarr.open_array(os.path.join(path, "values"), mode="r")[()]
+                if v is rec:                  # records are stored as their bytes
+                    got = np.frombuffer(got.tobytes(), rec.dtype)[0]
+                    assert (float(got["x"]), int(got["n"])) == (2.5, 7)
+                else:
+                    assert got.tolist() == v.tolist(), (i, got)
+            comm.Barrier()

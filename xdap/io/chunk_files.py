@@ -161,9 +161,10 @@ def read_chunks(array_dir: str, chunks, shape, sels, dtype, trailing, what: str,
                                  f"shape and CRC-32C take {nbytes + _CRC} (cut short or "
                                  "overwritten)")
             direct = None
-            if all(isinstance(s, slice) for s in dest_sel) and src_sel[0].start == 0 and all(
+            if all(isinstance(s, slice) for s in dest_sel) and (
+                    not src_sel or src_sel[0].start == 0) and all(
                     s.start == 0 and s.stop == c for s, c in zip(src_sel[1:], chunks[1:])):
-                dest = out[dest_sel]
+                dest = out[dest_sel] if dest_sel else out     # a 0-d array: itself, not a scalar
                 if dest.flags.c_contiguous:
                     direct = dest.reshape(-1).view(np.uint8)   # a prefix of the chunk's bytes
             if direct is not None:

@@ -72,8 +72,9 @@ def array_names(info: TypeInfo, unstructured_dims) -> list:
 
 def info_of(attrs: dict) -> TypeInfo:
     """The TypeInfo of a store with these (validated) attributes: of the
-    global type (shape () for ragged data, whose rows are distributed)."""
-    return type_info(attrs["type"])
+    global type (shape () for ragged data, whose rows are distributed, and
+    for a 0-d array: one element, held by every rank)."""
+    return type_info(attrs["type"], scalar=not attrs["shape"])
 
 
 _KEYS = {"format": str, "version": int, "generation": int, "type": str, "kind": str,
@@ -102,7 +103,7 @@ def validate(attrs, where: str) -> None:
         if not isinstance(attrs[key], kind) or (kind is int and isinstance(attrs[key], bool)):
             bad(f"{key!r} must be a {kind.__name__}, got {attrs[key]!r:.60}")
     try:
-        info = type_info(attrs["type"])
+        info = type_info(attrs["type"], scalar=attrs["shape"] == [])
     except (TypeError, ValueError) as e:
         bad(f"type {attrs['type']!r}: {e}")
     if attrs["kind"] != info.kind.value:
@@ -114,8 +115,6 @@ def validate(attrs, where: str) -> None:
         bad(f"a ragged store's shape is [rows], got {shape!r}")
     if not info.ragged and list(info.shape) != shape:
         bad(f"shape {shape} contradicts the type {attrs['type']!r}")
-    if not shape:
-        bad("a 0-d array is not stored")
     if _descr(info) != attrs["numpy_descr"]:
         bad(f"numpy_descr {attrs['numpy_descr']!r} contradicts the type {attrs['type']!r}")
     dist = attrs["distribution"]

@@ -246,7 +246,9 @@ def _load(path, attrs, arrays, comm, dist, grid, per_dim) -> tuple:
                 validity = None
                 if info.optional:
                     validity = pack_validity(read_array(path, sf.VALIDITY, arrays, need, progress))
-            local = Parts(info.with_shape(d.local_shape), np.ascontiguousarray(values), validity)
+            # (np.ascontiguousarray would make a 0-d array 1-d)
+            local = Parts(info.with_shape(d.local_shape), np.require(values, requirements="C"),
+                          validity)
         if _generation_now(path) != attrs["generation"]:
             # a save swapped another store in while this rank read: what it
             # read may mix the two (``load`` starts over)
@@ -302,6 +304,8 @@ def _read_ragged(path, attrs, arrays, info, item, d):
 
 def _target(path, attrs, arrays, comm, dist, grid, per_dim) -> Distribution:
     shape = tuple(attrs["shape"])
+    if not shape:                                 # a 0-d array: every rank holds it
+        return requested_distribution(shape, False, comm, dist, grid, per_dim)
     jsons = attrs["distribution"]["maps"]
     saved_size = int(np.prod(attrs["distribution"]["grid"]))
     if dist is None and grid is None and not per_dim:

@@ -30,6 +30,7 @@ import os
 import secrets
 import shutil
 import threading
+import warnings
 
 import numpy as np
 from ..distribution import Distribution
@@ -72,10 +73,6 @@ def save(d, p, path, chunk_bytes: int = CHUNK_BYTES) -> None:
     >>> zarr.open_array(path + "/values", mode="r")[:].tolist()
     [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
     """
-    if not d.maps:
-        raise ValueError("save: a 0-d array (one element, held by every rank) is not saved as "
-                         "a distributed array; save its value (a.to_global()), or make it a "
-                         "1-element array")
     comm = d.comm
     path = agreed_path(comm, path, "save")
     with agreement(comm, "save") as ag:
@@ -350,7 +347,9 @@ def _switch(staging: str, path: str, attrs: dict) -> None:
     group.attrs[sf.ATTRIBUTE] = attrs
     # consolidated metadata (every array's zarr.json copied into the
     # group's): xarray and dask open the store in one read, without a warning
-    zarr.consolidate_metadata(staging, zarr_format=3)
+    with warnings.catch_warnings():     # "not part of the v3 specification (yet)": known
+        warnings.simplefilter("ignore")
+        zarr.consolidate_metadata(staging, zarr_format=3)
     for root, _, files in os.walk(staging):
         if "zarr.json" in files:
             fd = os.open(os.path.join(root, "zarr.json"), os.O_RDONLY)
