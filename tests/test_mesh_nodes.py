@@ -102,7 +102,7 @@ def test_a_rank_without_cells_owns_only_unused_nodes(comm, empty):
     if comm.rank == lonely:
         assert len(used) == 0 and len(nodes.distribution.global_indices(0)) == 0
     layer = ghost_layer(nodes, cells)
-    layer.assemble_corners(np.ones(layer.local_cells.size), into=nodes)
+    layer.assemble_corners(np.ones(layer.local_cells.size, np.int32), into=nodes)
     np.testing.assert_array_equal(nodes.to_numpy(), np.bincount(tets.ravel(),
                                                                 minlength=len(pts)))
 

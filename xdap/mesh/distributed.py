@@ -169,13 +169,15 @@ class GhostLayer:
         this rank first, then one exchange."""
         positions = self.local_cells[1] if isinstance(self.local_cells, tuple) \
             else self.local_cells.reshape(-1)
-        values = np.asarray(values, np.float64).reshape(-1)
+        values = np.asarray(values).reshape(-1)
         with agreement(self.scatter.comm, "GhostLayer.assemble_corners"):
             if values.shape != positions.shape:
                 raise ValueError(f"GhostLayer.assemble_corners: one value per cell corner "
                                  f"({len(positions)}), got {values.size} on rank "
                                  f"{self.scatter.comm.rank}")
         per_node = np.bincount(positions, weights=values, minlength=len(self.needed))
+        if values.dtype.kind in "biu":           # integer counts stay integers
+            per_node = per_node.astype(np.int64)
         self.assemble(per_node, into, mode="add")
 
 
