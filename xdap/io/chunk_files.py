@@ -50,8 +50,9 @@ def chunk_key(idx) -> str:
     return "/".join(["c"] + [str(int(i)) for i in idx])
 
 
-def _write_file(name: str, raw: np.ndarray) -> None:
-    crc = np.array([google_crc32c.value(raw)], "<u4").view(np.uint8)
+def _write_file(name: str, raw: np.ndarray) -> int:
+    value = google_crc32c.value(raw)
+    crc = np.array([value], "<u4").view(np.uint8)
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         view = memoryview(raw)
@@ -62,18 +63,21 @@ def _write_file(name: str, raw: np.ndarray) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+    return value
 
 
-def write_chunks(array_dir: str, chunks, shape, region, data, fill, progress=None) -> None:
+def write_chunks(array_dir: str, chunks, shape, region, data, fill, progress=None) -> dict:
     """Write every chunk of ``region`` (slices, one per dim, starting at
     chunk boundaries and ending at one or at the array's end) from ``data``
     (the region's values, little endian) and fsync them and their
     directories. Trailing dims of ``data`` beyond ``region`` are whole.
-    ``progress.update(n)`` hears of each chunk's bytes of ``data``."""
+    ``progress.update(n)`` hears of each chunk's bytes of ``data``.
+    Returns ``{chunk index: its CRC-32C}`` (the store's position table)."""
     data = np.asarray(data)
     region = tuple(region) + tuple(slice(0, n) for n in shape[len(region):])
+    written = {}
     if any(s.stop <= s.start for s in region):
-        return
+        return written
     dirs = set()
     items = list(itertools.product(*[chunk_ranges(s, c) for s, c in zip(region, chunks)]))
     for idx in items:                   # the directories first: the threads only write files
@@ -91,8 +95,8 @@ def write_chunks(array_dir: str, chunks, shape, region, data, fill, progress=Non
             full = np.full(chunks, fill, data.dtype)       # an edge chunk, or a strided part
             full[tuple(slice(0, b - a) for a, b in zip(lo, hi))] = part
             part = full
-        _write_file(os.path.join(array_dir, *chunk_key(idx).split("/")),
-                    part.reshape(-1).view(np.uint8))
+        written[idx] = _write_file(os.path.join(array_dir, *chunk_key(idx).split("/")),
+                                   part.reshape(-1).view(np.uint8))
         if progress is not None:
             progress.update(nbytes)
 
@@ -100,6 +104,7 @@ def write_chunks(array_dir: str, chunks, shape, region, data, fill, progress=Non
     for d in sorted(dirs, key=len, reverse=True):
         fsync_dir(d)
     fsync_dir(os.path.join(array_dir, "c"))
+    return written
 
 
 def _overlap(sel, lo, hi):
@@ -114,7 +119,7 @@ def _overlap(sel, lo, hi):
 
 
 def read_chunks(array_dir: str, chunks, shape, sels, dtype, trailing, what: str,
-                progress=None, store: str | None = None) -> np.ndarray:
+                progress=None, store: str | None = None, table=None) -> np.ndarray:
     """The selection ``sels`` (a slice or an int array per leading dim) of
     the array of ``shape`` and chunk shape ``chunks`` (whole along the
     ``trailing`` dims), reading only the chunks it touches and verifying each one's
@@ -126,7 +131,9 @@ def read_chunks(array_dir: str, chunks, shape, sels, dtype, trailing, what: str,
     anything is allocated -- a regular file (no symbolic link, pipe or
     device), inside ``store`` (default ``array_dir``) with its directories'
     links followed, of exactly the chunk's size -- so a shape that claims
-    more than the files hold is an error, not an allocation."""
+    more than the files hold is an error, not an allocation. ``table`` (the
+    store's CRC-32C of every chunk, by position) binds each chunk to its
+    place: a valid chunk moved to another position is an error."""
     sels = list(sels) + [slice(0, n) for n in shape[len(sels):len(shape) - len(trailing)]]
     sizes = [s.stop - s.start if isinstance(s, slice) else len(s) for s in sels]
     full = tuple(chunks)                 # the trailing dims are whole chunks
@@ -191,6 +198,12 @@ def read_chunks(array_dir: str, chunks, shape, sels, dtype, trailing, what: str,
             raise ValueError(f"chunk {key[2:]} of array {what!r} is corrupt: its CRC-32C "
                              f"{crc:#010x} does not match the stored "
                              f"{int(stored.view('<u4')[0]):#010x}")
+        at = tuple(idx) + (0,) * len(trailing)
+        if table is not None and crc != int(table[at]):
+            raise ValueError(f"chunk {key[2:]} of array {what!r} is not the chunk saved at that "
+                             f"position: its CRC-32C {crc:#010x} is valid, but the store's "
+                             f"table records {int(table[at]):#010x} there (chunks moved or "
+                             "swapped)")
         if progress is not None:
             progress.update(int(np.prod([p.stop - p.start if isinstance(p, slice) else len(p)
                                          for p in dest_sel], dtype=np.int64))

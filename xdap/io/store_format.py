@@ -33,11 +33,14 @@ import numpy as np
 from ..maps import MAP_KINDS, Map
 from ..types import TypeInfo, type_info
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "ATTRIBUTE", "VALUES", "VALIDITY", "offsets_name",
+__all__ = ["FORMAT", "FORMAT_VERSION", "READ_VERSIONS", "CHECKSUMS", "checksums_name",
+           "ATTRIBUTE", "VALUES", "VALIDITY", "offsets_name",
            "indices_name", "storage", "array_names", "info_of", "validate", "describe_numpy"]
 
 FORMAT = "xdap-zarr"
-FORMAT_VERSION = 2          # version 1 was the npy/Arrow IPC + manifest.json directory
+FORMAT_VERSION = 3          # version 1 was the npy/Arrow IPC + manifest.json directory
+READ_VERSIONS = (2, 3)      # version 2: no chunk position table (checksums/)
+CHECKSUMS = "checksums"     # the group of every array's chunk CRC-32C table
 ATTRIBUTE = "xdap"
 VALUES = "values"
 VALIDITY = "validity"
@@ -50,6 +53,11 @@ def offsets_name(level: int) -> str:
 
 def indices_name(dim: int) -> str:
     return f"indices{dim}"
+
+
+def checksums_name(name: str) -> str:
+    """The table of array ``name``'s chunk checksums, by chunk position."""
+    return f"{CHECKSUMS}/{name}"
 
 
 def storage(info: TypeInfo) -> tuple:
@@ -93,10 +101,10 @@ def validate(attrs, where: str) -> None:
         bad("not a JSON object")
     if attrs.get("format") != FORMAT:
         bad(f"format {attrs.get('format')!r} is not {FORMAT!r}")
-    if attrs.get("version") != FORMAT_VERSION:
+    if attrs.get("version") not in READ_VERSIONS or isinstance(attrs.get("version"), bool):
         raise ValueError(f"{where}: xdap store format version {attrs.get('version')!r} is not "
-                         f"supported (this xdap reads version {FORMAT_VERSION}, and version 1 "
-                         "directories with a manifest.json)")
+                         f"supported (this xdap reads versions {list(READ_VERSIONS)}, and "
+                         "version 1 directories with a manifest.json)")
     for key, kind in _KEYS.items():
         if key not in attrs:
             bad(f"missing key {key!r}")

@@ -158,7 +158,10 @@ def _check_arrays(path, attrs, where) -> dict:
             raise ValueError(f"{where}: array {name!r} is chunked {chunks} across its trailing "
                              f"dims {extra}; xdap stores keep those whole")
         out[name] = (tuple(z.shape), chunks, got_dt.str)
-    extra = sorted(n for n in os.listdir(path) if n not in out and
+    if attrs["version"] >= 3:            # each chunk's CRC-32C by position (version 3)
+        for name in list(out):
+            out[sf.checksums_name(name)] = _check_table(path, name, out[name], where)
+    extra = sorted(n for n in os.listdir(path) if n not in out and n != sf.CHECKSUMS and
                    os.path.isfile(os.path.join(path, n, "zarr.json")))
     if extra:
         raise ValueError(f"{where}: unexpected array {extra[0]!r} for the type "
@@ -176,6 +179,31 @@ def _check_arrays(path, attrs, where) -> dict:
                              f"{out[sf.indices_name(k)][0][0]} rows; the map's counts add to "
                              f"{total}")
     return out
+
+
+def _check_table(path, name, layout, where) -> tuple:
+    """Open array ``name``'s table of chunk checksums and check it: uint32,
+    the shape of the array's chunk grid, xdap's encoding."""
+    import zarr
+    shape, chunks, _ = layout
+    grid = tuple(-(-n // c) for n, c in zip(shape, chunks))
+    table = sf.checksums_name(name)
+    meta = os.path.join(path, table, "zarr.json")
+    if os.path.lexists(meta):
+        open_regular(meta, store=path).close()
+    try:
+        z = zarr.open_array(os.path.join(path, table), mode="r", zarr_format=3)
+    except Exception as e:
+        raise ValueError(f"{where}: the chunk checksums of array {name!r} ({table!r}) cannot "
+                         f"be opened ({type(e).__name__}: {e}); a version-3 store has them for "
+                         "every array") from None
+    got_dt = np.dtype(z.dtype.to_native_dtype() if hasattr(z.dtype, "to_native_dtype")
+                      else z.dtype)
+    if got_dt != np.dtype(np.uint32) or tuple(z.shape) != grid:
+        raise ValueError(f"{where}: {table!r} holds {got_dt} of shape {z.shape}, not uint32 of "
+                         f"the chunk grid {grid} of array {name!r}")
+    _check_encoding(z.metadata, got_dt, f"{where}: {table!r}")
+    return tuple(z.shape), tuple(z.metadata.chunk_grid.chunk_shape), got_dt.str
 
 
 def _check_encoding(meta, dtype, where: str) -> None:
@@ -215,8 +243,14 @@ def read_array(path, name, arrays, sels, progress=None) -> np.ndarray:
     value."""
     shape, chunks, dtype = arrays[name]
     try:
+        table = None
+        if sf.checksums_name(name) in arrays:        # binds every chunk to its position
+            tshape, tchunks, tdtype = arrays[sf.checksums_name(name)]
+            table = read_chunks(os.path.join(path, sf.checksums_name(name)), tchunks, tshape,
+                                [], np.dtype(tdtype), (), sf.checksums_name(name), store=path) \
+                if all(tshape) else None
         return read_chunks(os.path.join(path, name), chunks, shape, sels, np.dtype(dtype),
-                           shape[len(sels):], name, progress, store=path)
+                           shape[len(sels):], name, progress, store=path, table=table)
     except ValueError as e:
         raise ValueError(f"xdap store {path!r}: {e}") from None
 

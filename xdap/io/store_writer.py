@@ -36,6 +36,9 @@ import numpy as np
 from ..distribution import Distribution
 from ..maps import BlockMap, index_digest
 from ..movement.redistribute import move
+from ..comm import MPI
+from ..parts import Parts
+from ..transport import Route, move as transport_move
 from ..progress import bar
 from . import store_format as sf
 from .chunk_files import array_layout, write_chunks
@@ -101,11 +104,14 @@ def save(d, p, path, chunk_bytes: int = CHUNK_BYTES) -> None:
     staging, generation = comm.bcast(staged, root=0)
 
     error = None
+    written = {}
     try:
-        _write_pieces(comm, staging, pieces)
+        written = _write_pieces(comm, staging, pieces)
     except Exception as e:      # MemoryError too: every rank must reach the agreement
         error = ValueError(f"save to {path!r}: writing this rank's chunks failed: "
                            f"{type(e).__name__}: {e}")
+    names = sf.array_names(info, sorted(tables))
+    checksums = _gather_checksums(comm, names, written)
     digests = comm.allgather({k: (d.coords[k], index_digest(t[:, 0]).hex(),
                                   index_digest(t[t[:, 1] == 1, 0]).hex())
                               for k, (t, _) in tables.items() if t is not None})
@@ -117,6 +123,7 @@ def save(d, p, path, chunk_bytes: int = CHUNK_BYTES) -> None:
         raise
     with agreement(comm):
         if comm.rank == 0:
+            _write_checksums(staging, names, checksums)
             attrs = _attributes(d, info, generation, digests)
             _switch(staging, path, attrs)
 
@@ -285,18 +292,22 @@ def _attributes(d, info, generation, digests) -> dict:
 
 # -- every rank: its chunks --------------------------------------------------------------
 
-def _write_region(staging, name, region, data, progress=None) -> None:
+def _write_region(staging, name, region, data, progress=None) -> dict:
     """Write whole chunks of array ``name``: ``data`` into ``region``
-    (slices), fsynced (see ``xdap.io.chunk_files``)."""
+    (slices), fsynced (see ``xdap.io.chunk_files``); ``{chunk: CRC-32C}``."""
     shape, chunks = array_layout(os.path.join(staging, name))
-    write_chunks(os.path.join(staging, name), chunks, shape, region, data, 0, progress)
+    written = write_chunks(os.path.join(staging, name), chunks, shape, region, data, 0,
+                           progress)
     crash_point("data")
+    return written
 
 
 def _pieces(comm, info, d, p, layouts, dtype, item) -> list:
     """``[(array name, region, data)]``: what this rank writes, whole
     chunks each (collective: ragged segments are re-cut at chunk boundaries)."""
     if not info.ragged:
+        if not d.maps and comm.rank != 0:         # a 0-d array: every rank holds it, one writes
+            return []
         owned = tuple(m.owned_local_slice(c) for m, c in zip(d.maps, d.coords))
         region = tuple(slice(m.bounds[c], m.bounds[c + 1]) for m, c in zip(d.maps, d.coords))
         out = [(sf.VALUES, region, _stored(p.values[owned], dtype, item))]
@@ -331,11 +342,62 @@ def _segment(comm, name, seg, starts, lengths, total, chunk) -> tuple:
     return name, (slice(first, first + len(rows)),), rows
 
 
-def _write_pieces(comm, staging, pieces) -> None:
+def _write_pieces(comm, staging, pieces) -> dict:
+    """Every piece written; ``{array name: {chunk: CRC-32C}}`` of this rank's chunks."""
+    written = {}
     with bar(comm, sum(np.asarray(data).nbytes for _, _, data in pieces), "save", "B",
              scale=True) as progress:
         for name, region, data in pieces:
-            _write_region(staging, name, region, data, progress)
+            written.setdefault(name, {}).update(_write_region(staging, name, region, data,
+                                                              progress))
+    return written
+
+
+def _gather_checksums(comm, names, written) -> np.ndarray:
+    """Every rank's ``(array code, chunk index..., CRC-32C)`` rows on rank 0
+    (one gather of buffers: a row per chunk, O(chunks) there -- a few bytes
+    per megabytes of data)."""
+    width = 2 + max((len(idx) for w in written.values() for idx in w), default=0)
+    width = comm.allreduce(width, op=MPI.MAX)
+    rows = np.zeros((sum(len(w) for w in written.values()), width), np.int64)
+    at = 0
+    for name, w in written.items():
+        for idx, crc in w.items():
+            rows[at, 0], rows[at, 1:1 + len(idx)], rows[at, -1] = names.index(name), idx, crc
+            at += 1
+    route = Route.gather(comm, np.arange(len(rows)), 0).with_recv_counts()
+    return transport_move(route, Parts.of_array(rows))[0].values
+
+
+def _write_checksums(staging, names, rows) -> None:
+    """Rank 0: the table of every array's chunk CRC-32C by position
+    (``checksums/<array>``, uint32, the chunk grid's shape), checked to
+    cover every chunk once."""
+    import zarr
+    from zarr.codecs import BytesCodec, Crc32cCodec
+    group = zarr.open_group(staging, mode="r+", zarr_format=3).require_group(sf.CHECKSUMS)
+    for code, name in enumerate(names):
+        shape, chunks = array_layout(os.path.join(staging, name))
+        grid = tuple(-(-n // c) for n, c in zip(shape, chunks))
+        mine = rows[rows[:, 0] == code]
+        table = np.zeros(grid, np.uint32)
+        seen = np.zeros(grid, np.int64)
+        if grid:
+            idx = tuple(mine[:, 1 + k] for k in range(len(grid)))
+            np.add.at(seen, idx, 1)
+            table[idx] = mine[:, -1].astype(np.uint32)
+        else:                                      # a 0-d array: its one chunk
+            seen[()] = len(mine)
+            table[()] = mine[0, -1] if len(mine) else 0
+        if (seen != 1).any():
+            raise ValueError(f"save: chunk {np.argwhere(seen != 1)[0].tolist()} of array "
+                             f"{name!r} was written {int(seen[seen != 1].flat[0])} times "
+                             "(an internal error: every chunk has one writer)")
+        z = group.create_array(name, shape=grid, chunks=tuple(max(1, g) for g in grid),
+                               dtype=np.uint32, serializer=BytesCodec(),
+                               compressors=[Crc32cCodec()], filters=[], fill_value=0)
+        if table.size:
+            z[...] = table
 
 
 # -- rank 0: the switch ------------------------------------------------------------------
