@@ -14,7 +14,9 @@ it without any copy; others go through one chunk-sized buffer.
 
 >>> import tempfile, numpy as np
 >>> d = tempfile.mkdtemp()
->>> write_chunks(d, (4,), (10,), (slice(0, 10),), np.arange(10.0), 0)
+>>> crcs = write_chunks(d, (4,), (10,), (slice(0, 10),), np.arange(10.0), 0)
+>>> sorted(crcs)                           # the CRC-32C of chunks 0, 1, 2
+[(0,), (1,), (2,)]
 >>> read_chunks(d, (4,), (10,), (slice(3, 9),), np.dtype("float64"), (), "a").tolist()
 [3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
 """
