@@ -433,3 +433,36 @@ def test_optional_fields():
     assert [bool(view.data["?x"][k]) for k in present] == [mine[k]["x"] is not None
                                                            for k in present]
     assert view.recordmask.tolist() == [r is None for r in mine]
+
+
+@pytest.mark.mpi(ranks=(2, 3, 4))
+@pytest.mark.parametrize("where", ["first", "last"])
+@pytest.mark.parametrize("name", NAMES)
+def test_every_type_with_a_rank_that_holds_nothing(name, where):
+    """Every element type, one rank holding no rows: constructed piece by
+    piece, migrated, saved and loaded, through Arrow and Awkward."""
+    comm = MPI.COMM_WORLD
+    want = expect(name)
+    data, opts, _ = CASES[name]
+    lonely = 0 if where == "first" else comm.size - 1
+    others = [r for r in range(comm.size) if r != lonely]
+    bounds = [int(x) for x in np.linspace(0, N, len(others) + 1)]
+    lo, hi = (0, 0) if comm.rank == lonely else \
+        bounds[others.index(comm.rank):others.index(comm.rank) + 2]
+    if isinstance(data, (np.ndarray, list)):
+        piece = data[lo:hi]
+    else:
+        leaf = xdap.from_global(data, comm=MPI.COMM_SELF).info.leaf
+        piece = xnd(data.value[lo:hi], type=f"{hi - lo} * {leaf}")
+    a = xdap.from_local(piece, comm=comm, **opts)
+    gtype = str(distribute(name, comm).type)
+    assert a.to_global().value == want and str(a.type) == gtype
+    rows = len(a.local.value)
+    assert rows == hi - lo
+    m, _ = a.migrate(np.full(rows, lonely))            # all to the rank that had none
+    assert m.to_global().value == want and len(m.local.value) == (N if comm.rank == lonely else 0)
+    path = comm.bcast(tempfile.mkdtemp() if comm.rank == 0 else None)
+    m.save(os.path.join(path, "s"))
+    assert xdap.load(os.path.join(path, "s"), comm=comm).to_global().value == want
+    assert xdap.from_arrow(a.to_arrow(), comm=comm).to_global().value == want
+    assert xdap.from_awkward(a.to_awkward(), comm=comm).to_global().value == want

@@ -179,7 +179,11 @@ def _python_container(p: Parts):
         for off in reversed(p.offsets[1:]):
             o = off.tolist()
             items = [items[a:b] for a, b in zip(o[:-1], o[1:])]
-        return xnd(items, dtype=p.info.leaf)
+        # the concrete type, offsets spelled out: xnd's inference would make
+        # no rows, or rows without items, a fixed dimension
+        dims = " * ".join("var(offsets=[" + ",".join(str(int(v)) for v in off) + "])"
+                          for off in p.offsets)
+        return xnd(items, type=f"{dims} * {p.info.leaf}")
     shape = p.values.shape
     for n in reversed(shape[1:]):
         items = [items[i:i + n] for i in range(0, len(items), n)]
