@@ -11,7 +11,6 @@ import tempfile
 from decimal import Decimal
 
 import numpy as np
-import pyarrow as pa
 import pytest
 
 import xdap

@@ -123,7 +123,6 @@ def _check_arrays(path, attrs, where) -> dict:
     """Open every array the attribute implies and check its metadata: shape,
     data type, a CRC-32C codec on every chunk."""
     import zarr
-    from zarr.codecs import Crc32cCodec
     info = sf.info_of(attrs)
     dtype, item = sf.storage(info)
     trailing = () if item is None else (item,)
