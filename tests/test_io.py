@@ -1020,7 +1020,8 @@ def test_zero_d_arrays_save_and_load(comm):
     of shape () and loads back on any rank count; zarr reads the value."""
     rec = np.zeros((), np.dtype([("x", "f8"), ("n", "i4")], align=True))
     rec["x"], rec["n"] = 2.5, 7
-    cases = [np.float64(3.25), np.int8(-4), np.complex128(1 - 2j), np.bool_(True), rec]
+    cases = [np.float64(3.25), np.int8(-4), np.complex128(1 - 2j), np.bool_(True), rec,
+             np.ma.masked_array(2.0, mask=True), np.ma.masked_array(4.5, mask=False)]
     with SharedDir(comm) as tmp:
         for i, v in enumerate(cases):
             a = xdap.from_global(v, comm=comm)
@@ -1038,7 +1039,10 @@ def test_zero_d_arrays_save_and_load(comm):
             if comm.rank == 0:
                 import zarr
                 got = zarr.open_array(os.path.join(path, "values"), mode="r")[()]
-                if v is rec:                  # records are stored as their bytes
+                if isinstance(v, np.ma.MaskedArray):     # ?float64: values and validity
+                    valid = zarr.open_array(os.path.join(path, "validity"), mode="r")[()]
+                    assert bool(valid) == (not v.mask) and (not valid or got == v.data)
+                elif v is rec:                  # records are stored as their bytes
                     got = np.frombuffer(got.tobytes(), rec.dtype)[0]
                     assert (float(got["x"]), int(got["n"])) == (2.5, 7)
                 else:

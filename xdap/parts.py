@@ -368,7 +368,8 @@ def numpy_parts(data: np.ndarray, type=None, dtype=None) -> Parts:
                              f"optional type ('?{wanted.dtype}'), got {wanted.leaf!r}")
         leaf = wanted.leaf
     info = type_info(" * ".join([str(s) for s in values.shape] + [leaf]), scalar=True)
-    values = np.ascontiguousarray(values) if masked else values
+    # (np.ascontiguousarray would make a 0-d array 1-d)
+    values = np.require(values, requirements="C") if masked else values
     if not info.optional:
         return Parts(info, values)
     return Parts(info, values, all_valid(values.size) if mask is None else pack_validity(~mask))
