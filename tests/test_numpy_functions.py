@@ -202,3 +202,29 @@ def test_reshape_matches_numpy(comm):
     with pytest.raises(ValueError, match="cannot reshape"):
         xdap.reshape(a, (5, 5))
 
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_cumulative_prod_and_include_initial_match_numpy(comm):
+    g = (G % 3) * 0.5 + 0.75                      # products that neither vanish nor overflow
+    for kw in layouts2(comm.size):
+        a = xdap.from_global(g, comm=comm, **kw)
+        for ax in (0, 1):
+            check(xdap.cumulative_prod(a, axis=ax), np.cumprod(g, axis=ax), ("cumprod", kw, ax))
+            pad = [(0, 0), (0, 0)]
+            pad[ax] = (1, 0)
+            check(xdap.cumulative_sum(a, axis=ax, include_initial=True),
+                  np.pad(np.cumsum(g, axis=ax), pad), ("cumsum initial", kw, ax))
+            check(xdap.cumulative_prod(a, axis=ax, include_initial=True),
+                  np.pad(np.cumprod(g, axis=ax), pad, constant_values=1.0),
+                  ("cumprod initial", kw, ax))
+    v1 = np.arange(1, 8, dtype=np.int16)
+    for kw in layouts1(comm.size):
+        v = xdap.from_global(v1, comm=comm, **kw)
+        got = xdap.cumulative_prod(v)
+        assert got.dtype == np.cumprod(v1).dtype, kw          # int16 accumulates as NumPy's
+        check(got, np.cumprod(v1), ("cumprod 1-d", kw))
+        check(xdap.cumulative_prod(v, include_initial=True), np.concatenate([[1], np.cumprod(v1)]),
+              ("cumprod 1-d initial", kw))
+        check(xdap.cumulative_prod(v, dtype=np.float64), np.cumprod(v1, dtype=np.float64),
+              ("cumprod dtype", kw))

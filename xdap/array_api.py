@@ -210,8 +210,8 @@ mean = _reduction("mean")
 any = _reduction("any")          # noqa: A001
 all = _reduction("all")          # noqa: A001
 
-from .numpy_api import (argmax, argmin, argsort, concat, cumulative_sum, expand_dims,  # noqa: E402,F401
-                        flip, matmul, matrix_transpose, nonzero, permute_dims, roll, sort,
+from .numpy_api import (argmax, argmin, argsort, concat, cumulative_prod,  # noqa: E402,F401
+                        cumulative_sum, expand_dims, flip, matmul, matrix_transpose, nonzero, permute_dims, roll, sort,
                         reshape, searchsorted, squeeze, stack, std, take, unique_values, var,
                         where)
 

@@ -24,7 +24,7 @@ from .distribution import Distribution
 from .dtypes import is_integer
 from .parts import Parts
 
-__all__ = ["sort", "argsort", "unique_values", "cumulative_sum", "argmax", "argmin",
+__all__ = ["sort", "argsort", "unique_values", "cumulative_sum", "cumulative_prod", "argmax", "argmin",
            "nonzero", "where", "clip", "var", "std", "matmul", "take", "permute_dims",
            "matrix_transpose", "flip", "expand_dims", "squeeze", "concat", "stack", "roll",
            "numpy_ufunc", "reshape", "searchsorted"]
@@ -195,7 +195,7 @@ def _sorted(x, axis, descending, want_indices):
 
 
 # -- cumulative sums ---------------------------------------------------------
-def cumulative_sum(x, /, *, axis=None, dtype=None):
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     """The cumulative sum along ``axis`` (the Array API's
     ``cumulative_sum``; ``np.cumsum``; ``axis`` may be None for a 1-D
     array).  Along an undistributed axis: local work, the same
@@ -204,40 +204,80 @@ def cumulative_sum(x, /, *, axis=None, dtype=None):
     (one allgather of P numbers); the result has the owned blocks
     (padding and copies left out).  Along a distributed axis of an N-d
     array the axis is made whole first (one exchange).  ``dtype`` as
-    NumPy's.
+    NumPy's; ``include_initial``: a leading 0 (the standard's).
 
     >>> import numpy as np, xdap
     >>> from mpi4py import MPI
     >>> xdap.cumulative_sum(xdap.from_global(np.arange(4), comm=MPI.COMM_SELF)).to_numpy()
     array([0, 1, 3, 6])
     """
-    _numeric("cumulative_sum", x)
+    return _cumulative(x, axis, dtype, include_initial, "cumulative_sum", np.add)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    """The cumulative product along ``axis`` (the Array API's
+    ``cumulative_prod``; ``np.cumprod``): as ``cumulative_sum``, each rank's
+    products scaled by the product of the totals before it.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> xdap.cumulative_prod(xdap.from_global(np.arange(1, 5), comm=MPI.COMM_SELF)).to_numpy()
+    array([ 1,  2,  6, 24])
+    """
+    return _cumulative(x, axis, dtype, include_initial, "cumulative_prod", np.multiply)
+
+
+def _cumulative(x, axis, dtype, include_initial, name, op):
+    _numeric(name, x)
     if axis is None:
         if x.ndim != 1:
-            raise ValueError(f"cumulative_sum: axis is required for a {x.ndim}-d array")
+            raise ValueError(f"{name}: axis is required for a {x.ndim}-d array")
         axis = 0
-    axis = _axis("cumulative_sum", x, axis)
+    axis = _axis(name, x, axis)
+    if include_initial:                # the identity first: one more row, then the running op
+        x = concat([_identity_slab(x, axis, op, dtype), x], axis=axis)
+        return _cumulative(x, axis, dtype, False, name, op)
     d, p = x.distribution, x.parts
     m = d.maps[axis]
     local = m.whole
     if not local or _voting(x):
-        _agree(x, "cumulative_sum", axis=axis, dtype=None if dtype is None else str(dtype))
+        _agree(x, name, axis=axis, dtype=None if dtype is None else str(dtype))
     if local:
-        return _wrap(x, d, np.cumsum(p.values, axis=axis, dtype=dtype))
+        return _wrap(x, d, op.accumulate(p.values, axis=axis, dtype=_acc_dtype(p.values, dtype)))
     if d.ndim > 1:
-        return cumulative_sum(_axis_whole(x, axis), axis=axis, dtype=dtype)
+        return _cumulative(_axis_whole(x, axis), axis, dtype, False, name, op)
     if m.dist_type != "b":
         from .distribution import make_distribution
         x = x.redistribute(dist=make_distribution(d.global_shape, ("b",), comm=x.comm))
         d, p, m = x.distribution, x.parts, x.distribution.maps[0]
     own = _owned(d, p)
-    local_sum = np.cumsum(own, dtype=dtype)
-    totals = np.empty(x.comm.size, local_sum.dtype)
-    x.comm.Allgather(np.array([local_sum[-1] if len(local_sum) else 0], local_sum.dtype), totals)
+    running = op.accumulate(own, dtype=_acc_dtype(own, dtype))
+    identity = op.identity
+    totals = np.empty(x.comm.size, running.dtype)
+    x.comm.Allgather(np.array([running[-1] if len(running) else identity], running.dtype),
+                     totals)
     position = d.rank_coords[:, 0]
-    before = totals[position < d.coords[0]].sum(dtype=local_sum.dtype)
-    local_sum += before
-    return _wrap(x, Distribution([m.without_padding()], x.comm, d.rank_coords), local_sum)
+    before = op.reduce(totals[position < d.coords[0]], dtype=running.dtype)
+    op(running, before, out=running)
+    return _wrap(x, Distribution([m.without_padding()], x.comm, d.rank_coords), running)
+
+
+def _acc_dtype(values, dtype):
+    """NumPy's accumulation dtype: the requested one, else cumsum's (small
+    integers and bools accumulate in the platform integer)."""
+    if dtype is not None:
+        return dtype
+    return np.cumsum(np.zeros(0, values.dtype)).dtype
+
+
+def _identity_slab(x, axis, op, dtype):
+    """A DistArray of one slice along ``axis`` holding ``op``'s identity,
+    distributed as ``x`` along the other dims (for ``include_initial``)."""
+    shape = list(x.shape)
+    shape[axis] = 1
+    dt = _acc_dtype(np.zeros(0, x.dtype), dtype)
+    from . import array as _array
+    return _array.full(tuple(shape), op.identity, type=str(np.dtype(dt)), comm=x.comm)
 
 
 # -- searching -----------------------------------------------------------------
