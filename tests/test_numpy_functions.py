@@ -228,3 +228,26 @@ def test_cumulative_prod_and_include_initial_match_numpy(comm):
               ("cumprod 1-d initial", kw))
         check(xdap.cumulative_prod(v, dtype=np.float64), np.cumprod(v1, dtype=np.float64),
               ("cumprod dtype", kw))
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_broadcast_to_matches_numpy(comm):
+    cases = [(np.arange(5.0), (4, 5), {}), (np.arange(5.0), (2, 3, 5), {}),
+             (np.arange(6.0).reshape(6, 1), (6, 3), dict(dist=("b", "n"))),  # stretched locally
+             (np.arange(6.0).reshape(6, 1), (6, 3), dict(dist=("c",))),
+             (np.arange(4.0).reshape(1, 4), (7, 4), dict(dist=("n", "b"))),
+             (np.float64(2.5), (3, 2), {}), (np.arange(3, dtype=np.int8), (3,), {})]
+    for x, shape, kw in cases:
+        a = xdap.from_global(x, comm=comm, **kw)
+        b = xdap.broadcast_to(a, shape)
+        assert b.shape == shape and b.dtype == x.dtype, (shape, kw)
+        np.testing.assert_array_equal(b.to_numpy(), np.broadcast_to(x, shape), err_msg=str(kw))
+        assert (a + xdap.zeros_like(b) if a.shape == b.shape else b).shape == shape
+    a = xdap.from_global(np.arange(6.0).reshape(6, 1), dist=("b", "n"), comm=comm)
+    # stretched locally: the rows keep their distribution (nothing moved)
+    assert xdap.broadcast_to(a, (6, 3)).distribution.maps[0] == a.distribution.maps[0]
+    with pytest.raises(ValueError, match=r"shape \(5,\) cannot be broadcast to \(4, 3\)"):
+        xdap.broadcast_to(xdap.from_global(np.arange(5.0), comm=comm), (4, 3))
+    if comm.size > 1:
+        with pytest.raises(ValueError, match="shape must be the same"):
+            xdap.broadcast_to(xdap.from_global(np.arange(5.0), comm=comm), (comm.rank + 1, 5))

@@ -210,7 +210,8 @@ mean = _reduction("mean")
 any = _reduction("any")          # noqa: A001
 all = _reduction("all")          # noqa: A001
 
-from .numpy_api import (argmax, argmin, argsort, concat, cumulative_prod,  # noqa: E402,F401
+from .numpy_api import (argmax, argmin, argsort, broadcast_to, concat,  # noqa: E402,F401
+                        cumulative_prod,
                         cumulative_sum, expand_dims, flip, matmul, matrix_transpose, nonzero, permute_dims, roll, sort,
                         reshape, searchsorted, squeeze, stack, std, take, unique_values, var,
                         where)

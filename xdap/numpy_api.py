@@ -24,7 +24,7 @@ from .distribution import Distribution
 from .dtypes import is_integer
 from .parts import Parts
 
-__all__ = ["sort", "argsort", "unique_values", "cumulative_sum", "cumulative_prod", "argmax", "argmin",
+__all__ = ["sort", "argsort", "unique_values", "cumulative_sum", "cumulative_prod", "broadcast_to", "argmax", "argmin",
            "nonzero", "where", "clip", "var", "std", "matmul", "take", "permute_dims",
            "matrix_transpose", "flip", "expand_dims", "squeeze", "concat", "stack", "roll",
            "numpy_ufunc", "reshape", "searchsorted"]
@@ -278,6 +278,52 @@ def _identity_slab(x, axis, op, dtype):
     dt = _acc_dtype(np.zeros(0, x.dtype), dtype)
     from . import array as _array
     return _array.full(tuple(shape), op.identity, type=str(np.dtype(dt)), comm=x.comm)
+
+
+# -- shapes ----------------------------------------------------------------------
+def broadcast_to(x, /, shape):
+    """``x`` broadcast to ``shape`` as NumPy broadcasts (the Array API's
+    ``broadcast_to``; collective: ``shape`` is agreed). Copies (xnd holds
+    contiguous memory, not NumPy's zero-stride views). Size-1 dims that are
+    not distributed stretch locally, keeping ``x``'s distribution (no data
+    moved); otherwise the result takes ``shape``'s default distribution and
+    each rank fills its block from ``x`` gathered (O(x.size) per rank: ``x``
+    is the smaller array). A 0-d ``x`` fills the result with its value.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> b = xdap.broadcast_to(xdap.from_global(np.arange(3), comm=MPI.COMM_SELF), (2, 3))
+    >>> b.to_numpy().tolist()
+    [[0, 1, 2], [0, 1, 2]]
+    """
+    from .kernels.apply import _leading, broadcast_operands
+    with agreement(x.comm, "broadcast_to") as ag:
+        if not is_distributed(x):
+            raise TypeError(f"broadcast_to: x must be a DistArray, got {type(x).__name__}")
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        ag.same("shape", shape)
+        if not all(isinstance(n, (int, np.integer)) and n >= 0 for n in shape):
+            raise TypeError(f"broadcast_to: shape must be ints >= 0, got {shape!r}")
+        shape = tuple(int(n) for n in shape)
+        if x.parts.info.ragged:
+            raise TypeError("broadcast_to: ragged data does not broadcast")
+        try:
+            ok = np.broadcast_shapes(x.shape, shape) == shape
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(f"broadcast_to: the shape {x.shape} cannot be broadcast to {shape}")
+    if x.shape == shape:
+        return x
+    from . import array as _array
+    if x.ndim == 0:
+        return _array.full(shape, x.item(), type=x.parts.info.leaf, comm=x.comm)
+    try:
+        return _leading((x,), shape, None)           # stretched locally
+    except ValueError:
+        pass
+    template = _array.empty(shape, type=x.parts.info.leaf, comm=x.comm)
+    return broadcast_operands((template, x))[1]
 
 
 # -- searching -----------------------------------------------------------------
