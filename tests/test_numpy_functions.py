@@ -251,3 +251,39 @@ def test_broadcast_to_matches_numpy(comm):
     if comm.size > 1:
         with pytest.raises(ValueError, match="shape must be the same"):
             xdap.broadcast_to(xdap.from_global(np.arange(5.0), comm=comm), (comm.rank + 1, 5))
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_unique_counts_inverse_all_match_numpy(comm):
+    rng = np.random.default_rng(11)                      # the same draws on every rank
+    g2 = rng.integers(0, 5, (7, 4)).astype(np.float64)
+    g2[2, 1] = g2[5, 3] = np.nan                         # NaNs count as one value
+    cases = [(g2, kw) for kw in layouts2(comm.size)] + \
+        [(rng.integers(0, 3, 7), kw) for kw in layouts1(comm.size)] + \
+        [(np.full(6, 4.0), {}), (np.float64(2.5), {})]
+    for g, kw in cases:
+        a = xdap.from_global(g, comm=comm, **kw)
+        want = np.unique(g, return_index=True, return_inverse=True, return_counts=True,
+                         equal_nan=True)
+        v, idx, inv, cnt = xdap.unique_all(a)
+        np.testing.assert_array_equal(v.to_numpy(), want[0], err_msg=str(kw))
+        np.testing.assert_array_equal(idx.to_numpy(), want[1], err_msg=str(kw))
+        np.testing.assert_array_equal(inv.to_numpy(), np.reshape(want[2], np.shape(g)),
+                                      err_msg=str(kw))
+        np.testing.assert_array_equal(cnt.to_numpy(), want[3], err_msg=str(kw))
+        assert inv.distribution == a.distribution and cnt.distribution == v.distribution
+        v2, c2 = xdap.unique_counts(a)
+        np.testing.assert_array_equal(c2.to_numpy(), want[3])
+        v3, i3 = xdap.unique_inverse(a)
+        np.testing.assert_array_equal(i3.to_numpy(), np.reshape(want[2], np.shape(g)))
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_searchsorted_places_nan_as_numpy(comm):
+    s = np.array([0.0, 1.0, 1.0, 3.0, np.nan, np.nan])          # NumPy sorts NaN last
+    q = np.array([np.nan, 1.0, 5.0, -1.0])
+    for kw in ({}, dict(dist=("c",))):
+        a = xdap.from_global(s, comm=comm, **kw)
+        for side in ("left", "right"):
+            np.testing.assert_array_equal(xdap.searchsorted(a, q, side=side),
+                                          np.searchsorted(s, q, side=side), err_msg=side)

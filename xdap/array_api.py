@@ -9,12 +9,10 @@ values otherwise: local work), reductions the DistArray's, the rest from
 ``xdap.numpy_api``.  What each moves is said there.
 
 Not here yet (``AttributeError``, so generic code can test for it):
-``broadcast_to``, ``broadcast_arrays``, ``meshgrid``,
-``tile``, ``repeat``, ``moveaxis``, ``unique_all``,
-``unique_counts``, ``unique_inverse``, ``cumulative_prod``, ``tensordot``,
-``vecdot``, ``eye``, ``tril``, ``triu``, ``from_dlpack``, ``diff``,
-``count_nonzero``, ``take_along_axis``, the ``linalg`` and ``fft``
-extensions.
+``broadcast_arrays``, ``meshgrid``, ``tile``, ``repeat``, ``moveaxis``,
+``tensordot``, ``vecdot``, ``eye``, ``tril``, ``triu``, ``from_dlpack``,
+``diff``, ``count_nonzero``, ``take_along_axis``, the ``linalg`` and
+``fft`` extensions.
 
 >>> import numpy as np, xdap
 >>> from mpi4py import MPI
@@ -213,8 +211,8 @@ all = _reduction("all")          # noqa: A001
 from .numpy_api import (argmax, argmin, argsort, broadcast_to, concat,  # noqa: E402,F401
                         cumulative_prod,
                         cumulative_sum, expand_dims, flip, matmul, matrix_transpose, nonzero, permute_dims, roll, sort,
-                        reshape, searchsorted, squeeze, stack, std, take, unique_values, var,
-                        where)
+                        reshape, searchsorted, squeeze, stack, std, take, unique_all,
+                        unique_counts, unique_inverse, unique_values, var, where)
 
 
 class _Info:

@@ -24,7 +24,8 @@ from .distribution import Distribution
 from .dtypes import is_integer
 from .parts import Parts
 
-__all__ = ["sort", "argsort", "unique_values", "cumulative_sum", "cumulative_prod", "broadcast_to", "argmax", "argmin",
+__all__ = ["sort", "argsort", "unique_values", "cumulative_sum", "cumulative_prod", "broadcast_to",
+           "unique_counts", "unique_inverse", "unique_all", "argmax", "argmin",
            "nonzero", "where", "clip", "var", "std", "matmul", "take", "permute_dims",
            "matrix_transpose", "flip", "expand_dims", "squeeze", "concat", "stack", "roll",
            "numpy_ufunc", "reshape", "searchsorted"]
@@ -147,6 +148,86 @@ def unique_values(x, /):
     _numeric("unique_values", x)
     from .movement.sort import unique_parts
     return x.__xdap_wrap__(*unique_parts(x.distribution, x.parts), False, True)
+
+
+def unique_inverse(x, /):
+    """``(values, inverse_indices)`` (the Array API's ``unique_inverse``):
+    the sorted unique values, and for each element of ``x`` the index of its
+    value among them -- shaped and distributed as ``x`` (a distributed
+    ``searchsorted`` of every element: one exchange of queries, one of
+    answers).
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> v, inv = xdap.unique_inverse(xdap.from_global(np.array([3, 1, 3]), comm=MPI.COMM_SELF))
+    >>> v.to_numpy().tolist(), inv.to_numpy().tolist()
+    ([1, 3], [1, 0, 1])
+    """
+    values = unique_values(x)
+    return values, searchsorted(values, x)
+
+
+def unique_counts(x, /):
+    """``(values, counts)`` (the Array API's ``unique_counts``): the sorted
+    unique values and how often each occurs, the counts distributed as the
+    values. Each element's count goes to its value's owner (``Scatter``'s
+    reverse add: one exchange of this rank's elements' positions).
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> v, c = xdap.unique_counts(xdap.from_global(np.array([3, 1, 3]), comm=MPI.COMM_SELF))
+    >>> v.to_numpy().tolist(), c.to_numpy().tolist()
+    ([1, 3], [1, 2])
+    """
+    values, counts, _, _ = _unique_all(x, indices=False)
+    return values, counts
+
+
+def unique_all(x, /):
+    """``(values, indices, inverse_indices, counts)`` (the Array API's
+    ``unique_all``): the sorted unique values; the index of each one's first
+    occurrence in ``x`` flattened in C order; for each element of ``x`` the
+    index of its value (shaped and distributed as ``x``); the counts.
+    ``indices`` and ``counts`` are distributed as ``values``; each element
+    contributes its flat index (a minimum) and 1 (a sum) to its value's
+    owner: one ``Scatter`` plan, two reverse exchanges.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> v, i, inv, c = xdap.unique_all(xdap.from_global(np.array([3, 1, 3]), comm=MPI.COMM_SELF))
+    >>> i.to_numpy().tolist(), inv.to_numpy().tolist(), c.to_numpy().tolist()
+    ([1, 0], [1, 0, 1], [1, 2])
+    """
+    values, counts, indices, inverse = _unique_all(x, indices=True)
+    return values, indices, inverse, counts
+
+
+def _unique_all(x, indices):
+    from .movement.scatter import Scatter
+    d = x.distribution
+    if any(m.shared_owned for m in d.maps):      # copies held twice: count each element once
+        x = x.redistribute(dist=("b",) + ("n",) * (x.ndim - 1))
+        d = x.distribution
+    values, inverse = unique_inverse(x)
+    own = tuple(m.owned_local_slice(c) for m, c in zip(d.maps, d.coords))
+    where = np.asarray(inverse.parts.values)[own].reshape(-1) if d.maps else \
+        np.asarray(inverse.parts.values).reshape(-1)[:int(x.comm.rank == 0)]   # 0-d: once
+    plan = Scatter(values, where)
+
+    def zeros_like_values(fill):
+        block = np.full(values.parts.values.shape, fill, np.int64)
+        return values.__xdap_wrap__(values.distribution, Parts.of_array(block), False, True)
+    counts = zeros_like_values(0)
+    plan.reverse(np.ones(len(where), np.int64), into=counts, mode="add")
+    first = None
+    if indices:                                  # each element's C-order index, a minimum
+        grids = np.meshgrid(*[np.asarray(m.global_indices(c))[s]
+                              for m, c, s in zip(d.maps, d.coords, own)], indexing="ij")
+        flat = np.ravel_multi_index(tuple(g.reshape(-1) for g in grids), d.global_shape) \
+            if d.maps else np.zeros(len(where), np.int64)
+        first = zeros_like_values(np.iinfo(np.int64).max)
+        plan.reverse(np.asarray(flat, np.int64), into=first, mode="min")
+    return values, counts, first, inverse
 
 
 def _sorted(x, axis, descending, want_indices):
@@ -1026,10 +1107,11 @@ def _searchsorted_global(comm, d, own, queries, side):
     base = before[k]
     # the one rank a query may fall inside: the next one, if it starts before v
     inside = k < len(order)
-    if side == "left":
-        inside[inside] = firsts[k[inside]] < queries[inside]
+    a, b = firsts[k[inside]], queries[inside]
+    if side == "left":                       # NumPy's order: NaN after every number
+        inside[inside] = (a < b) | (np.isnan(b) & ~np.isnan(a)) if dt.kind in "fc" else a < b
     else:
-        inside[inside] = firsts[k[inside]] <= queries[inside]
+        inside[inside] = (a <= b) | np.isnan(b) if dt.kind in "fc" else a <= b
     ask = np.flatnonzero(inside)
     dest = order[k[ask]]
     route = Route.to_ranks(comm, dest, ask)
