@@ -14,6 +14,11 @@ the hand-written mpi4py + NumPy equivalent, one run, ratios, on 4 ranks.
                   Alltoallv, np.sort of the runs): target <= 1.5x
   unique          xdap.unique_values vs the hand-written sort followed by
                   np.unique and a neighbour check: target <= 1.5x
+  unique_counts   xdap.unique_counts (1000 distinct values) vs the sort,
+                  np.unique with counts and the neighbours' counts merged
+                  by hand: target <= 1.5x
+  cumulative_prod xdap.cumulative_prod vs np.cumprod and an Exscan of the
+                  ranks' products: target <= 1.5x
   matmul          a row-distributed 4096 x 4096 matrix @ a vector and @ a
                   4096 x 512 matrix every rank holds (by hand: each rank's
                   rows @ it), and @ a block-distributed vector (by hand:
@@ -77,6 +82,28 @@ def hand_unique(local):
     return v
 
 
+def hand_unique_counts(local):
+    """By hand: the sample sort, np.unique with counts, and a value split
+    between ranks given to the first rank holding it (one allgather of each
+    rank's first and last value and their counts)."""
+    v, c = np.unique(hand_sample_sort(local), return_counts=True)
+    ends = COMM.allgather((v[0], c[0], v[-1]) if len(v) else None)
+    me = COMM.rank
+    if len(v):
+        for q in range(me + 1, COMM.size):          # my last value continued after me
+            if ends[q] is None:
+                continue
+            if ends[q][0] != v[-1]:
+                break
+            c[-1] += ends[q][1]
+            if ends[q][2] != v[-1]:
+                break
+        earlier = [e for e in ends[:me] if e is not None]
+        if earlier and v[0] == earlier[-1][2]:       # my first value belongs before me
+            v, c = v[1:], c[1:]
+    return v, c
+
+
 def check_sorted(v):
     """Every rank's slice sorted, the slices in order, nothing lost."""
     ends = COMM.allgather((v[0], v[-1]) if len(v) else None)
@@ -132,6 +159,25 @@ def child():
     ints = xdap.from_local(rng.integers(0, 10**6, hi - lo).astype(np.float64), comm=COMM)
     raw = ints.local_numpy()
     line("unique", *bench([lambda: xdap.unique_values(ints), lambda: hand_unique(raw)]), 1.5)
+    few = xdap.from_local(rng.integers(0, 1000, hi - lo).astype(np.float64), comm=COMM)
+    raw_few = few.local_numpy()
+    v_x, c_x = xdap.unique_counts(few)
+    v_h, c_h = hand_unique_counts(raw_few)
+    assert np.array_equal(np.concatenate(COMM.allgather(c_x.local_numpy())),
+                          np.concatenate(COMM.allgather(c_h)))
+    line("unique_counts", *bench([lambda: xdap.unique_counts(few),
+                                  lambda: hand_unique_counts(raw_few)]), 1.5)
+    near = 1.0 + 1e-9 * local
+    b = xdap.from_local(near, comm=COMM)
+
+    def hand_cumprod():
+        run = np.cumprod(near)
+        before = COMM.exscan(run[-1] if len(run) else 1.0, op=MPI.PROD)
+        if COMM.rank:
+            run *= before
+        return run
+    np.testing.assert_allclose(xdap.cumulative_prod(b).local_numpy(), hand_cumprod(), rtol=1e-12)
+    line("cumulative_prod", *bench([lambda: xdap.cumulative_prod(b), hand_cumprod]), 1.5)
 
 
 def matmul_section(rng):

@@ -170,8 +170,9 @@ def unique_inverse(x, /):
 def unique_counts(x, /):
     """``(values, counts)`` (the Array API's ``unique_counts``): the sorted
     unique values and how often each occurs, the counts distributed as the
-    values. Each element's count goes to its value's owner (``Scatter``'s
-    reverse add: one exchange of this rank's elements' positions).
+    values. ``unique_values``' sample sort, each rank counting its runs and
+    adding the counts of a value continued on the ranks after it (one more
+    allgather of P numbers).
 
     >>> import numpy as np, xdap
     >>> from mpi4py import MPI
@@ -179,8 +180,10 @@ def unique_counts(x, /):
     >>> v.to_numpy().tolist(), c.to_numpy().tolist()
     ([1, 3], [1, 2])
     """
-    values, counts, _, _ = _unique_all(x, indices=False)
-    return values, counts
+    _numeric("unique_counts", x)
+    from .movement.sort import unique_parts
+    d, values, counts = unique_parts(x.distribution, x.parts, counts=True)
+    return (x.__xdap_wrap__(d, values, False, True), x.__xdap_wrap__(d, counts, False, True))
 
 
 def unique_all(x, /):
@@ -188,9 +191,9 @@ def unique_all(x, /):
     ``unique_all``): the sorted unique values; the index of each one's first
     occurrence in ``x`` flattened in C order; for each element of ``x`` the
     index of its value (shaped and distributed as ``x``); the counts.
-    ``indices`` and ``counts`` are distributed as ``values``; each element
-    contributes its flat index (a minimum) and 1 (a sum) to its value's
-    owner: one ``Scatter`` plan, two reverse exchanges.
+    ``indices`` and ``counts`` are distributed as ``values``: the counts
+    ``unique_counts``', the first indices each element's flat index sent to
+    its value's owner, the smallest kept (one ``Scatter``, reverse "min").
 
     >>> import numpy as np, xdap
     >>> from mpi4py import MPI
@@ -198,36 +201,29 @@ def unique_all(x, /):
     >>> i.to_numpy().tolist(), inv.to_numpy().tolist(), c.to_numpy().tolist()
     ([1, 0], [1, 0, 1], [1, 2])
     """
-    values, counts, indices, inverse = _unique_all(x, indices=True)
-    return values, indices, inverse, counts
+    return _unique_all(x)
 
 
-def _unique_all(x, indices):
+def _unique_all(x):
     from .movement.scatter import Scatter
     d = x.distribution
     if any(m.shared_owned for m in d.maps):      # copies held twice: count each element once
         x = x.redistribute(dist=("b",) + ("n",) * (x.ndim - 1))
         d = x.distribution
-    values, inverse = unique_inverse(x)
+    values, counts = unique_counts(x)
+    inverse = searchsorted(values, x)
     own = tuple(m.owned_local_slice(c) for m, c in zip(d.maps, d.coords))
     where = np.asarray(inverse.parts.values)[own].reshape(-1) if d.maps else \
         np.asarray(inverse.parts.values).reshape(-1)[:int(x.comm.rank == 0)]   # 0-d: once
-    plan = Scatter(values, where)
-
-    def zeros_like_values(fill):
-        block = np.full(values.parts.values.shape, fill, np.int64)
-        return values.__xdap_wrap__(values.distribution, Parts.of_array(block), False, True)
-    counts = zeros_like_values(0)
-    plan.reverse(np.ones(len(where), np.int64), into=counts, mode="add")
-    first = None
-    if indices:                                  # each element's C-order index, a minimum
-        grids = np.meshgrid(*[np.asarray(m.global_indices(c))[s]
-                              for m, c, s in zip(d.maps, d.coords, own)], indexing="ij")
-        flat = np.ravel_multi_index(tuple(g.reshape(-1) for g in grids), d.global_shape) \
-            if d.maps else np.zeros(len(where), np.int64)
-        first = zeros_like_values(np.iinfo(np.int64).max)
-        plan.reverse(np.asarray(flat, np.int64), into=first, mode="min")
-    return values, counts, first, inverse
+    # each element's C-order index to its value's owner, the smallest kept
+    grids = np.meshgrid(*[np.asarray(m.global_indices(c))[s]
+                          for m, c, s in zip(d.maps, d.coords, own)], indexing="ij")
+    flat = np.ravel_multi_index(tuple(g.reshape(-1) for g in grids), d.global_shape) \
+        if d.maps else np.zeros(len(where), np.int64)
+    block = np.full(values.parts.values.shape, np.iinfo(np.int64).max, np.int64)
+    first = values.__xdap_wrap__(values.distribution, Parts.of_array(block), False, True)
+    Scatter(values, where).reverse(np.asarray(flat, np.int64), into=first, mode="min")
+    return values, first, inverse, counts
 
 
 def _sorted(x, axis, descending, want_indices):

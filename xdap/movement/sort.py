@@ -145,18 +145,21 @@ def _cuts(values, gidx, s_values, s_weights, s_gidx, P, ties):
                      for a, b, g in zip(lo, hi, split_g)], np.int64)
 
 
-def unique_parts(d: Distribution, p: Parts):
+def unique_parts(d: Distribution, p: Parts, counts: bool = False):
     """``(Distribution, Parts)`` of the sorted unique values of any fixed
     numeric array (all of its elements, whatever its shape; NaNs count as
-    one value, as NumPy's ``unique``).  Collective: every rank's owned
-    elements form one 1-D irregular block (one allgather of sizes), a
-    sample sort orders them, each rank drops its repeats and a value its
-    left neighbour already ends with (one allgather of each rank's last
-    value), and one more allgather of sizes gives the result's blocks."""
+    one value, as NumPy's ``unique``) -- with ``counts``, a third item: the
+    Parts of each value's count, distributed alike.  Collective: every
+    rank's owned elements form one 1-D irregular block (one allgather of
+    sizes), a sample sort orders them, each rank drops its repeats and a
+    value its left neighbour already ends with, and adds the counts of that
+    value on the ranks after it (one allgather of each rank's first and last
+    value and first count), and one more allgather of sizes gives the
+    result's blocks."""
     comm = d.comm
     P = comm.size
     own = p.values[tuple(m.owned_local_slice(c) for m, c in zip(d.maps, d.coords))] \
-        if d.maps else p.values[None]
+        if d.maps else p.values[None][:int(comm.rank == 0)]     # a 0-d array's one element
     if any(m.shared_owned for m in d.maps):
         from .redistribute import move as redistribute
         d, p = redistribute(d, p, make_distribution(d.global_shape, ("b",), comm=comm))
@@ -167,18 +170,35 @@ def unique_parts(d: Distribution, p: Parts):
     line = Distribution([BlockMap(int(sizes.sum()), P, bounds=np.concatenate([[0], np.cumsum(sizes)]))],
                         comm)
     sd, sp = sort_parts(line, Parts(p.info.with_shape(flat.shape), flat))
-    mine = np.unique(sp.values)              # sorted, NaNs as one (NumPy >= 1.21)
-    last = np.zeros(P, sp.values.dtype)
+    # sorted, NaNs as one (NumPy >= 1.21)
+    mine, cnt = np.unique(sp.values, return_counts=True)
+    dt = sp.values.dtype
+    ends = np.zeros((P, 2), dt)                    # each rank's first and last value
+    first_count = np.zeros(P, np.int64)
     has = np.empty(P, np.int64)
     comm.Allgather(np.array([len(mine)], np.int64), has)
-    comm.Allgather(mine[-1:] if len(mine) else np.zeros(1, sp.values.dtype), last)
-    before = [q for q in range(comm.rank) if has[q]]
-    if len(mine) and before:
-        prev = last[before[-1]]
-        first = mine[0]
-        if first == prev or (first != first and prev != prev):      # NaN == NaN here
-            mine = mine[1:]
+    comm.Allgather(np.array([mine[0], mine[-1]] if len(mine) else np.zeros(2, dt), dt), ends)
+    comm.Allgather(np.array([cnt[0] if len(cnt) else 0], np.int64), first_count)
+
+    def same(a, b):                                 # NaN == NaN here
+        return a == b or (a != a and b != b)
+    if len(mine):
+        cnt = cnt.astype(np.int64)
+        for q in range(comm.rank + 1, P):           # my last value, continued after me
+            if not has[q]:
+                continue
+            if not same(ends[q, 0], mine[-1]):
+                break
+            cnt[-1] += first_count[q]
+            if has[q] > 1:
+                break
+        before = [q for q in range(comm.rank) if has[q]]
+        if before and same(mine[0], ends[before[-1], 1]):    # counted where it starts
+            mine, cnt = mine[1:], cnt[1:]
     comm.Allgather(np.array([len(mine)], np.int64), sizes)
     result = Distribution([BlockMap(int(sizes.sum()), P,
                                     bounds=np.concatenate([[0], np.cumsum(sizes)]))], comm)
-    return result, Parts(p.info.with_shape(mine.shape), mine)
+    values = Parts(p.info.with_shape(mine.shape), mine)
+    if counts:
+        return result, values, Parts.of_array(np.ascontiguousarray(cnt, np.int64))
+    return result, values
