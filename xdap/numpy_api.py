@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import create
 from .agreement import agreement, debug
 from .arraylike import is_distributed
 from .distribution import Distribution
@@ -91,6 +92,12 @@ def _one_copy(x):
     indices among ranks (a reduction's result is replicated over a team)
     is redistributed to blocks first (one exchange), else ``x`` itself."""
     return _rows(x) if any(m.shared_owned for m in x.distribution.maps) else x
+
+
+def _like(x, made):
+    """A ``(Distribution, Parts)`` the creation functions made, as an array
+    of ``x``'s kind."""
+    return x.__xdap_wrap__(*made, False, True)
 
 
 def _wrap(x, d, values):
@@ -353,8 +360,7 @@ def _identity_slab(x, axis, op, dtype):
     shape = list(x.shape)
     shape[axis] = 1
     dt = _acc_dtype(np.zeros(0, x.dtype), dtype)
-    from . import array as _array
-    return _array.full(tuple(shape), op.identity, type=str(np.dtype(dt)), comm=x.comm)
+    return _like(x, create.full(tuple(shape), op.identity, type=str(np.dtype(dt)), comm=x.comm))
 
 
 # -- shapes ----------------------------------------------------------------------
@@ -392,14 +398,13 @@ def broadcast_to(x, /, shape):
             raise ValueError(f"broadcast_to: the shape {x.shape} cannot be broadcast to {shape}")
     if x.shape == shape:
         return x
-    from . import array as _array
     if x.ndim == 0:
-        return _array.full(shape, x.item(), type=x.parts.info.leaf, comm=x.comm)
+        return _like(x, create.full(shape, x.item(), type=x.parts.info.leaf, comm=x.comm))
     try:
         return _leading((x,), shape, None)           # stretched locally
     except ValueError:
         pass
-    template = _array.empty(shape, type=x.parts.info.leaf, comm=x.comm)
+    template = _like(x, create.empty(shape, type=x.parts.info.leaf, comm=x.comm))
     return broadcast_operands((template, x))[1]
 
 
