@@ -287,3 +287,24 @@ def test_searchsorted_places_nan_as_numpy(comm):
         for side in ("left", "right"):
             np.testing.assert_array_equal(xdap.searchsorted(a, q, side=side),
                                           np.searchsorted(s, q, side=side), err_msg=side)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_tril_triu_eye_match_numpy(comm):
+    g3 = np.arange(2 * 7 * 5, dtype=np.float64).reshape(2, 7, 5)
+    for kw in layouts2(comm.size) + [dict(dist=("b", "b"), padding=((1, 1), (0, 0)))]:
+        a = xdap.from_global(G, comm=comm, **kw)
+        for k in (-2, 0, 1, 4):
+            t = xdap.tril(a, k=k)
+            assert t.distribution == a.distribution
+            np.testing.assert_array_equal(t.to_numpy(), np.tril(G, k=k), err_msg=str((kw, k)))
+            np.testing.assert_array_equal(xdap.triu(a, k=k).to_numpy(), np.triu(G, k=k))
+    b = xdap.from_global(g3, dist=("n", "c", "b"), comm=comm)
+    np.testing.assert_array_equal(xdap.triu(b, k=1).to_numpy(), np.triu(g3, k=1))
+    xp = b.__array_namespace__()
+    for args, kw in (((4,), {}), ((3, 5), dict(k=2)), ((5, 2), dict(k=-1, dtype=np.int32))):
+        e = xp.eye(*args, **kw)
+        np.testing.assert_array_equal(e.to_numpy(), np.eye(*args, **kw), err_msg=str(args))
+        assert e.dtype == np.eye(*args, **kw).dtype
+    with pytest.raises(ValueError, match="at least 2 dims"):
+        xdap.tril(xdap.from_global(V, comm=comm))

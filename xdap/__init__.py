@@ -20,7 +20,7 @@ from .array import (DistArray, arange, empty, from_arrow, from_awkward, from_dis
 from .numpy_api import (argmax, argmin, argsort, broadcast_to, clip, concat, cumulative_prod,
                         cumulative_sum, expand_dims, flip, matmul, matrix_transpose, nonzero,
                         permute_dims, reshape, roll,
-                        searchsorted, sort, squeeze, stack, std, take, unique_all,
+                        searchsorted, sort, squeeze, stack, std, take, tril, triu, unique_all,
                         unique_counts, unique_inverse, unique_values, var, where)
 from . import array_api  # noqa: F401 -- a.__array_namespace__() (it registers itself)
 from .array_api import empty_like, full_like, ones_like, zeros_like
@@ -65,5 +65,6 @@ __all__ = ["DistArray", "Distribution", "from_global", "from_local", "empty", "z
            "from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
            "sort", "argsort", "unique_values", "cumulative_sum", "cumulative_prod", "argmax", "argmin",
            "nonzero", "broadcast_to", "unique_counts", "unique_inverse", "unique_all",
+           "tril", "triu",
            "where", "clip", "var", "std", "matmul", "take", "permute_dims", "matrix_transpose",
            "flip", "expand_dims", "squeeze", "concat", "stack", "roll", "reshape", "searchsorted", "Scatter", "plot", "Partition", "CartesianPartition", "print", "__version__"]

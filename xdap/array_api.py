@@ -10,8 +10,7 @@ values otherwise: local work), reductions the DistArray's, the rest from
 
 Not here yet (``AttributeError``, so generic code can test for it):
 ``broadcast_arrays``, ``meshgrid``, ``tile``, ``repeat``, ``moveaxis``,
-``tensordot``, ``vecdot``, ``eye``, ``tril``, ``triu``, ``from_dlpack``,
-``diff``, ``count_nonzero``, ``take_along_axis``, the ``linalg`` and
+``tensordot``, ``vecdot``, ``from_dlpack``, ``diff``, ``count_nonzero``, ``take_along_axis``, the ``linalg`` and
 ``fft`` extensions.
 
 >>> import numpy as np, xdap
@@ -184,6 +183,22 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
                                 _array._element(None, dtype))
 
 
+def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+    """Ones on the ``k``-th diagonal, zeros elsewhere (the standard's
+    ``eye``): each rank computes its block only (``from_function``).
+
+    >>> eye(2, 3, k=1).to_numpy().tolist()
+    [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    """
+    _check_device(device)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"eye: k must be an int, got {k!r}")
+    dtype = np.dtype(dtype or np.float64)
+    n_cols = n_rows if n_cols is None else n_cols
+    return _array.from_function(lambda i, j: (j - i == k).astype(dtype), (n_rows, n_cols),
+                                _array._element(None, dtype))
+
+
 # -- conversion, reductions, the rest -----------------------------------------------
 def astype(x, dtype, /, *, copy=True, device=None):
     _check_device(device)
@@ -211,8 +226,8 @@ all = _reduction("all")          # noqa: A001
 from .numpy_api import (argmax, argmin, argsort, broadcast_to, concat,  # noqa: E402,F401
                         cumulative_prod,
                         cumulative_sum, expand_dims, flip, matmul, matrix_transpose, nonzero, permute_dims, roll, sort,
-                        reshape, searchsorted, squeeze, stack, std, take, unique_all,
-                        unique_counts, unique_inverse, unique_values, var, where)
+                        reshape, searchsorted, squeeze, stack, std, take, tril, triu,
+                        unique_all, unique_counts, unique_inverse, unique_values, var, where)
 
 
 class _Info:
