@@ -444,10 +444,12 @@ def _triangle(x, k, name):
     if _voting(x):
         _agree(x, name, k=int(k))
     d = x.distribution
-    rows = np.asarray(d.global_indices(x.ndim - 2))[:, None]
-    cols = np.asarray(d.global_indices(x.ndim - 1))[None, :]
-    keep = (cols - rows <= k) if name == "tril" else (cols - rows >= k)
-    return _wrap(x, d, np.where(keep, x.parts.values, np.zeros((), x.parts.values.dtype)))
+    rows = np.asarray(d.global_indices(x.ndim - 2), np.int64)
+    cols = np.asarray(d.global_indices(x.ndim - 1), np.int64)
+    # a bool mask straight from the outer comparison (no int temporary), as np.tril
+    keep = np.greater_equal.outer(rows + k, cols) if name == "tril" else \
+        np.less_equal.outer(rows + k, cols)
+    return _wrap(x, d, np.where(keep, x.parts.values, np.zeros(1, x.parts.values.dtype)))
 
 
 # -- searching -----------------------------------------------------------------
