@@ -360,12 +360,11 @@ class RowExchange:
             place = np.empty(n_recv, _I64)
             place[order] = np.arange(n_recv, dtype=_I64)
         self._by_place = place is not None
+        self._layouts: dict = {}
+        self._send = self._values = self._pending = None
         if not self._by_place:
             self._pattern = exchange.AlltoallvPattern(route.comm, sc, rc, ss)
             self._rows = route.rows
-            self._layouts: dict = {}
-            self._send = None
-            self._pending = None
             return
         # the rows I send myself: a local take into their places
         k = int(sc[me])
@@ -389,19 +388,16 @@ class RowExchange:
                    for q in range(len(rc)) if q != me and rc[q])
         recv_starts = None
         self._remote_place = None
-        if runs:
-            recv_starts = np.where(rc_r > 0, place[np.minimum(arrived, max(n_recv - 1, 0))], 0) \
-                if n_recv else np.zeros(len(rc), _I64)
+        if runs:                                    # each source's run starts at its place
+            recv_starts = np.zeros(len(rc), _I64)
+            senders = rc_r > 0
+            recv_starts[senders] = place[arrived[senders]]
         else:
             keep = np.ones(n_recv, bool)
             keep[arrived[me]:arrived[me] + k] = False
             self._remote_place = place[keep]
         self._pattern = exchange.AlltoallvPattern(route.comm, sc_r, rc_r, _starts(sc_r),
                                                   recv_starts)
-        self._layouts = {}
-        self._send = None
-        self._values = None
-        self._pending = None
 
     def _buffers(self, values: np.ndarray):
         key = (values.dtype, values.shape[1:])
