@@ -211,6 +211,22 @@ class Distribution:
             object.__setattr__(self, "_at", at)
         return int(self._at[tuple(coords)])
 
+    def ranks_along(self, dim: int) -> np.ndarray:
+        """The rank at each grid position along ``dim``, the other
+        coordinates 0 -- where ``dim`` alone is distributed, the rank that
+        holds each of its grid positions (an owner lookup's answer as ranks).
+
+        >>> from mpi4py import MPI
+        >>> make_distribution((4, 3), ("b", "n"), comm=MPI.COMM_SELF).ranks_along(0).tolist()
+        [0]
+        """
+        corner = [0] * self.ndim
+        out = np.empty(self.grid[dim], np.int64)
+        for q in range(self.grid[dim]):
+            corner[dim] = q
+            out[q] = self.rank_of(corner)
+        return out
+
     # -- shapes and indices ---------------------------------------------------
     def local_shape_of(self, rank: int) -> tuple:
         c = self.coords_of(rank)

@@ -128,8 +128,7 @@ class GhostLayer:
                                  f"{int(used[0] if used[0] < 0 else used[-1])}, out of range "
                                  f"for the node field's [0, {n})")
         grank, at = owners_of(d, 0, used)
-        owner = np.array([d.rank_of((q,) + (0,) * (d.ndim - 1))
-                          for q in range(d.grid[0])], np.int64)[grank]
+        owner = d.ranks_along(0)[grank]
         # owned first, in the field's local order; then the ghosts by owner
         # rank: the local numbering PETSc's and Tpetra's ghosted vectors use
         mine = owner == comm.rank

@@ -126,16 +126,13 @@ class Scatter:
                 raise ValueError(f"Scatter: needed index {bad} out of range [0, {n})")
         self.distribution, self.comm = d, comm
         self.n_needed = len(needed)
-        m = d.maps[0]
         # one request per distinct index; `inverse` restores needed's order
         uniq, self._inverse = np.unique(needed, return_inverse=True)
         self._n_uniq = len(uniq)
         # the owners: computed for a complete map, asked of the directory of a
         # distributed one (one all-to-all of queries, one of answers)
         grank, local = owners_of(d, 0, uniq) if owners is None else owners
-        rank_of = np.array([d.rank_of((q,) + (0,) * (d.ndim - 1)) for q in range(m.grid_size)],
-                           dtype=np.int64)
-        owner = rank_of[grank]
+        owner = d.ranks_along(0)[grank]
         self.owner_ranks = owner       # the rank answering for each distinct needed index
         # the requests travel to the owners: which of their positions we want
         ask = Route.to_ranks(comm, owner).with_recv_counts()
