@@ -33,7 +33,8 @@ from .transport import Route, exchange_counts, move
 __all__ = ["Directory", "unstructured_map", "owners_of", "directory_of", "remember",
            "prefix_sums"]
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+# Fibonacci hashing: ids times 2**64 / golden ratio, the high bits mixed well
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 class Directory:
@@ -49,7 +50,7 @@ class Directory:
         """The rank holding the records of ``ids`` (int64 array)."""
         P = self.comm.size
         if self.hashed:
-            mixed = (ids.astype(np.uint64) * _GOLDEN) >> np.uint64(40)
+            mixed = (ids.astype(np.uint64) * GOLDEN) >> np.uint64(40)
             return (mixed % np.uint64(P)).astype(np.int64)
         block = max(1, -(-self.size // P))
         return np.minimum(ids // block, P - 1)

@@ -174,8 +174,15 @@ def read_block(path, comm=None) -> MeshBlock:
     return (_read_xdmf_block if kind == "xdmf" else _read_whole_block)(path, comm)
 
 
+def block_bounds(n: int, P: int) -> np.ndarray:
+    """Where each of ``P`` ranks' block of ``n`` rows starts (and the end):
+    rank ``r`` reads rows ``bounds[r]:bounds[r + 1]`` of a file."""
+    return np.array([n * r // P for r in range(P + 1)], np.int64)
+
+
 def _block(n, comm):
-    return n * comm.rank // comm.size, n * (comm.rank + 1) // comm.size
+    bounds = block_bounds(n, comm.size)
+    return int(bounds[comm.rank]), int(bounds[comm.rank + 1])
 
 
 def _read_xdmf_block(path, comm) -> MeshBlock:
@@ -230,7 +237,7 @@ def _read_whole_block(path, comm) -> MeshBlock:
             meta = (len(sizes_all), None if simplices else top, int(sizes_all[0]), len(points),
                     sorted(fields_all), points.shape[1])
     ncells, cell_dim, k, nnodes, names, dim = comm.bcast(meta, root=0)
-    counts = np.diff([ncells * r // comm.size for r in range(comm.size + 1)])
+    counts = np.diff(block_bounds(ncells, comm.size))
     lo, hi = _block(ncells, comm)
     # rank 0 sends each rank its block of cells (ragged node lists) and fields
     ragged = Form(TypeInfo.of_ragged(2, "int64"))
@@ -275,7 +282,7 @@ def read_points(block: MeshBlock, node_ids, comm=None) -> np.ndarray:
             raise ValueError(f"read_points: node {bad} out of range [0, {block.nnodes}) on rank "
                              f"{comm.rank}")
         if block.geometry is not None:          # every rank reads its block of rows
-            bounds = np.array([block.nnodes * r // comm.size for r in range(comm.size + 1)])
+            bounds = block_bounds(block.nnodes, comm.size)
             lo, hi = int(bounds[comm.rank]), int(bounds[comm.rank + 1])
             import h5py
             h5, ds = block.geometry

@@ -29,19 +29,16 @@ import numpy as np
 from .. import comm as _comm
 from ..agreement import agreement
 from ..arraylike import is_distributed, unwrap, wrap_like
-from ..directory import remember, unstructured_map
+from ..directory import GOLDEN, remember, unstructured_map
 from ..distribution import Distribution
 from ..heap import trims_heap
 from ..maps import BlockMap, is_int
 from ..parts import Parts
 from ..transport import Route, move
 from .cells import local_cells
-from .files import read_points
+from .files import block_bounds, read_points
 
 __all__ = ["node_field", "node_owners", "node_points"]
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
 
 def node_owners(comm, nnodes: int, used) -> tuple:
     """The owner rank of each of this rank's ``used`` node ids (sorted
@@ -49,7 +46,7 @@ def node_owners(comm, nnodes: int, used) -> tuple:
     ``[0, nnodes)`` no rank uses whose id range is this rank's (collective;
     the rendezvous of the module docstring)."""
     P = comm.size
-    bounds = np.array([nnodes * r // P for r in range(P + 1)], np.int64)
+    bounds = block_bounds(nnodes, P)
     home = np.searchsorted(bounds, used, side="right") - 1
     ask = Route.to_ranks(comm, home).with_recv_counts()
     ids = move(ask, Parts.of_array(used))[0].values
@@ -62,7 +59,7 @@ def node_owners(comm, nnodes: int, used) -> tuple:
     counts = np.diff(np.append(starts, len(order)))
     # a hash of the id picks one user: shared nodes split evenly among their
     # ranks, and every home decides alone (no second round)
-    mixed = (sorted_ids[starts].astype(np.uint64) * _GOLDEN) >> np.uint64(33)
+    mixed = (sorted_ids[starts].astype(np.uint64) * GOLDEN) >> np.uint64(33)
     chosen = users[order[starts + (mixed % counts.astype(np.uint64)).astype(np.int64)]]
     answer = np.empty(len(ids), np.int64)
     answer[order] = np.repeat(chosen, counts)
