@@ -145,6 +145,13 @@ def test_bad_input_is_one_error_on_every_rank(comm):
         node_field(cells, len(pts) + (comm.rank == 1))
     with pytest.raises(ValueError, match=r"names node \d+, but there are 5 nodes"):
         node_field(cells, 5)
+    bad_ids = np.array(cells.local_numpy())
+    assert bad_ids.size                                  # every rank holds cells here
+    if comm.rank == 1:
+        bad_ids[0, 0] = -1
+    negative = xdap.from_local(bad_ids, comm=comm)
+    with pytest.raises(ValueError, match=r"on rank 1 names node -1"):
+        node_field(negative, len(pts))
     with pytest.raises(ValueError, match="nnodes must be an int >= 0"):
         node_field(cells, -1)
     with pytest.raises(TypeError, match="must be a numeric dtype"):

@@ -99,9 +99,10 @@ def node_field(cells, nnodes: int, type: str = "float64"):
     local, _ = local_cells(cells, "node_field")
     ids = np.asarray(local[1] if isinstance(local, tuple) else local, np.int64).reshape(-1)
     with agreement(comm, "node_field: cells"):
-        if ids.size and ids.max() >= nnodes:
-            raise ValueError(f"node_field: a cell on rank {comm.rank} names node "
-                             f"{int(ids.max())}, but there are {nnodes} nodes")
+        if ids.size and (ids.min() < 0 or ids.max() >= nnodes):
+            bad = int(ids.min() if ids.min() < 0 else ids.max())
+            raise ValueError(f"node_field: a cell on rank {comm.rank} names node {bad}, but "
+                             f"there are {nnodes} nodes")
     used = np.unique(ids)
     del ids, local
     owner, unused = node_owners(comm, int(nnodes), used)

@@ -13,9 +13,10 @@ and KaHIP run on each level. Each round:
    is positive. To keep two neighbours from trading places in the same
    round, even rounds move cells only to higher-numbered parts, odd rounds
    only to lower ones;
-3. the ranks sum their proposals per target part (one ``Allreduce`` of P
-   numbers); where a part would grow past ``imbalance * N / parts`` each rank
-   takes its share of the room, best gains first.
+3. the ranks sum their part sizes and their proposals per target part
+   (one ``Allreduce`` of 2P numbers); where a part would grow past
+   ``imbalance * N / parts`` each rank takes its share of the room, best
+   gains first.
 
 Memory O(local cells + local edges + P) per rank; nothing is gathered.
 
@@ -43,7 +44,7 @@ from ..parts import Parts
 __all__ = ["refine_partition", "ROUNDS"]
 
 # Rounds of label propagation at most (each: one exchange of neighbour parts
-# and one Allreduce of P numbers); most moves happen in the first few.
+# and one Allreduce of 2P numbers); most moves happen in the first few.
 ROUNDS = 24
 
 
@@ -93,8 +94,9 @@ def refine_partition(offsets, neighbours, cell_ids, parts_of, comm=None, *,
     remember(d, 0, directory)
     with agreement(comm, "refine_partition: neighbours"):
         if nbrs.size and (nbrs.min() < 0 or nbrs.max() >= m.size):
-            raise ValueError(f"refine_partition: neighbour {int(nbrs.max())} on rank "
-                             f"{comm.rank} is no cell (cells 0 .. {m.size - 1})")
+            bad = int(nbrs.min() if nbrs.min() < 0 else nbrs.max())
+            raise ValueError(f"refine_partition: neighbour {bad} on rank {comm.rank} is no "
+                             f"cell (cells 0 .. {m.size - 1})")
     uniq, at = np.unique(nbrs, return_inverse=True)
     held = Parts.of_array(label)                        # the plan reads label in place
     fetch = Scatter(d, uniq).bind(held, out=np.empty(len(uniq), np.int64))
