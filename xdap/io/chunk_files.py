@@ -33,7 +33,7 @@ import numpy as np
 from .chunks import chunk_ranges
 from .files import fsync_dir
 
-__all__ = ["chunk_key", "array_layout", "write_chunks", "read_chunks"]
+__all__ = ["chunk_key", "chunk_grid", "array_layout", "write_chunks", "read_chunks"]
 
 _CRC = 4
 
@@ -45,6 +45,11 @@ def array_layout(array_dir: str) -> tuple:
     with open(os.path.join(array_dir, "zarr.json"), "rb") as f:
         meta = json.load(f)
     return tuple(meta["shape"]), tuple(meta["chunk_grid"]["configuration"]["chunk_shape"])
+
+
+def chunk_grid(shape, chunks) -> tuple:
+    """How many chunks an array of ``shape`` has along each dim."""
+    return tuple(-(-int(n) // int(c)) for n, c in zip(shape, chunks))
 
 
 def chunk_key(idx) -> str:

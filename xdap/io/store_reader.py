@@ -25,7 +25,7 @@ from ..bitmaps import pack_validity
 from ..progress import bar
 from . import legacy_reader
 from . import store_format as sf
-from .chunk_files import read_chunks
+from .chunk_files import chunk_grid, read_chunks
 from .store_location import agreed_path, open_regular, read_store_attrs, staging_names
 from .targets import default_distribution, requested_distribution
 from ..agreement import agree, agreement
@@ -130,9 +130,7 @@ def _check_arrays(path, attrs, where) -> dict:
               if Map.kind_of(m).stored_indices]
     out = {}
     for name in sf.array_names(info, u_dims):
-        meta = os.path.join(path, name, "zarr.json")
-        if os.path.lexists(meta):        # zarr follows links: checked first, not read
-            open_regular(meta, store=path).close()
+        _check_metadata_file(path, name)
         try:
             z = zarr.open_array(os.path.join(path, name), mode="r", zarr_format=3)
         except Exception as e:          # zarr raises several kinds for a missing node
@@ -180,16 +178,21 @@ def _check_arrays(path, attrs, where) -> dict:
     return out
 
 
+def _check_metadata_file(path, node) -> None:
+    """The metadata of Zarr node ``node``, before zarr reads it (zarr
+    follows links): a regular file inside the store, when it is there."""
+    meta = os.path.join(path, node, "zarr.json")
+    if os.path.lexists(meta):
+        open_regular(meta, store=path).close()
+
+
 def _check_table(path, name, layout, where) -> tuple:
     """Open array ``name``'s table of chunk checksums and check it: uint32,
     the shape of the array's chunk grid, xdap's encoding."""
     import zarr
-    shape, chunks, _ = layout
-    grid = tuple(-(-n // c) for n, c in zip(shape, chunks))
+    grid = chunk_grid(*layout[:2])
     table = sf.checksums_name(name)
-    meta = os.path.join(path, table, "zarr.json")
-    if os.path.lexists(meta):
-        open_regular(meta, store=path).close()
+    _check_metadata_file(path, table)
     try:
         z = zarr.open_array(os.path.join(path, table), mode="r", zarr_format=3)
     except Exception as e:

@@ -41,7 +41,7 @@ from ..parts import Parts
 from ..transport import Route, move as transport_move
 from ..progress import bar
 from . import store_format as sf
-from .chunk_files import array_layout, write_chunks
+from .chunk_files import array_layout, chunk_grid, write_chunks
 from .chunks import CHUNK_BYTES, chunk_plan, segment_chunk
 from .files import crash_point, fsync_dir
 from .segments import align_segment, layout
@@ -227,18 +227,24 @@ def _prepare(path: str) -> tuple:
     return staging, generation
 
 
+def _create_array(group, name, shape, chunks, dtype, dims=None, fill=0):
+    """An array's metadata with xdap's chunk encoding: little-endian bytes
+    then a CRC-32C, nothing else (what ``load`` accepts)."""
+    from zarr.codecs import BytesCodec, Crc32cCodec
+    return group.create_array(name, shape=tuple(shape), chunks=tuple(chunks), dtype=dtype,
+                              serializer=BytesCodec(), compressors=[Crc32cCodec()], filters=[],
+                              fill_value=fill, dimension_names=dims)
+
+
 def _create_arrays(staging, info, shape, layouts, table_layouts, dtype, item) -> None:
     """The group and every array's metadata, in the staging directory."""
     import zarr
-    from zarr.codecs import BytesCodec, Crc32cCodec
     group = zarr.open_group(staging, mode="w-", zarr_format=3)
     trailing = () if item is None else (item,)
     tail_names = [] if item is None else ["item_byte"]
 
     def create(name, shp, chunks, dt, dims, fill):
-        group.create_array(name, shape=tuple(shp), chunks=tuple(chunks), dtype=dt,
-                           serializer=BytesCodec(), compressors=[Crc32cCodec()], filters=[],
-                           fill_value=fill, dimension_names=dims)
+        _create_array(group, name, shp, chunks, dt, dims, fill)
 
     if not info.ragged:
         dims = [f"dim_{k}" for k in range(len(shape))]
@@ -374,28 +380,21 @@ def _write_checksums(staging, names, rows) -> None:
     (``checksums/<array>``, uint32, the chunk grid's shape), checked to
     cover every chunk once."""
     import zarr
-    from zarr.codecs import BytesCodec, Crc32cCodec
     group = zarr.open_group(staging, mode="r+", zarr_format=3).require_group(sf.CHECKSUMS)
     for code, name in enumerate(names):
-        shape, chunks = array_layout(os.path.join(staging, name))
-        grid = tuple(-(-n // c) for n, c in zip(shape, chunks))
+        grid = chunk_grid(*array_layout(os.path.join(staging, name)))
         mine = rows[rows[:, 0] == code]
-        table = np.zeros(grid, np.uint32)
-        seen = np.zeros(grid, np.int64)
-        if grid:
-            idx = tuple(mine[:, 1 + k] for k in range(len(grid)))
-            np.add.at(seen, idx, 1)
-            table[idx] = mine[:, -1].astype(np.uint32)
-        else:                                      # a 0-d array: its one chunk
-            seen[()] = len(mine)
-            table[()] = mine[0, -1] if len(mine) else 0
+        # flat chunk positions (a 0-d array's grid () has the one position 0)
+        at = np.ravel_multi_index(tuple(mine[:, 1 + k] for k in range(len(grid))), grid) \
+            if grid else np.zeros(len(mine), np.int64)
+        seen = np.bincount(at, minlength=int(np.prod(grid, dtype=np.int64))).reshape(grid)
         if (seen != 1).any():
             raise ValueError(f"save: chunk {np.argwhere(seen != 1)[0].tolist()} of array "
                              f"{name!r} was written {int(seen[seen != 1].flat[0])} times "
                              "(an internal error: every chunk has one writer)")
-        z = group.create_array(name, shape=grid, chunks=tuple(max(1, g) for g in grid),
-                               dtype=np.uint32, serializer=BytesCodec(),
-                               compressors=[Crc32cCodec()], filters=[], fill_value=0)
+        table = np.zeros(grid, np.uint32)
+        table.flat[at] = mine[:, -1].astype(np.uint32)
+        z = _create_array(group, name, grid, tuple(max(1, g) for g in grid), np.uint32)
         if table.size:
             z[...] = table
 
