@@ -228,6 +228,10 @@ def test_cumulative_prod_and_include_initial_match_numpy(comm):
               ("cumprod 1-d initial", kw))
         check(xdap.cumulative_prod(v, dtype=np.float64), np.cumprod(v1, dtype=np.float64),
               ("cumprod dtype", kw))
+    if comm.size > 1:                # one rank asking for the initial value: one error on all
+        v = xdap.from_global(v1, comm=comm)
+        with pytest.raises(ValueError, match=r"include_initial must be the same"):
+            xdap.cumulative_sum(v, include_initial=comm.rank == 1)
 
 
 @pytest.mark.mpi(ranks=RANKS)

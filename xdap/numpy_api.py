@@ -22,6 +22,7 @@ from . import create
 from .agreement import agreement, debug
 from .arraylike import is_distributed
 from .distribution import Distribution
+from .maps import BlockMap
 from .dtypes import is_integer
 from .parts import Parts
 
@@ -213,10 +214,8 @@ def unique_all(x, /):
 
 def _unique_all(x):
     from .movement.scatter import Scatter
+    x = _one_copy(x)                             # copies held twice: each element once
     d = x.distribution
-    if any(m.shared_owned for m in d.maps):      # copies held twice: count each element once
-        x = x.redistribute(dist=("b",) + ("n",) * (x.ndim - 1))
-        d = x.distribution
     values, counts = unique_counts(x)
     inverse = searchsorted(values, x)
     own = tuple(m.owned_local_slice(c) for m, c in zip(d.maps, d.coords))
@@ -318,18 +317,23 @@ def _cumulative(x, axis, dtype, include_initial, name, op):
             raise ValueError(f"{name}: axis is required for a {x.ndim}-d array")
         axis = 0
     axis = _axis(name, x, axis)
-    if include_initial:                # the identity first: one more row, then the running op
-        x = concat([_identity_slab(x, axis, op, dtype), x], axis=axis)
-        return _cumulative(x, axis, dtype, False, name, op)
     d, p = x.distribution, x.parts
     m = d.maps[axis]
     local = m.whole
     if not local or _voting(x):
-        _agree(x, name, axis=axis, dtype=None if dtype is None else str(dtype))
+        _agree(x, name, axis=axis, dtype=None if dtype is None else str(dtype),
+               include_initial=bool(include_initial))
     if local:
-        return _wrap(x, d, op.accumulate(p.values, axis=axis, dtype=_acc_dtype(p.values, dtype)))
+        values = op.accumulate(p.values, axis=axis, dtype=_acc_dtype(p.values, dtype))
+        if include_initial:          # the identity first: the axis one longer, still local
+            first = list(values.shape)
+            first[axis] = 1
+            values = np.concatenate([np.full(first, op.identity, values.dtype), values], axis)
+            d = Distribution([BlockMap(m.size + 1, 1) if k == axis else mk
+                              for k, mk in enumerate(d.maps)], x.comm, d.rank_coords)
+        return _wrap(x, d, values)
     if d.ndim > 1:
-        return _cumulative(_axis_whole(x, axis), axis, dtype, False, name, op)
+        return _cumulative(_axis_whole(x, axis), axis, dtype, include_initial, name, op)
     if m.dist_type != "b":
         from .distribution import make_distribution
         x = x.redistribute(dist=make_distribution(d.global_shape, ("b",), comm=x.comm))
@@ -343,7 +347,13 @@ def _cumulative(x, axis, dtype, include_initial, name, op):
     position = d.rank_coords[:, 0]
     before = op.reduce(totals[position < d.coords[0]], dtype=running.dtype)
     op(running, before, out=running)
-    return _wrap(x, Distribution([m.without_padding()], x.comm, d.rank_coords), running)
+    m = m.without_padding()
+    if include_initial:              # the identity first: grid position 0's block one longer
+        if d.coords[0] == 0:
+            running = np.concatenate([np.full(1, identity, running.dtype), running])
+        bounds = np.concatenate([[0], np.asarray(m.bounds[1:], np.int64) + 1])
+        m = BlockMap(m.size + 1, m.grid_size, bounds=bounds.tolist())
+    return _wrap(x, Distribution([m], x.comm, d.rank_coords), running)
 
 
 def _acc_dtype(values, dtype):
@@ -352,15 +362,6 @@ def _acc_dtype(values, dtype):
     if dtype is not None:
         return dtype
     return np.cumsum(np.zeros(0, values.dtype)).dtype
-
-
-def _identity_slab(x, axis, op, dtype):
-    """A DistArray of one slice along ``axis`` holding ``op``'s identity,
-    distributed as ``x`` along the other dims (for ``include_initial``)."""
-    shape = list(x.shape)
-    shape[axis] = 1
-    dt = _acc_dtype(np.zeros(0, x.dtype), dtype)
-    return _like(x, create.full(tuple(shape), op.identity, type=str(np.dtype(dt)), comm=x.comm))
 
 
 # -- shapes ----------------------------------------------------------------------
