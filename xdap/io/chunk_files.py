@@ -31,7 +31,7 @@ import google_crc32c
 import numpy as np
 
 from .chunks import chunk_ranges
-from .files import fsync_dir
+from .files import fsync_dir, resolves_inside
 
 __all__ = ["chunk_key", "chunk_grid", "array_layout", "write_chunks", "read_chunks"]
 
@@ -223,15 +223,13 @@ def read_chunks(array_dir: str, chunks, shape, sels, dtype, trailing, what: str,
 def _check_chunk_files(array_dir, store, items, trailing: int, size: int, what: str) -> None:
     """Every chunk file of ``items``: there, regular, inside ``store``, of
     ``size`` bytes (``os.lstat``: nothing opened, nothing followed)."""
-    root = os.path.realpath(store)
     inside = {}                       # directory -> whether it resolves inside the store
     for idx in items:
         key = chunk_key(list(idx) + [0] * trailing)
         name = os.path.join(array_dir, *key.split("/"))
         where = os.path.dirname(name)
         if where not in inside:
-            real = os.path.realpath(where)
-            inside[where] = real == root or real.startswith(root + os.sep)
+            inside[where] = resolves_inside(where, store)
         if not inside[where]:
             raise ValueError(f"chunk {key[2:]} of array {what!r} lies outside the store once "
                              "its directories' links are followed (nothing outside a store "

@@ -25,7 +25,7 @@ import zlib
 
 import numpy as np
 
-__all__ = ["as_path", "write_file", "read_into", "read_all", "map_verified", "fsync_dir", "as_bytes", "crash_point",
+__all__ = ["as_path", "resolves_inside", "write_file", "read_into", "read_all", "map_verified", "fsync_dir", "as_bytes", "crash_point",
            "CHUNK"]
 
 # Large enough that syscall and crc32 call overhead vanish, small enough that
@@ -94,6 +94,13 @@ def write_file(path: str, buffers) -> dict:
     finally:
         os.close(fd)
     return {"name": os.path.basename(path), "bytes": n, "crc32": crc}
+
+
+def resolves_inside(directory: str, root: str) -> bool:
+    """Whether ``directory``, every link of it followed, lies in ``root``
+    (itself resolved): what keeps a store's reads inside the store."""
+    real, top = os.path.realpath(directory), os.path.realpath(root)
+    return real == top or real.startswith(top + os.sep)
 
 
 def fsync_dir(path: str) -> None:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
 
 from ..agreement import agreement
 from . import store_format as sf
-from .files import as_path
+from .files import as_path, resolves_inside
 
 __all__ = ["agreed_path", "read_store_attrs", "staging_names", "STAGING"]
 
@@ -93,16 +94,12 @@ def open_regular(name: str, store: str | None = None):
                              "only (nothing outside it is read)") from None
         raise
     try:
-        import stat
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ValueError(f"{name!r} is not a regular file (a pipe, a device, a directory?); "
                              "an xdap store holds regular files only")
-        if store is not None:
-            real = os.path.realpath(os.path.dirname(name))
-            root = os.path.realpath(store)
-            if real != root and not real.startswith(root + os.sep):
-                raise ValueError(f"{name!r} lies outside the store {store!r} once its "
-                                 "directories' links are followed (nothing outside it is read)")
+        if store is not None and not resolves_inside(os.path.dirname(name), store):
+            raise ValueError(f"{name!r} lies outside the store {store!r} once its "
+                             "directories' links are followed (nothing outside it is read)")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
