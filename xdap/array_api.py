@@ -8,10 +8,8 @@ signature: elementwise functions are NumPy's ufuncs on DistArrays
 values otherwise: local work), reductions the DistArray's, the rest from
 ``xdap.numpy_api``.  What each moves is said there.
 
-Not here yet (``AttributeError``, so generic code can test for it):
-``broadcast_arrays``, ``meshgrid``, ``tile``, ``repeat``, ``moveaxis``,
-``tensordot``, ``vecdot``, ``from_dlpack``, ``diff``, ``count_nonzero``, ``take_along_axis``, the ``linalg`` and
-``fft`` extensions.
+Not here yet (``AttributeError``, so generic code can test for it): the
+``linalg`` and ``fft`` extensions.
 
 >>> import numpy as np, xdap
 >>> from mpi4py import MPI
@@ -22,9 +20,12 @@ array([4., 4.])
 """
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from . import array as _array
+from . import manipulation as _manip
 from . import numpy_api as _api
 from .parts import Parts
 
@@ -199,19 +200,102 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
                                 _array._element(None, dtype))
 
 
+# -- data type functions: NumPy's, on dtypes or arrays (no MPI call) ----------------
+def _dtype_of(x):
+    return x.dtype if isinstance(x, (_array.DistArray, np.ndarray)) else np.dtype(x)
+
+
+def finfo(type, /):  # noqa: A002 -- the standard's name
+    """Machine limits of a floating dtype (or an array's): ``np.finfo``."""
+    return np.finfo(_dtype_of(type))
+
+
+def iinfo(type, /):  # noqa: A002
+    """Machine limits of an integer dtype (or an array's): ``np.iinfo``."""
+    return np.iinfo(_dtype_of(type))
+
+
+def can_cast(from_, to, /):
+    """Whether ``from_`` (a dtype or an array) casts to ``to`` without loss
+    under the standard's promotion rules (NumPy's ``"safe"``)."""
+    return bool(np.can_cast(_dtype_of(from_), np.dtype(to), casting="safe"))
+
+
+def result_type(*arrays_and_dtypes):
+    """The dtype the standard's promotion gives (NumPy's ``result_type``;
+    Python scalars are weak, as NEP 50 says)."""
+    if not arrays_and_dtypes:
+        raise ValueError("result_type: needs at least one array or dtype")
+    return np.result_type(*[a.dtype if isinstance(a, _array.DistArray) else a
+                            for a in arrays_and_dtypes])
+
+
+_KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu",
+          "real floating": "f", "complex floating": "c", "numeric": "iufc"}
+
+
+def isdtype(dtype, kind):
+    """Whether ``dtype`` is of ``kind``: a dtype, one of the standard's kind
+    names (``"integral"``, ``"real floating"``, ...) or a tuple of them.
+
+    >>> isdtype(float32, ("integral", "real floating"))
+    True
+    """
+    dtype = np.dtype(dtype)
+    if isinstance(kind, tuple):
+        return builtins.any(isdtype(dtype, k) for k in kind)
+    if isinstance(kind, str):
+        if kind not in _KINDS:
+            raise ValueError(f"isdtype: unknown kind {kind!r}; one of {sorted(_KINDS)}")
+        return dtype.kind in _KINDS[kind]
+    return dtype == np.dtype(kind)
+
+
 # -- conversion, reductions, the rest -----------------------------------------------
 def astype(x, dtype, /, *, copy=True, device=None):
     _check_device(device)
     return x.astype(dtype)
 
 
+def _as_array(x, value):
+    """A reduction over everything gives a NumPy scalar; the standard wants
+    a 0-d array (its value on every rank)."""
+    return value if isinstance(value, _array.DistArray) else _api._scalar_array(x, value)
+
+
+def _reduced_axes(x, axis):
+    if axis is None:
+        return tuple(range(x.ndim))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(sorted({_api._axis("reduction", x, a) for a in axes}))
+
+
+def _kept(out, ndim, axes):
+    """``keepdims=True``: the reduced dims back, each of size 1 (a view of
+    the result's values; no MPI call)."""
+    if not axes:
+        return out
+    if out.ndim == 0:
+        return _api.reshape(out, (1,) * ndim)
+    return out[tuple(None if j in axes else slice(None) for j in range(ndim))]
+
+
 def _reduction(name):
     def f(x, /, *, axis=None, keepdims=False, **kw):
-        if keepdims:
-            raise TypeError(f"{name}: keepdims=True is not supported on DistArrays")
-        return getattr(x, name)(axis=axis, **kw)
+        if "dtype" in kw:
+            dtype = kw.pop("dtype")
+            if dtype is not None and np.dtype(dtype) != x.dtype:
+                x = astype(x, dtype)
+        axes = _reduced_axes(x, axis)
+        if not axes and x.ndim:             # nothing reduced: the values, as the reduction types them
+            out = x if name not in ("sum", "prod") else \
+                astype(x, getattr(np, name)(np.zeros(1, x.dtype)).dtype)
+            return out.copy() if out is x else out
+        out = _as_array(x, getattr(x, name)(axis=None if len(axes) == x.ndim else axes, **kw))
+        return _kept(out, x.ndim, axes) if keepdims else out
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"The Array API's ``{name}``: ``x.{name}(axis)`` (collective)."
+    f.__doc__ = (f"The Array API's ``{name}``: ``x.{name}(axis)`` (collective), a 0-d array "
+                 "for a reduction over everything, ``keepdims`` a view of the result.")
     return f
 
 
@@ -219,22 +303,83 @@ sum = _reduction("sum")          # noqa: A001
 prod = _reduction("prod")
 max = _reduction("max")          # noqa: A001
 min = _reduction("min")          # noqa: A001
-mean = _reduction("mean")
 any = _reduction("any")          # noqa: A001
 all = _reduction("all")          # noqa: A001
+_mean = _reduction("mean")
 
-from .numpy_api import (argmax, argmin, argsort, broadcast_to, concat,  # noqa: E402,F401
-                        cumulative_prod,
-                        cumulative_sum, expand_dims, flip, matmul, matrix_transpose, nonzero, permute_dims, roll, sort,
-                        reshape, searchsorted, squeeze, stack, std, take, tril, triu,
-                        unique_all, unique_counts, unique_inverse, unique_values, var, where)
+
+def mean(x, /, *, axis=None, keepdims=False):
+    """The mean over ``axis``: ``x.mean(axis)``; NaN where the reduced dims
+    hold no value (the standard's rule; ``x.mean`` itself refuses that)."""
+    axes = _reduced_axes(x, axis)
+    if x.ndim and builtins.all(x.shape[a] for a in axes):
+        return _mean(x, axis=axis, keepdims=keepdims)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return divide(sum(x, axis=axis, keepdims=keepdims), 0.0) if x.ndim else \
+            _mean(x, axis=axis, keepdims=keepdims)
+
+
+def _statistic(name):
+    def f(x, /, *, axis=None, correction=0.0, keepdims=False):
+        axes = _reduced_axes(x, axis)
+        out = getattr(_api, name)(x, axis=axis, correction=correction)
+        out = _as_array(x, out)
+        return _kept(out, x.ndim, axes) if keepdims else out
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"The Array API's ``{name}``: ``xdap.{name}`` with ``keepdims``."
+    return f
+
+
+var = _statistic("var")
+std = _statistic("std")
+
+
+def _searching(name):
+    def f(x, /, *, axis=None, keepdims=False):
+        out = _as_array(x, getattr(_api, name)(x, axis=axis))
+        return _kept(out, x.ndim, _reduced_axes(x, axis)) if keepdims else out
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"The Array API's ``{name}``: ``xdap.{name}`` as an array, with ``keepdims``."
+    return f
+
+
+argmax = _searching("argmax")
+argmin = _searching("argmin")
+
+
+def count_nonzero(x, /, *, axis=None, keepdims=False):
+    """How many elements are nonzero (``xdap.count_nonzero``), as an array."""
+    out = _as_array(x, _manip.count_nonzero(x, axis=axis))
+    return _kept(out, x.ndim, _reduced_axes(x, axis)) if keepdims else out
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    """``xdap.vecdot``, a 0-d array where it sums everything."""
+    return _as_array(x1, _manip.vecdot(x1, x2, axis=axis))
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """A DistArray of a DLPack-exporting array (NumPy's ``from_dlpack``,
+    then ``asarray``: the same data on every rank)."""
+    _check_device(device)
+    return asarray(np.from_dlpack(x), copy=copy)
+
+
+from .numpy_api import (argsort, broadcast_to, concat, cumulative_prod,  # noqa: E402,F401
+                        cumulative_sum, expand_dims, flip, matmul, matrix_transpose, nonzero,
+                        permute_dims, roll, sort, reshape, searchsorted, squeeze, stack, take,
+                        tril, triu, unique_all, unique_counts, unique_inverse, unique_values,
+                        where)
+from .manipulation import (broadcast_arrays, diff, imag, meshgrid, moveaxis,  # noqa: E402,F401
+                           real, repeat, take_along_axis, tensordot, tile, unstack)
 
 
 class _Info:
     """``__array_namespace_info__()``: one device, the CPU."""
 
     def capabilities(self):
-        return {"boolean indexing": True, "data-dependent shapes": True}
+        return {"boolean indexing": True, "data-dependent shapes": True,
+                "max dimensions": None}
 
     def default_device(self):
         return "cpu"
@@ -273,6 +418,27 @@ def _to_device(self, device, /, *, stream=None):
     return self
 
 
+def _dlpack(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """DLPack export of an array every rank holds whole (0-d, replicated,
+    or on one rank): its values, zero-copy.  A distributed array's data is
+    on many ranks -- one rank's part is ``a.local_numpy()``.  Decided from
+    the distribution alone (no MPI call)."""
+    if not builtins.all(m.whole for m in self.distribution.maps) or \
+            self.parts.info.ragged or self.parts.info.optional or self.parts.info.boxed:
+        raise BufferError(f"__dlpack__: {self!r} is distributed (or not plain fixed data); "
+                          "export each rank's part, a.local_numpy(), or a.to_numpy()")
+    kw = {} if max_version is None else {"max_version": max_version}
+    if copy is not None:
+        kw["copy"] = copy
+    return self.parts.values.__dlpack__(stream=stream, dl_device=dl_device, **kw)
+
+
+def _dlpack_device(self, /):
+    return (1, 0)                       # kDLCPU, device 0
+
+
 _array.DistArray.__array_namespace__ = _array_namespace
+_array.DistArray.__dlpack__ = _dlpack
+_array.DistArray.__dlpack_device__ = _dlpack_device
 _array.DistArray.device = property(lambda self: "cpu", doc="Always the CPU.")
 _array.DistArray.to_device = _to_device

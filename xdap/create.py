@@ -185,8 +185,10 @@ def from_local(local, dist="b", axis=0, comm=None, *, indices=None, size=None, o
 def _allocate(shape, d, type, fill):
     """This rank's part of ``d`` of element type ``type``, filled with
     ``fill`` (None: uninitialised; for ``?T`` data: missing)."""
+    # a 0-d array's type is its element's, which type_info (made for
+    # distributed types) reads with a dim in front
     info = type_info(type if " * " in str(type) else " * ".join(
-        [str(n) for n in d.local_shape] + [str(type)]))
+        [str(n) for n in d.local_shape or (1,)] + [str(type)]))
     if info.ragged:
         nrows = d.local_shape[0]
         offsets = (np.array([0, nrows], np.int32),) + tuple(

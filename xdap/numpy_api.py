@@ -23,8 +23,9 @@ from .agreement import agreement, debug
 from .arraylike import is_distributed
 from .distribution import Distribution
 from .maps import BlockMap
-from .dtypes import is_integer
+from .dtypes import dtype_from_numpy, is_integer
 from .parts import Parts
+from .types import type_info
 
 __all__ = ["sort", "argsort", "unique_values", "cumulative_sum", "cumulative_prod", "broadcast_to",
            "unique_counts", "unique_inverse", "unique_all", "tril", "triu", "argmax", "argmin",
@@ -102,7 +103,7 @@ def _like(x, made):
 
 
 def _wrap(x, d, values):
-    values = np.ascontiguousarray(values)
+    values = np.asarray(values, order="C")
     return x.__xdap_wrap__(d, Parts.of_array(values), False, True)
 
 
@@ -842,10 +843,13 @@ def squeeze(x, /, axis):
 
 
 def _scalar_array(x, value):
-    """A 0-d DistArray (its one value on every rank) like ``x``."""
-    v = np.ascontiguousarray(np.asarray(value, x.parts.values.dtype))
-    return x.__xdap_wrap__(Distribution((), x.comm), Parts(x.parts.info.with_shape(()), v),
-                           False, True)
+    """A 0-d DistArray (its one value on every rank) like ``x``, of the
+    value's NumPy dtype (``x``'s for a Python scalar)."""
+    dt = value.dtype if isinstance(value, (np.ndarray, np.generic)) else x.parts.values.dtype
+    v = np.asarray(value, dt, order="C")         # ascontiguousarray would make it 1-d
+    info = x.parts.info.with_shape(()) if dt == x.parts.values.dtype else \
+        type_info("1 * " + dtype_from_numpy(dt)).with_shape(())
+    return x.__xdap_wrap__(Distribution((), x.comm), Parts(info, v), False, True)
 
 
 def concat(arrays, /, *, axis=0):
@@ -878,7 +882,6 @@ def concat(arrays, /, *, axis=0):
     if any(a.comm is not first.comm and a.comm != first.comm for a in arrays):
         raise ValueError("concat: the arrays live on different communicators")
     dtype = np.result_type(*[a.dtype for a in arrays])
-    from .dtypes import dtype_from_numpy
     shape = list(shapes[0])
     shape[axis] = sum(s[axis] for s in shapes)
     from .create import empty
