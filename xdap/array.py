@@ -260,11 +260,9 @@ class DistArray:
         NumPy's ufuncs run as xdap's kernels on every rank (collective, the
         same dispatch, promotion and errors as ``xdap.kernels``)."""
         kernel = (_UFUNCS or _ufuncs()).get(ufunc)
-        if kernel is not None and method == "__call__" and not kwargs:
-            if out is None:
-                return kernel(*inputs)
-            if len(out) == 1:           # NumPy passes out= as a tuple
-                return kernel(*inputs, out=out[0])
+        if kernel is not None and method == "__call__" and not kwargs and \
+                (out is None or len(out) == 1):   # NumPy passes out= as a tuple
+            return _library_or_numpy(kernel, ufunc, inputs, None if out is None else out[0])
         name = None if kernel is None else kernel.__name__
         if kernel is None and method == "__call__" and not kwargs and \
                 (out is None or len(out) == 1):
@@ -882,14 +880,37 @@ def _binary(refs, self, other, name, reflected):
         if same is None:
             _SAME_TYPE[key] = type(result) is DistArray and result.parts.info == self.parts.info
         return result
-    return k(*args)
+    try:
+        return k(*args)
+    except TypeError as e:
+        return _numpy_instead(e, getattr(np, name), args, None)
 
 
 def _in_place(self, other, name):
     if type(other) is not DistArray and not isinstance(other, (numbers.Number, np.ndarray)):
         return NotImplemented
-    (_KERNELS.get(name) or _kernel_fn(name))(self, other, out=self)
+    _library_or_numpy(_KERNELS.get(name) or _kernel_fn(name), getattr(np, name), (self, other),
+                      self)
     return self
+
+
+def _library_or_numpy(kernel, ufunc, inputs, out=None):
+    """The library's kernel; where it has none for these numeric types
+    (``log1p`` of complex numbers), NumPy's loop on every rank's values
+    (``numpy_ufunc``: local work as well)."""
+    try:
+        return kernel(*inputs) if out is None else kernel(*inputs, out=out)
+    except TypeError as e:
+        return _numpy_instead(e, ufunc, inputs, out)
+
+
+def _numpy_instead(error, ufunc, inputs, out):
+    from .kernels.apply import NoKernelForTypes
+    if not isinstance(error, NoKernelForTypes) or not all(
+            a.parts.info.numeric and not a.parts.info.boxed for a in inputs if type(a) is DistArray):
+        raise error
+    from .numpy_api import numpy_ufunc
+    return numpy_ufunc(ufunc, inputs, out)
 
 
 _UFUNCS: dict = {}

@@ -280,43 +280,57 @@ def _kept(out, ndim, axes):
     return out[tuple(None if j in axes else slice(None) for j in range(ndim))]
 
 
-def _reduction(name):
-    def f(x, /, *, axis=None, keepdims=False, **kw):
-        if "dtype" in kw:
-            dtype = kw.pop("dtype")
-            if dtype is not None and np.dtype(dtype) != x.dtype:
-                x = astype(x, dtype)
-        axes = _reduced_axes(x, axis)
-        if not axes and x.ndim:             # nothing reduced: the values, as the reduction types them
-            out = x if name not in ("sum", "prod") else \
-                astype(x, getattr(np, name)(np.zeros(1, x.dtype)).dtype)
-            return out.copy() if out is x else out
-        out = _as_array(x, getattr(x, name)(axis=None if len(axes) == x.ndim else axes, **kw))
-        return _kept(out, x.ndim, axes) if keepdims else out
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = (f"The Array API's ``{name}``: ``x.{name}(axis)`` (collective), a 0-d array "
-                 "for a reduction over everything, ``keepdims`` a view of the result.")
-    return f
+def _reduce(name, x, axis, keepdims, dtype=None):
+    """``x.<name>(axis)`` as the standard has it: ``dtype`` converts first, a
+    0-d array for a reduction over everything, ``keepdims`` a view of the
+    result, an empty tuple of axes reduces nothing."""
+    if dtype is not None and np.dtype(dtype) != x.dtype:
+        x = astype(x, dtype)
+    axes = _reduced_axes(x, axis)
+    if not axes and x.ndim:             # nothing reduced: the values, typed as the reduction types them
+        dt = getattr(np, name)(np.zeros(1, x.dtype)).dtype if name in ("sum", "prod") else x.dtype
+        return astype(x, dt)
+    out = _as_array(x, getattr(x, name)(axis=None if len(axes) == x.ndim else axes))
+    return _kept(out, x.ndim, axes) if keepdims else out
 
 
-sum = _reduction("sum")          # noqa: A001
-prod = _reduction("prod")
-max = _reduction("max")          # noqa: A001
-min = _reduction("min")          # noqa: A001
-any = _reduction("any")          # noqa: A001
-all = _reduction("all")          # noqa: A001
-_mean = _reduction("mean")
+def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # noqa: A001 -- the standard's names
+    """The sum over ``axis`` (collective; see ``DistArray.sum``)."""
+    return _reduce("sum", x, axis, keepdims, dtype)
+
+
+def prod(x, /, *, axis=None, dtype=None, keepdims=False):
+    """The product over ``axis`` (collective)."""
+    return _reduce("prod", x, axis, keepdims, dtype)
+
+
+def max(x, /, *, axis=None, keepdims=False):  # noqa: A001
+    """The largest value over ``axis`` (collective)."""
+    return _reduce("max", x, axis, keepdims)
+
+
+def min(x, /, *, axis=None, keepdims=False):  # noqa: A001
+    """The smallest value over ``axis`` (collective)."""
+    return _reduce("min", x, axis, keepdims)
+
+
+def any(x, /, *, axis=None, keepdims=False):  # noqa: A001
+    """Whether any value over ``axis`` is true (collective)."""
+    return _reduce("any", x, axis, keepdims)
+
+
+def all(x, /, *, axis=None, keepdims=False):  # noqa: A001
+    """Whether every value over ``axis`` is true (collective)."""
+    return _reduce("all", x, axis, keepdims)
 
 
 def mean(x, /, *, axis=None, keepdims=False):
     """The mean over ``axis``: ``x.mean(axis)``; NaN where the reduced dims
     hold no value (the standard's rule; ``x.mean`` itself refuses that)."""
     axes = _reduced_axes(x, axis)
-    if x.ndim and builtins.all(x.shape[a] for a in axes):
-        return _mean(x, axis=axis, keepdims=keepdims)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return divide(sum(x, axis=axis, keepdims=keepdims), 0.0) if x.ndim else \
-            _mean(x, axis=axis, keepdims=keepdims)
+    if not x.ndim or builtins.all(x.shape[a] for a in axes):
+        return _reduce("mean", x, axis, keepdims)
+    return divide(sum(x, axis=axis, keepdims=keepdims), 0.0)
 
 
 def _statistic(name):
@@ -358,6 +372,14 @@ def vecdot(x1, x2, /, *, axis=-1):
     return _as_array(x1, _manip.vecdot(x1, x2, axis=axis))
 
 
+def searchsorted(x1, x2, /, *, side="left", sorter=None):
+    """``xdap.searchsorted``; with ``sorter`` (the indices that sort ``x1``),
+    of ``take(x1, sorter)``."""
+    if sorter is not None:
+        x1 = take(x1, sorter)
+    return _api.searchsorted(x1, x2, side=side)
+
+
 def from_dlpack(x, /, *, device=None, copy=None):
     """A DistArray of a DLPack-exporting array (NumPy's ``from_dlpack``,
     then ``asarray``: the same data on every rank)."""
@@ -367,7 +389,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
 from .numpy_api import (argsort, broadcast_to, concat, cumulative_prod,  # noqa: E402,F401
                         cumulative_sum, expand_dims, flip, matmul, matrix_transpose, nonzero,
-                        permute_dims, roll, sort, reshape, searchsorted, squeeze, stack, take,
+                        permute_dims, roll, sort, reshape, squeeze, stack, take,
                         tril, triu, unique_all, unique_counts, unique_inverse, unique_values,
                         where)
 from .manipulation import (broadcast_arrays, diff, imag, meshgrid, moveaxis,  # noqa: E402,F401

@@ -301,7 +301,11 @@ def vecdot(x1, x2, /, *, axis=-1):
                          f"one size (shapes {x1.shape} and {np.shape(x2)})")
     if np.dtype(x1.dtype).kind == "c":
         x1 = np.conjugate(x1)
-    return (x1 * x2).sum(axis=axis)
+    products = x1 * x2
+    total = products.sum(axis=axis)               # sum widens small ints; vecdot does not
+    if is_distributed(total):
+        return total if total.dtype == products.dtype else total.astype(products.parts.info.leaf)
+    return total.astype(products.dtype)
 
 
 def tensordot(x1, x2, /, *, axes=2):

@@ -16,6 +16,8 @@ values; other types are one clear TypeError.
 """
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 
 from . import create
@@ -32,6 +34,13 @@ __all__ = ["sort", "argsort", "unique_values", "cumulative_sum", "cumulative_pro
            "nonzero", "where", "clip", "var", "std", "matmul", "take", "permute_dims",
            "matrix_transpose", "flip", "expand_dims", "squeeze", "concat", "stack", "roll",
            "numpy_ufunc", "reshape", "searchsorted"]
+
+
+# The Array API's (and NumPy's) result tuples: fields by name or position.
+UniqueAllResult = collections.namedtuple("UniqueAllResult",
+                                         "values indices inverse_indices counts")
+UniqueCountsResult = collections.namedtuple("UniqueCountsResult", "values counts")
+UniqueInverseResult = collections.namedtuple("UniqueInverseResult", "values inverse_indices")
 
 
 def _numeric(name, x):
@@ -173,7 +182,7 @@ def unique_inverse(x, /):
     ([1, 3], [1, 0, 1])
     """
     values = unique_values(x)
-    return values, searchsorted(values, x)
+    return UniqueInverseResult(values, searchsorted(values, x))
 
 
 def unique_counts(x, /):
@@ -192,7 +201,8 @@ def unique_counts(x, /):
     _numeric("unique_counts", x)
     from .movement.sort import unique_parts
     d, values, counts = unique_parts(x.distribution, x.parts, counts=True)
-    return (x.__xdap_wrap__(d, values, False, True), x.__xdap_wrap__(d, counts, False, True))
+    return UniqueCountsResult(x.__xdap_wrap__(d, values, False, True),
+                              x.__xdap_wrap__(d, counts, False, True))
 
 
 def unique_all(x, /):
@@ -230,7 +240,7 @@ def _unique_all(x):
     block = np.full(values.parts.values.shape, np.iinfo(np.int64).max, np.int64)
     first = values.__xdap_wrap__(values.distribution, Parts.of_array(block), False, True)
     Scatter(values, where).reverse(np.asarray(flat, np.int64), into=first, mode="min")
-    return values, first, inverse, counts
+    return UniqueAllResult(values, first, inverse, counts)
 
 
 def _sorted(x, axis, descending, want_indices):
@@ -818,7 +828,7 @@ def flip(x, /, *, axis=None):
     return x[tuple(key)]
 
 
-def expand_dims(x, /, *, axis=0):
+def expand_dims(x, /, axis=0):
     """A dim of size 1 inserted at ``axis`` (undistributed; no data moves)."""
     _fixed("expand_dims", x)
     n = x.ndim + 1
@@ -990,7 +1000,7 @@ def numpy_ufunc(ufunc, inputs, out=None):
             out.parts.validity[...] = validity
         return out
     from .dtypes import dtype_from_numpy
-    result = np.ascontiguousarray(result)
+    result = np.asarray(result, order="C")     # ascontiguousarray makes a 0-d result 1-d
     leaf = ("?" if validity is not None else "") + dtype_from_numpy(result.dtype)
     if p0.info.ragged:
         info = p0.info.with_leaf(leaf)

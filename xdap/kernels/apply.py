@@ -570,6 +570,12 @@ def _dtype(x):
     return _leaf(x).lstrip("?")
 
 
+class NoKernelForTypes(TypeError):
+    """The library has no kernel for these operand types, nor for any type
+    they promote to (the DistArray surface then runs NumPy's loop, where
+    NumPy has one)."""
+
+
 def _promoted(f, func, xs, out, err):
     """Retry with the operands converted as NumPy would: first to their
     smallest common dtype that holds every value exactly (int16 + float32
@@ -589,7 +595,7 @@ def _promoted(f, func, xs, out, err):
             continue
         return f(*[_cast(x, cand) if d != cand else x for x, d in zip(xs, dtypes)], out=out)
     name = getattr(f, "name", "kernel")
-    raise TypeError(f"no kernel for {', '.join(dtypes)} in {name}: {name} is not defined for "
+    raise NoKernelForTypes(f"no kernel for {', '.join(dtypes)} in {name}: {name} is not defined for "
                     f"{'these dtypes' if len(set(dtypes)) > 1 else dtypes[0]} (NumPy refuses "
                     "it too, or xdap's library has no such kernel); convert explicitly with "
                     "a.astype(...)") from None
