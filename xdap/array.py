@@ -418,6 +418,7 @@ class DistArray:
         """
         if isinstance(key, str):
             return self.field(key)
+        key = _zero_d_as_int(key)
         from .movement.index import basic_index, is_basic_key, mask_index
         if is_basic_key(key):
             out = basic_index(self.distribution, self.parts, key)
@@ -442,6 +443,9 @@ class DistArray:
         if _integer_index(key):
             from .numpy_api import take
             return take(self, key, axis=0)
+        if isinstance(key, tuple) and any(_integer_index(k) for k in key):
+            from .numpy_api import take_points
+            return take_points(self, key)
         from .movement.gather import read_element
         return read_element(self.distribution, self.parts, key)
 
@@ -450,7 +454,8 @@ class DistArray:
         on fixed, non-optional arrays; ``value`` a scalar, a NumPy array
         (the same on every rank; broadcast as NumPy does) -- local work, no
         MPI call -- or a DistArray of the selection's shape (moved to it
-        first: collective).  See ``xdap.movement.index.assign``.
+        first: collective).  See ``xdap.movement.index.assign``.  A boolean
+        mask of the array's shape with one value: ``assign_where`` (local).
 
         >>> import numpy as np, xdap
         >>> from mpi4py import MPI
@@ -462,6 +467,10 @@ class DistArray:
         from .movement.index import assign, is_basic_key
         if isinstance(key, str):
             raise TypeError("a['field'] = v: assign into a['field'][...] instead")
+        if (isinstance(key, DistArray) and key.dtype == np.bool_) or \
+                (isinstance(key, np.ndarray) and key.dtype == bool):
+            from .numpy_api import assign_where
+            return assign_where(self, key, value)
         if not is_basic_key(key):
             raise TypeError(f"a[key] = v: basic keys only (ints, slices, ..., None), got "
                             f"{type(key).__name__}")
@@ -814,6 +823,15 @@ class DistArray:
         from .pictures import plot
         return plot(self, ax, points=points, polygons=polygons, outline=outline,
                     max_cells=max_cells, title=title)
+
+
+def _zero_d_as_int(key):
+    """0-d integer DistArrays in a key are the ints they hold (every rank
+    holds a 0-d array's value: no MPI call)."""
+    def plain(k):
+        return k.item() if type(k) is DistArray and not k.distribution.maps and \
+            is_integer(k.parts.info.dtype) and k.parts.validity is None else k
+    return tuple(plain(k) for k in key) if isinstance(key, tuple) else plain(key)
 
 
 def _integer_index(key) -> bool:

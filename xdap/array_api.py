@@ -287,10 +287,15 @@ def _reduce(name, x, axis, keepdims, dtype=None):
     if dtype is not None and np.dtype(dtype) != x.dtype:
         x = astype(x, dtype)
     axes = _reduced_axes(x, axis)
-    if not axes and x.ndim:             # nothing reduced: the values, typed as the reduction types them
-        dt = getattr(np, name)(np.zeros(1, x.dtype)).dtype if name in ("sum", "prod") else x.dtype
-        return astype(x, dt)
+    # the result's dtype: the one asked for, NumPy's (sum, prod), or the input's
+    # (mean of float32 is float32; xdap's mean computes in float64)
+    dt = np.dtype(dtype) if dtype is not None else getattr(np, name)(
+        np.zeros(1, x.dtype)).dtype if name in ("sum", "prod", "mean") else None
+    if not axes and x.ndim:             # nothing reduced: the values, so typed
+        return astype(x, dt or x.dtype)
     out = _as_array(x, getattr(x, name)(axis=None if len(axes) == x.ndim else axes))
+    if dt is not None and out.dtype != dt:
+        out = astype(out, dt)
     return _kept(out, x.ndim, axes) if keepdims else out
 
 
@@ -336,8 +341,9 @@ def mean(x, /, *, axis=None, keepdims=False):
 def _statistic(name):
     def f(x, /, *, axis=None, correction=0.0, keepdims=False):
         axes = _reduced_axes(x, axis)
-        out = getattr(_api, name)(x, axis=axis, correction=correction)
-        out = _as_array(x, out)
+        out = _as_array(x, getattr(_api, name)(x, axis=axis, correction=correction))
+        if x.dtype.kind in "fc" and out.dtype != np.empty(0, x.dtype).real.dtype:
+            out = astype(out, np.empty(0, x.dtype).real.dtype)   # float32 stays float32
         return _kept(out, x.ndim, axes) if keepdims else out
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"The Array API's ``{name}``: ``xdap.{name}`` with ``keepdims``."
@@ -382,8 +388,11 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
 
 def from_dlpack(x, /, *, device=None, copy=None):
     """A DistArray of a DLPack-exporting array (NumPy's ``from_dlpack``,
-    then ``asarray``: the same data on every rank)."""
+    then ``asarray``: the same data on every rank; a copy); a DistArray is
+    returned as it is (``copy=True``: a copy)."""
     _check_device(device)
+    if isinstance(x, _array.DistArray):          # one of ours: itself, or a copy
+        return x.copy() if copy else x
     return asarray(np.from_dlpack(x), copy=copy)
 
 

@@ -313,5 +313,8 @@ def arange(start, stop=None, step=1, type="int64", dist=None, grid=None, comm=No
         start, stop = 0, start
     if not step:
         raise ValueError("arange: step must not be 0")
-    n = max(0, -(-(stop - start) // step))
+    if all(isinstance(v, (int, np.integer)) for v in (start, stop, step)):
+        n = max(0, -(-(stop - start) // step))
+    else:                                        # NumPy's length for float bounds
+        n = max(0, int(np.ceil((stop - start) / step)))
     return from_function(lambda i: start + i * step, (n,), type, dist, grid, comm, **per_dim)

@@ -109,6 +109,8 @@ def repeat(x, repeats, /, *, axis=None):
         x, axis = reshape(x, (-1,)), 0
     axis = _axis("repeat", x, axis)
     n = x.distribution.global_shape[axis]
+    if is_distributed(repeats) and repeats.ndim == 1 and repeats.shape[0] == 1 != n:
+        repeats = repeats.to_numpy()            # one count for every element
     if is_distributed(repeats):
         if repeats.ndim != 1 or not is_integer(repeats.parts.info.dtype) or \
                 repeats.parts.info.optional:

@@ -33,7 +33,7 @@ __all__ = ["sort", "argsort", "unique_values", "cumulative_sum", "cumulative_pro
            "unique_counts", "unique_inverse", "unique_all", "tril", "triu", "argmax", "argmin",
            "nonzero", "where", "clip", "var", "std", "matmul", "take", "permute_dims",
            "matrix_transpose", "flip", "expand_dims", "squeeze", "concat", "stack", "roll",
-           "numpy_ufunc", "reshape", "searchsorted"]
+           "numpy_ufunc", "reshape", "searchsorted", "take_points", "assign_where"]
 
 
 # The Array API's (and NumPy's) result tuples: fields by name or position.
@@ -58,7 +58,8 @@ def _axis(name, x, axis):
         raise ValueError(f"{name}: a 0-d array has no axis")
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or \
             not -d.ndim <= axis < d.ndim:
-        raise ValueError(f"{name}: axis {axis!r} is out of range for a {d.ndim}-d array")
+        raise np.exceptions.AxisError(f"{name}: axis {axis!r} is out of range for a "
+                                      f"{d.ndim}-d array")   # a ValueError and an IndexError
     return int(axis) % d.ndim
 
 
@@ -182,7 +183,9 @@ def unique_inverse(x, /):
     ([1, 3], [1, 0, 1])
     """
     values = unique_values(x)
-    return UniqueInverseResult(values, searchsorted(values, x))
+    inverse = searchsorted(values, x)
+    return UniqueInverseResult(values, inverse if is_distributed(inverse)
+                               else _scalar_array(x, np.int64(inverse)))
 
 
 def unique_counts(x, /):
@@ -410,6 +413,8 @@ def broadcast_to(x, /, shape):
             raise ValueError(f"broadcast_to: the shape {x.shape} cannot be broadcast to {shape}")
     if x.shape == shape:
         return x
+    if 0 in shape:                      # nothing to fill
+        return _like(x, create.zeros(shape, type=x.parts.info.leaf, comm=x.comm))
     if x.ndim == 0:
         return _like(x, create.full(shape, x.item(), type=x.parts.info.leaf, comm=x.comm))
     try:
@@ -586,8 +591,9 @@ def take(x, indices, /, *, axis=0):
         info = indices.parts.info
         if indices.ndim != 1 or info.ragged or info.optional or not is_integer(info.dtype):
             raise TypeError(f"take: indices must be a 1-D integer DistArray, not {info.type_string()}")
-        if axis != 0:
-            raise ValueError("take: DistArray indices index the first axis")
+        if axis != 0 or x.ndim == 0:
+            # along another axis every rank needs every index: gathered (O(len) a rank)
+            return take(x, indices.to_numpy(), axis=axis)
         rows = take_rows_at(d, p, indices.parts.values)
         nd = indices.distribution.with_trailing(d.global_shape[1:])
         return x.__xdap_wrap__(nd, rows, False, True)
@@ -613,6 +619,81 @@ def take(x, indices, /, *, axis=0):
     nd = make_distribution(shape, ("b",) + ("n",) * (len(shape) - 1), comm=x.comm)
     lo, hi = nd.maps[0].owned_range(nd.coords[0])
     return x.__xdap_wrap__(nd, take_rows_at(d, p, idx[lo:hi]), False, True)
+
+
+def take_points(x, key):
+    """``x[(i0, i1, ...)]`` with one int or integer array per dim (the
+    Array API's integer-array indexing): the elements at the points the
+    keys give, broadcast together -- an array of their broadcast shape.
+    Each point's flat C-order position is computed where its keys live
+    (NumPy keys on every rank; DistArray keys elementwise, local), then
+    ``take`` reads them from the flattened ``x``: one ``Scatter``, and one
+    exchange to flatten ``x`` unless its rows are in blocks.  An index out
+    of range along any dim is one ValueError on every rank.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(12).reshape(3, 4), comm=MPI.COMM_SELF)
+    >>> a[[2, 0], 1].to_numpy().tolist()
+    [9, 1]
+    """
+    _numeric("a[index arrays]", x)
+    if len(key) != x.ndim or not all(
+            isinstance(k, (int, np.integer)) and not isinstance(k, bool) or
+            (is_distributed(k) and is_integer(k.parts.info.dtype) and not k.parts.info.ragged
+             and not k.parts.info.optional) or
+            (not is_distributed(k) and np.asarray(k).dtype.kind in "iu") for k in key):
+        raise IndexError(f"a[index arrays]: one int or integer array per dim of the {x.ndim}-d "
+                         f"array, got {key!r}")
+    shape = x.distribution.global_shape
+    stride = int(np.prod(shape, dtype=np.int64))
+    flat = 0
+    bad = False
+    with agreement(x.comm, "a[index arrays]") as ag:
+        ag.same("the NumPy keys", [None if is_distributed(k) else np.asarray(k).tolist()
+                                   for k in key])
+        for k, n in zip(key, shape):
+            stride //= n
+            mine = k.parts.values if is_distributed(k) else np.asarray(k)
+            bad = bad or bool(np.any((mine < -n) | (mine >= n)))
+            if is_distributed(k):
+                k = where(k < 0, k + n, k).astype("int64")
+            else:
+                k = np.where(np.asarray(k) < 0, np.asarray(k) + n, k).astype(np.int64)
+            flat = flat + k * stride
+        if bad:
+            raise ValueError(f"a[index arrays]: an index is out of range for the shape {shape}")
+    if is_distributed(flat):
+        points = reshape(flat, (-1,))
+        out_shape = flat.shape
+    else:
+        points, out_shape = np.asarray(flat).reshape(-1), np.shape(flat)
+    return reshape(take(reshape(x, (-1,)), points), out_shape)
+
+
+def assign_where(x, mask, value):
+    """``x[mask] = value``: one value (a scalar or a 0-d array) written
+    where the boolean ``mask`` (a DistArray of ``x``'s distribution, or a
+    NumPy array of its shape, the same on every rank) is true.  Local work,
+    no MPI call."""
+    _numeric("a[mask] = v", x)
+    if is_distributed(value):
+        if value.ndim:
+            raise TypeError("a[mask] = v: v must be one value (a scalar or a 0-d array)")
+        value = value.item()
+    elif np.ndim(value):
+        raise TypeError("a[mask] = v: v must be one value (a scalar or a 0-d array)")
+    if is_distributed(mask):
+        if mask.distribution != x.distribution:
+            raise ValueError("a[mask] = v: the mask is distributed otherwise than the array; "
+                             "redistribute it first")
+        local = mask.parts.values
+    else:
+        if mask.shape != x.shape:
+            raise ValueError(f"a[mask] = v: the mask has shape {mask.shape}, the array {x.shape}")
+        from .kernels.apply import _local_block
+        local = _local_block(mask, x.distribution).values
+    x.parts.values[local] = value
 
 
 # -- elementwise selection -------------------------------------------------------
@@ -664,24 +745,27 @@ def clip(x, /, min=None, max=None):  # noqa: A002 -- the standard's names
 
 # -- statistics --------------------------------------------------------------------
 def var(x, /, *, axis=None, correction=0.0):
-    """The variance over ``axis`` (None: all) with ``correction`` degrees of
-    freedom removed (NumPy's ``ddof``): the mean of the squared deviations
-    from the mean (two passes: mean, then deviations -- stabler than the
-    sum of squares).  A NumPy float on every rank for ``axis=None``, else a
-    DistArray of the other dims.  Collective (its reductions)."""
+    """The variance over ``axis`` (None: all; an int or a tuple) with
+    ``correction`` degrees of freedom removed (NumPy's ``ddof``): the mean
+    of the squared deviations from the mean (two passes: mean, then
+    deviations -- stabler than the sum of squares).  A NumPy float on every
+    rank when every axis is reduced, else a DistArray of the other dims.
+    Collective (its reductions)."""
     _numeric("var", x)
-    if axis is None:
-        n = x.size
-        mean = x.mean()
-        dev = x - mean
-        s = (dev * dev).sum()
-        return np.float64(s / (n - correction)) if n - correction > 0 else np.float64(np.nan)
-    axis = _axis("var", x, axis)
-    n = x.distribution.global_shape[axis]
-    mean = x.mean(axis=axis)
-    key = (slice(None),) * axis + (None,)
-    dev = x - mean[key]
-    return (dev * dev).sum(axis=axis) / (n - correction)
+    axes = tuple(range(x.ndim)) if axis is None else tuple(sorted(
+        {_axis("var", x, a) for a in (axis if isinstance(axis, tuple) else (axis,))}))
+    n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if not axes and x.ndim:             # nothing reduced: every deviation is 0
+            zeros = np.zeros(x.parts.values.shape, np.result_type(x.dtype, np.float16))
+            return _wrap(x, x.distribution, zeros / np.float64(1 - correction))
+        if len(axes) == x.ndim:
+            dev = x - x.mean()
+            s = (dev * dev).sum()
+            return np.float64(s / (n - correction)) if n - correction > 0 else np.float64(np.nan)
+        mean = x.mean(axis=axes if len(axes) > 1 else axes[0])
+        dev = x - mean[tuple(None if j in axes else slice(None) for j in range(x.ndim))]
+        return (dev * dev).sum(axis=axes if len(axes) > 1 else axes[0]) / (n - correction)
 
 
 def std(x, /, *, axis=None, correction=0.0):
@@ -797,7 +881,7 @@ def permute_dims(x, /, axes):
                          f"{d.ndim} dims")
     nd = Distribution([d.maps[a] for a in axes], x.comm,
                       d.rank_coords[:, list(axes)] if axes else None)
-    values = np.ascontiguousarray(np.transpose(p.values, axes))
+    values = np.asarray(np.transpose(p.values, axes), order="C")
     validity = None
     if p.validity is not None:
         from .bitmaps import pack_validity
@@ -833,7 +917,7 @@ def expand_dims(x, /, axis=0):
     _fixed("expand_dims", x)
     n = x.ndim + 1
     if isinstance(axis, bool) or not -n <= axis < n:
-        raise ValueError(f"expand_dims: axis {axis!r} is out of range for {n} dims")
+        raise np.exceptions.AxisError(f"expand_dims: axis {axis!r} is out of range for {n} dims")
     axis %= n
     return x[(slice(None),) * axis + (None,)]
 
@@ -880,6 +964,8 @@ def concat(arrays, /, *, axis=0):
         raise ValueError("concat: needs at least one array")
     for a in arrays:
         _numeric("concat", a)
+    if axis is None:                    # the standard's: the arrays flattened first
+        arrays, axis = [reshape(a, (-1,)) for a in arrays], 0
     first = arrays[0]
     nd = first.ndim
     if nd == 0:
@@ -916,14 +1002,22 @@ def stack(arrays, /, *, axis=0):
 
 def roll(x, /, shift, *, axis=None):
     """The elements shifted by ``shift`` along ``axis`` (wrapping around, as
-    ``np.roll``; ``axis=None`` for a 1-D array): local along an
+    ``np.roll``; ``axis=None``: of the flattened array; tuples of shifts and
+    axes roll one axis after another): local along an
     undistributed axis; along a distributed one the two pieces are joined
     in their new order (``concat``: one redistribution)."""
     _numeric("roll", x)
-    if axis is None:
-        if x.ndim != 1:
-            raise ValueError("roll: axis is required for an array of more than 1 dim")
-        axis = 0
+    if axis is None:                    # NumPy's: the flattened array rolled, then reshaped
+        return reshape(roll(reshape(x, (-1,)), int(np.sum(shift)), axis=0), x.shape) \
+            if x.ndim != 1 else roll(x, shift, axis=0)
+    if isinstance(shift, tuple) or isinstance(axis, tuple):
+        axes = axis if isinstance(axis, tuple) else (axis,)
+        shifts = shift if isinstance(shift, tuple) else (shift,) * len(axes)
+        if len(shifts) != len(axes):
+            raise ValueError(f"roll: {len(shifts)} shifts for {len(axes)} axes")
+        for k, a in zip(shifts, axes):
+            x = roll(x, k, axis=a)
+        return x
     axis = _axis("roll", x, axis)
     n = x.distribution.global_shape[axis]
     k = int(shift) % n if n else 0

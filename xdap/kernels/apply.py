@@ -223,7 +223,7 @@ def _stretched(a, shape):
     d = a.distribution
     maps = [m if m.size == n else BlockMap(n, 1) for m, n in zip(d.maps, shape)]
     nd = Distribution(maps, d.comm, d.rank_coords)
-    values = np.ascontiguousarray(np.broadcast_to(a.parts.values, nd.local_shape))
+    values = np.asarray(np.broadcast_to(a.parts.values, nd.local_shape), order="C")
     p = a.parts
     validity = None
     if p.validity is not None:
@@ -241,7 +241,7 @@ def _local_block(v: np.ndarray, d):
     index = tuple(np.asarray(d.global_indices(j)) if v.shape[j] != 1 else np.zeros(1, np.int64)
                   for j in range(nd))
     local = np.broadcast_to(v[np.ix_(*index)] if nd else v, d.local_shape)
-    return parts(xnd.from_buffer(np.ascontiguousarray(local))) if local.dtype != object else \
+    return parts(xnd.from_buffer(np.asarray(local, order="C"))) if local.dtype != object else \
         parts(to_container(local))
 
 
@@ -556,7 +556,7 @@ def _contiguous(x):
         # empty list (ndtypes dev3), as_container can
         return as_container(x.value, type=type_info(x).type_string())
     p = parts(x)
-    return container(Parts(p.info, np.ascontiguousarray(p.values), p.validity, p.offsets))
+    return container(Parts(p.info, np.asarray(p.values, order="C"), p.validity, p.offsets))
 
 
 def _leaf(x):

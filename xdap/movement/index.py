@@ -234,7 +234,7 @@ def _select_parts(p, nd, maps, local):
         rows = np.arange(p.nrows)[local[0]]
         return take_rows(p, rows)
     index = tuple(k for k in local if k is not None)       # new axes: by the reshape
-    values = p.values[index]
+    values = p.values[index + (Ellipsis,)]   # the trailing ... keeps a 0-d result an array (a view)
     # new axes: NumPy's None in the same places
     values = values.reshape(nd.local_shape) if values.ndim != len(maps) else values
     validity = None
