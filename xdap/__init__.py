@@ -22,6 +22,8 @@ from .numpy_api import (argmax, argmin, argsort, broadcast_to, clip, concat, cum
                         permute_dims, reshape, roll,
                         searchsorted, sort, squeeze, stack, std, take, tril, triu, unique_all,
                         unique_counts, unique_inverse, unique_values, var, where)
+from .manipulation import (broadcast_arrays, count_nonzero, diff, imag, meshgrid, moveaxis, real,
+                           repeat, take_along_axis, tensordot, tile, unstack, vecdot)
 from . import array_api  # noqa: F401 -- a.__array_namespace__() (it registers itself)
 from .array_api import empty_like, full_like, ones_like, zeros_like
 from .partitions import CartesianPartition, Partition
@@ -67,4 +69,6 @@ __all__ = ["DistArray", "Distribution", "from_global", "from_local", "empty", "z
            "nonzero", "broadcast_to", "unique_counts", "unique_inverse", "unique_all",
            "tril", "triu",
            "where", "clip", "var", "std", "matmul", "take", "permute_dims", "matrix_transpose",
-           "flip", "expand_dims", "squeeze", "concat", "stack", "roll", "reshape", "searchsorted", "Scatter", "plot", "Partition", "CartesianPartition", "print", "__version__"]
+           "flip", "expand_dims", "squeeze", "concat", "stack", "roll", "reshape", "searchsorted",
+           "broadcast_arrays", "count_nonzero", "diff", "imag", "meshgrid", "moveaxis", "real",
+           "repeat", "take_along_axis", "tensordot", "tile", "unstack", "vecdot", "Scatter", "plot", "Partition", "CartesianPartition", "print", "__version__"]
