@@ -28,6 +28,14 @@ ndtypes 0.2.0dev3
     ``tests/test_types_containers.py`` checks both. (ndtypes' own importer
     keeps reading ``D``/``F``; xdap reads NumPy arrays through its own
     buffers, never through that importer.)
+
+xnd 0.2.0dev3
+    Later xnd releases give a container its element type as ``x.dtype``
+    (``xnd([1, 2]).dtype == ndt("int64")``); xndtools' kernel-generator
+    tests -- the reference for the ``.cfg`` semantics ``xdap kernel build``
+    follows -- compare results by it. The patch adds the property (the
+    type's ``hidden_dtype``, which dev3 already computes);
+    ``tests/test_codegen_xndtools.py`` uses it.
 """
 from __future__ import annotations
 
@@ -68,6 +76,16 @@ PATCHES = {
          '            n = ndt_snprintf(ctx, buf, "x");\n'
          '            if (n < 0) return -1;\n'
          '        }\n'),
+    ],
+    "xnd": [
+        ("python/xnd/__init__.py",
+         '        return super().__new__(cls, type=type, value=value)\n',
+         '        return super().__new__(cls, type=type, value=value)\n'
+         '\n'
+         '    @property\n'
+         '    def dtype(self):\n'
+         '        """The element type (xdap: as in later xnd releases)."""\n'
+         '        return self.type.hidden_dtype\n'),
     ],
 }
 
