@@ -167,9 +167,10 @@ def test_roles_slots_and_symbols(tmp_path):
     v = c.kernels[0].variants[0]
     # inout is xndtools' "written in the caller's container": an input slot only
     assert [a.name for a in v.inputs] == ["a", "x", "y"]
-    assert [a.name for a in v.outputs] == ["return", "z"]
+    # xndtools' order: the argument outputs, then the return value
+    assert [a.name for a in v.outputs] == ["z", "return"]
     assert v.signature("...") == ("... * float64, ... * N * M * float64, ... * N * float64 -> "
-                                  "... * float64, ... * M * float64")
+                                  "... * M * float64, ... * float64")
 
 
 def test_hide_inferred_from_dimension(tmp_path):
@@ -280,18 +281,59 @@ BAD = [
         kinds = Cuda
         prototypes = double f(double x);
      """, r"\[KERNEL f\] kinds: unknown kind 'Cuda'"),
-    ("more outputs than inputs", """
-        [MODULE m]
-        [KERNEL sincos]
-        prototypes = void sincos(double x, double *s, double *c);
-        output = s, c
-     """, r"\[KERNEL sincos\] output: .* has 2 outputs but only 1 inputs; gumath 0\.2\.0dev3's gufunc crashes"),
-    ("output by value", """
+    ("initial value of an array", """
         [MODULE m]
         [KERNEL f]
-        prototypes = void f(double x, double y);
-        output = y
-     """, r"\[KERNEL f\] output: 'y' must be a pointer"),
+        prototypes = void f(int n, double *x);
+        input = x(n) = 5
+     """, r"\[KERNEL f\] input: 'x\(n\) = 5': an initial value is for scalar arguments"),
+    ("column-major 1-D array", """
+        [MODULE m]
+        [KERNEL f]
+        prototypes = void f(int n, double *x);
+        inplace = x(n)
+        fortran = x
+     """, r"\[KERNEL f\] fortran: 'x' must be an array of two or more dimensions"),
+    ("fortran names no parameter", """
+        [MODULE m]
+        [KERNEL f]
+        prototypes = void f(int n, double *x);
+        inplace = x(n, n)
+        fortran = y
+     """, r"\[KERNEL f\] fortran: 'y' is not a parameter"),
+    ("output sized by what the function sets", """
+        [MODULE m]
+        [KERNEL f]
+        prototypes = void f(int *n, double *x);
+        output = n, x(n)
+     """, r"\[KERNEL f\] output: dimension 'n' of 'x': 'n' is set by the function"),
+    ("bad arraytypes", """
+        [MODULE m]
+        [KERNEL f]
+        prototypes = double f(double x);
+        arraytypes = ragged
+     """, r"\[KERNEL f\] arraytypes: 'ragged': use symbolic"),
+    ("variable arrays of a matrix kernel", """
+        [MODULE m]
+        [KERNEL f]
+        prototypes = void f(int n, double *x);
+        inplace = x(n, n)
+        arraytypes = variable
+     """, r"\[KERNEL f\] arraytypes: variable arrays \(var \* T\) need a row-wise kernel"),
+    ("bad debug", """
+        [MODULE m]
+        [KERNEL f]
+        prototypes = double f(double x);
+        debug = maybe
+     """, r"\[KERNEL f\] debug: 'maybe' is not a boolean"),
+    ("another Fortran function", """
+        [MODULE m]
+        [KERNEL f]
+        kinds = C, Fortran
+        prototypes = void f(int n, double *x);
+        prototypes[Fortran] = void g(int n, double *x);
+        inplace = x(n, n)
+     """, r"\[KERNEL f\] prototypes\[fortran\]: a Fortran-kind function other than the C one"),
     ("two roles", """
         [MODULE m]
         [KERNEL f]
@@ -306,7 +348,8 @@ BAD = [
         input = x(n)
         output = y(k)
         hide = n = len(x)
-     """, r"\[KERNEL f\] output: dimension 'k' of output 'y' is not a dimension of any input"),
+     """, r"\[KERNEL f\] output: dimension 'k' of 'y' is neither a dimension of a passed array, "
+         r"a number, nor a scalar argument"),
     ("bad hide expression", """
         [MODULE m]
         [KERNEL f]
@@ -320,7 +363,8 @@ BAD = [
         prototypes = void f(int n, double *x);
         inplace = x(n)
         hide = n = len(x) + q
-     """, r"\[KERNEL f\] hide: 'q' in the expression for 'n' is not a scalar input"),
+     """, r"\[KERNEL f\] hide: 'q' in the expression for 'n' is not a scalar argument the kernel "
+         r"knows first"),
     ("hide with too high axis", """
         [MODULE m]
         [KERNEL f]
@@ -333,11 +377,13 @@ BAD = [
         [KERNEL f]
         prototypes = double f(double x); double g(double x);
      """, r"\[KERNEL f\] prototypes: f and g take the same input types"),
-    ("no inputs", """
+    ("initial value names a later output", """
         [MODULE m]
         [KERNEL f]
-        prototypes = double f(void);
-     """, r"\[KERNEL f\] input: double f\(void\) has no input arguments"),
+        prototypes = void f(double *a, double *b);
+        output = a = b, b
+     """, r"\[KERNEL f\] output: 'b' in the expression for 'a' is not a scalar argument the "
+         r"kernel knows first"),
     ("unreadable prototype", """
         [MODULE m]
         [KERNEL f]
@@ -392,15 +438,15 @@ BAD_SECTIONS = """
     prototypes = double sq(double x);
     [KERNEL unknown_keys]
     prototypes = double sq2(double x);
-    fortran = yes
-    debug = 1
+    fortrans = x
+    debugging = 1
     [KERNEL two_roles]
     prototypes = double dot(int n, const double *x, const double *y);
     input = x(n), y(n)
     inplace = x
-    [KERNEL by_value_output]
-    prototypes = void f(double x);
-    output = x
+    [KERNEL const_inplace]
+    prototypes = void f(const double *x);
+    inplace = x
 """
 
 
@@ -409,9 +455,9 @@ def test_a_config_builds_what_it_can_and_says_everything_at_once(tmp_path):
     assert [k.name for k in config.kernels] == ["good"]
     assert len(config.refused) == 3
     got = "\n".join(config.refused)
-    for needle in ("[KERNEL unknown_keys] debug, fortran: unknown keys",
+    for needle in ("[KERNEL unknown_keys] debugging, fortrans: unknown keys",
                    "[KERNEL two_roles] inplace: 'x' already has the role 'input'",
-                   "[KERNEL by_value_output] output: 'x' must be a pointer"):
+                   "[KERNEL const_inplace] inplace: 'x' is const in void f(const double *x)"):
         assert needle in got, got
     with pytest.raises(ConfigError, match=r"3 section\(s\) refused \(strict\)") as e:
         load_config(cfg(tmp_path, BAD_SECTIONS), strict=True)

@@ -34,8 +34,11 @@ xnd 0.2.0dev3
     (``xnd([1, 2]).dtype == ndt("int64")``); xndtools' kernel-generator
     tests -- the reference for the ``.cfg`` semantics ``xdap kernel build``
     follows -- compare results by it. The patch adds the property (the
-    type's ``hidden_dtype``, which dev3 already computes);
-    ``tests/test_codegen_xndtools.py`` uses it.
+    type's ``hidden_dtype``, which dev3 already computes). dev3's ``==``
+    on containers is identity (``xnd(6) == xnd(6)`` is False); later
+    releases compare values, and xndtools' tests do: the patch compares
+    element type and values, whatever the layout (containers stay hashable by identity, as in dev3).
+    ``tests/test_codegen_xndtools.py`` checks both.
 """
 from __future__ import annotations
 
@@ -85,7 +88,15 @@ PATCHES = {
          '    @property\n'
          '    def dtype(self):\n'
          '        """The element type (xdap: as in later xnd releases)."""\n'
-         '        return self.type.hidden_dtype\n'),
+         '        return self.type.hidden_dtype\n'
+         '\n'
+         '    def __eq__(self, other):\n'
+         '        """Same element type and values, whatever the layout (xdap)."""\n'
+         '        if not isinstance(other, Xnd):\n'
+         '            return NotImplemented\n'
+         '        return self.dtype == other.dtype and self.value == other.value\n'
+         '\n'
+         '    __hash__ = Xnd.__hash__     # containers stay hashable by identity\n'),
     ],
 }
 

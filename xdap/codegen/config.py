@@ -34,8 +34,15 @@ MODULE_KEYS = {"typemaps", "includes", "include_dirs", "sources", "libraries",
 ROLE_KEYS = {"input": "input_arguments", "inplace": "inplace_arguments",
              "inout": "inout_arguments", "output": "output_arguments",
              "hide": "hide_arguments"}
-KERNEL_KEYS = ({"prototypes", "description", "kinds", "ellipses", "dimension", "dimensions", "skip"}
-               | set(ROLE_KEYS) | set(ROLE_KEYS.values()))
+# configparser lowercases keys: xndtools' prototypes[Fortran] arrives as prototypes[fortran]
+PROTOTYPE_KEYS = ("prototypes", "prototypes[c]", "prototypes_c")
+FORTRAN_PROTOTYPE_KEYS = ("prototypes[fortran]", "prototypes_fortran")
+FORTRAN_KEYS = ("fortran", "fortran[c]", "fortran_arguments")
+FORTRAN_FORTRAN_KEYS = ("fortran[fortran]",)
+KERNEL_KEYS = ({"description", "kinds", "ellipses", "dimension", "dimensions", "skip",
+                "arraytypes", "debug"}
+               | set(PROTOTYPE_KEYS) | set(FORTRAN_PROTOTYPE_KEYS) | set(FORTRAN_KEYS)
+               | set(FORTRAN_FORTRAN_KEYS) | set(ROLE_KEYS) | set(ROLE_KEYS.values()))
 KINDS = {"xnd": "Xnd", "strided": "Strided", "c": "C", "fortran": "Fortran"}
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ELLIPSIS = re.compile(r"^(\.\.\.|var\.\.\.|none|[A-Z][A-Za-z0-9_]*\.\.\.)$")
@@ -54,15 +61,53 @@ class Arg:
     ctype: str
     dtype: str
     pointer: bool
-    role: str                 # input | inplace | output | input+output | inplace+output
-    #                           | hide | return (see ROLE_MEANING)
+    role: str                 # see ROLES
     dims: tuple = ()          # dimension names as written, e.g. ('n',) for x(n)
-    hide_expr: str | None = None
+    hide_expr: str | None = None   # the value of a hidden scalar
     const: bool = False       # a const pointer: the function promises not to write
+    default: str | None = None     # xndtools' initial value 'a = 5': the value of a
+    #                                missing item (the argument is then ?T), or of an
+    #                                output/hidden scalar before the call
+    fortran: bool = False     # the function wants the array column-major
+    strict: bool = False      # inout: the caller's array itself, never a copy
 
     @property
     def is_array(self) -> bool:
         return bool(self.dims)
+
+    @property
+    def passed(self) -> bool:
+        """True when the caller passes this argument."""
+        return self.role in PASSED
+
+    @property
+    def returned(self) -> bool:
+        return self.role in RETURNED
+
+    @property
+    def optional(self) -> bool:
+        """A passed scalar with an initial value: its slot is ``?T`` and a
+        missing item takes the value."""
+        return self.passed and self.default is not None and not self.is_array
+
+
+# xndtools' intents, as xdap names the effective role of each argument
+ROLES = {
+    "input": "read; an array is the caller's own buffer when contiguous (the function is "
+             "trusted not to write it, as in xndtools), a copy otherwise; a scalar "
+             "behind a pointer is a private copy",
+    "inplace": "written back into the caller's container (a strided view through a "
+               "contiguous copy; a missing item of a ?T argument becomes valid)",
+    "input+output": "the caller's value in, the result returned, the caller's container "
+                    "unchanged",
+    "inplace+output": "written in the caller's container and returned",
+    "output": "allocated (zero, or the initial value) and returned",
+    "hide": "a local of the kernel: its expression, its initial value or zero; a hidden "
+            "array is allocated zeroed",
+    "return": "the C return value: returned after the argument outputs",
+}
+PASSED = ("input", "inplace", "input+output", "inplace+output")
+RETURNED = ("output", "input+output", "inplace+output", "return")
 
 
 @dataclass
@@ -72,54 +117,95 @@ class Variant:
     args: list                # Args in prototype order (without the return value)
     ret: Arg | None           # the return value when it is an output
     dim_symbols: dict = field(default_factory=dict)  # dim name -> ndtypes symbol
+    arraytypes: str = "symbolic"
 
     @property
     def inputs(self):
-        """gumath input slots, in prototype order: every argument the caller
-        passes (input, inplace, and those also returned)."""
-        return [a for a in self.args if a.role in ("input", "inplace", "input+output",
-                                                    "inplace+output")]
+        """What the caller passes, in prototype order."""
+        return [a for a in self.args if a.passed]
 
     @property
     def outputs(self):
-        """gumath output slots: the return value, then the returned args."""
-        outs = [self.ret] if self.ret is not None else []
-        return outs + [a for a in self.args if a.role in ("output", "input+output",
-                                                          "inplace+output")]
+        """What the kernel returns, in xndtools' order: the argument outputs
+        in prototype order, then the C return value."""
+        return [a for a in self.args if a.returned] + ([self.ret] if self.ret is not None else [])
 
     @property
     def hidden(self):
         return [a for a in self.args if a.role == "hide"]
 
     @property
+    def optional(self) -> bool:
+        """True when some passed scalar has an initial value: the variant is
+        registered twice, for plain ``T`` and for ``?T`` data."""
+        return any(a.optional for a in self.args)
+
+    @property
+    def allocates(self) -> bool:
+        """True when gumath 0.2.0dev3 cannot hold the kernel as it is -- no
+        inputs (gumath needs one), more outputs than inputs (its gufunc
+        crashes), or an output dimension that no input array has (gumath
+        sizes outputs from input shapes alone). Then the outputs are passed
+        as inplace arguments of the registered kernel, and the module's
+        Python function allocates them (``xdap.kernels.library``)."""
+        nin, nout = len(self.inputs), len(self.outputs)
+        in_dims = {d for a in self.inputs for d in a.dims}
+        sized = all(d.isdigit() or d in in_dims for a in self.outputs for d in a.dims)
+        return nin == 0 or nout > nin or not sized
+
+    @property
+    def placeholder(self) -> bool:
+        """A kernel with nothing to pass and nothing to return (every
+        argument hidden) gets one unused ``uint8`` argument: gumath needs
+        one.  The module's Python function passes it."""
+        return not self.inputs and not self.outputs
+
+    @property
     def is_scalar(self) -> bool:
-        """True when every argument is one element (no x(n), no hide): such a
-        kernel is elementwise and gets a Strided loop."""
-        return not self.hidden and not any(a.is_array for a in self.args)
+        """True when every argument is one element and hidden values need no
+        array (no x(n), no len()): such a kernel is elementwise and gets a
+        Strided loop."""
+        if any(a.is_array for a in self.args):
+            return False
+        return not any(t[0] in ("len", "ndim") for a in self.args
+                       for e in (a.hide_expr, a.default) if e for t in check_hide_expr(e) or ())
 
     @property
     def rowwise(self) -> bool:
         """True when every array argument is 1-D over one shared dimension
         name: then a named ellipsis (xndtools' var...) also takes ragged rows,
         ``D... * var * T``, and the kernel runs once per row."""
-        dims = {a.dims for a in self.args if a.is_array}
-        return len(dims) == 1 and len(next(iter(dims))) == 1 and not next(iter(dims))[0].isdigit()
+        dims = {a.dims for a in self.args if a.is_array and a.role != "hide"}
+        if len(dims) != 1:
+            return False
+        (d,) = dims
+        return len(d) == 1 and not d[0].isdigit()
 
-    def _arg_type(self, a: Arg, prefix: str, var: bool) -> str:
+    def _arg_type(self, a: Arg, prefix: str, var: bool, optional: bool) -> str:
+        # column-major arguments have the same signature: ndtypes has no
+        # abstract column-major type, and the kernel takes each layout itself
         dims = "".join("var * " if var else f"{self.dim_symbols[d]} * " for d in a.dims)
-        return f"{prefix}{dims}{a.dtype}"
+        q = "?" if optional and a.optional else ""
+        return f"{prefix}{dims}{q}{a.dtype}"
 
-    def signature(self, ellipsis: str) -> str:
-        """The gumath signature for one ellipsis ('...', 'D...', 'X...' or '').
+    def signature(self, ellipsis: str, optional: bool = False) -> str:
+        """The gumath signature for one ellipsis ('...', 'D...', 'X...' or '');
+        ``optional``: the slots of passed scalars with an initial value are
+        ``?T``.  A variant that ``allocates`` takes its outputs as inplace
+        arguments after the inputs (``-> void``).
 
         Under a named ellipsis the core dimension of a row-wise kernel is
         ``var``: fixed data match the '...' set, ragged rows this one.
         """
         prefix = f"{ellipsis} * " if ellipsis else ""
         var = ellipsis not in ("", "...") and self.rowwise
-        ins = ", ".join(self._arg_type(a, prefix, var) for a in self.inputs)
-        outs = ", ".join(self._arg_type(a, prefix, var) for a in self.outputs) or "void"
-        return f"{ins} -> {outs}"
+        ins = [self._arg_type(a, prefix, var, optional) for a in self.inputs]
+        outs = [self._arg_type(a, prefix, var, False) for a in self.outputs]
+        if self.allocates:
+            ins, outs = ins + outs, []
+        if self.placeholder:
+            ins = [f"{prefix}uint8"]
+        return f"{', '.join(ins)} -> {', '.join(outs) or 'void'}"
 
 
 @dataclass
@@ -130,6 +216,7 @@ class KernelConfig:
     kinds: tuple
     ellipses: tuple           # translated: '...', 'D...' (for var...), '' (none), 'X...'
     variants: list
+    debug: bool = False       # each call prints its name and argument types to stderr
 
 
 @dataclass
@@ -210,30 +297,30 @@ def _parse_kinds(r, section, key, text, default):
     return tuple(dict.fromkeys(out))
 
 
+_ARG = re.compile(r"^([A-Za-z_]\w*)\s*(?:\(([^()]*)\))?\s*(?:=\s*(.+))?$")
+
+
 def _parse_arg_list(r, section, key, text):
-    """'x(n), y(n), a' -> [('x', ('n',)), ('y', ('n',)), ('a', ())]."""
+    """'x(n), y(n), a, b = 5' -> [('x', ('n',), None), ('y', ('n',), None),
+    ('a', (), None), ('b', (), '5')]: names, dimensions, initial values."""
     out = []
     for item in _items(text):
-        m = re.match(r"^([A-Za-z_]\w*)\s*(?:\(([^()]*)\))?$", item)
+        m = _ARG.match(item)
         if not m:
-            raise r.error(section, key, f"cannot read argument {item!r} (expected NAME or NAME(dim, ...))")
+            raise r.error(section, key, f"cannot read argument {item!r} (expected NAME, "
+                          "NAME(dim, ...) or NAME = VALUE)")
         dims = tuple(d.strip() for d in m.group(2).split(",")) if m.group(2) is not None else ()
         for d in dims:
             if not (_IDENT.match(d) or d.isdigit()):
-                raise r.error(section, key, f"bad dimension {d!r} in {item!r}")
-        out.append((m.group(1), dims))
-    return out
-
-
-def _parse_hide(r, section, key, text):
-    """'n = len(x), m' -> [('n', 'len(x)'), ('m', None)]."""
-    out = []
-    for item in _items(text):
-        name, sep, expr = item.partition("=")
-        name = name.strip()
-        if not _IDENT.match(name):
-            raise r.error(section, key, f"cannot read hidden argument {item!r} (expected NAME = EXPRESSION)")
-        out.append((name, expr.strip() if sep else None))
+                raise r.error(section, key, f"bad dimension {d!r} in {item!r} (a dimension is a "
+                              "name -- another argument's dimension or a scalar argument -- or a number)")
+        default = m.group(3).strip() if m.group(3) else None
+        if default is not None and dims:
+            raise r.error(section, key, f"{item!r}: an initial value is for scalar arguments")
+        if default is not None and check_hide_expr(default) is None:
+            raise r.error(section, key, f"cannot read expression {default!r} for "
+                          f"{m.group(1)!r} ({_EXPR_HELP})")
+        out.append((m.group(1), dims, default))
     return out
 
 
@@ -256,13 +343,18 @@ def _symbols(dim_names):
     return out
 
 
-_EXPR_TOKEN = re.compile(r"\s*(?:(len|shape)\s*\(\s*([A-Za-z_]\w*)\s*(?:,\s*(\d+)\s*)?\)|([A-Za-z_]\w*)|(\d+)|([-+*/%()]))")
+_EXPR_TOKEN = re.compile(r"\s*(?:(len|shape|ndim)\s*\(\s*([A-Za-z_]\w*)\s*(?:,\s*(\d+)\s*)?\)"
+                         r"|([A-Za-z_]\w*)|(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
+                         r"|([-+*/%()]))")
+_EXPR_HELP = ("use numbers, len(x), shape(x, k), ndim(x), other scalar arguments and "
+              "+ - * / % ( )")
 
 
 def check_hide_expr(expr: str):
     """Tokenise a hide expression; return the tokens or None if unreadable.
 
-    Tokens: ('len', arg, axis), ('name', n), ('num', s), ('op', s).
+    Tokens: ('len', arg, axis), ('ndim', arg, 0), ('name', n), ('num', s),
+    ('op', s).  ``shape(x, k)`` is ``len(x, k)``.
     """
     pos, toks = 0, []
     expr = expr.strip()
@@ -271,7 +363,7 @@ def check_hide_expr(expr: str):
         if not m or m.end() == pos:
             return None
         if m.group(1):
-            toks.append(("len", m.group(2), int(m.group(3) or 0)))
+            toks.append(("ndim" if m.group(1) == "ndim" else "len", m.group(2), int(m.group(3) or 0)))
         elif m.group(4):
             toks.append(("name", m.group(4)))
         elif m.group(5):
@@ -287,51 +379,66 @@ def check_hide_expr(expr: str):
 # One argument under two keys, as xndtools allows: what it means.
 _TWO_ROLES = {frozenset(("input", "output")): "input+output",
               frozenset(("inplace", "output")): "inplace+output",
-              frozenset(("inout", "output")): "inplace+output"}
+              frozenset(("inout", "output")): "inout+output",
+              frozenset(("hide", "output")): "output"}
 
 
-def _effective_role(role: str, pointer: bool) -> str:
-    """xndtools' meaning of an intent on a by-value or pointer parameter:
-
-    input           read; a non-const pointer gets a private copy, so the
-                    caller's data is never written
-    inplace, inout  written in the caller's container (a by-value C scalar
-                    cannot be: it is an input then)
-    output          allocated and returned (pointers only)
-    input+output    the caller's value goes in, the result is returned, the
-                    caller's container is unchanged
-    inplace+output  (also inout+output) written in the caller's container and
-                    returned; by value: the caller's value is returned
-    """
-    if role == "inout":
-        role = "inplace"
-    if not pointer:
+def _effective_role(role: str, pointer: bool, default) -> str:
+    """xndtools' meaning of an intent on a by-value or pointer parameter
+    (``ROLES`` says what each effective role does).  A by-value scalar
+    under inplace/inout cannot change in C, so it is an input -- unless it
+    has an initial value, which is written into the caller's missing items."""
+    role = {"inout": "inplace", "inout+output": "inplace+output"}.get(role, role)
+    if not pointer and default is None:
         return {"inplace": "input", "inplace+output": "input+output"}.get(role, role)
     return role
 
 
-def _build_variant(r, section, proto: Prototype, roles, dims, hides, typemap):
+def _check_expr(r, section, key, a, expr, where, by_name, known):
+    """The names and len()/ndim() in ``a``'s expression refer to what the
+    kernel knows before ``a``'s value is needed."""
+    toks = check_hide_expr(expr)
+    if toks is None:
+        raise r.error(section, key, f"cannot read expression {expr!r} for {a.name!r} ({_EXPR_HELP})")
+    for t in toks:
+        if t[0] in ("len", "ndim"):
+            b = by_name.get(t[1])
+            if b is None or not b.is_array:
+                raise r.error(section, key, f"{t[0]}({t[1]}) in {a.name!r}: {t[1]!r} is not an "
+                              f"array argument of {where}")
+            if b.role == "output" or b.role == "hide":
+                raise r.error(section, key, f"{t[0]}({t[1]}) in {a.name!r}: {t[1]!r} is "
+                              f"{'an output' if b.role == 'output' else 'hidden'}; use an input's length")
+            if t[0] == "len" and t[2] >= len(b.dims):
+                raise r.error(section, key, f"len({t[1]}, {t[2]}): {t[1]!r} has {len(b.dims)} dimension(s)")
+        elif t[0] == "name":
+            b = by_name.get(t[1])
+            if b is None or b.is_array or t[1] not in known:
+                raise r.error(section, key, f"{t[1]!r} in the expression for {a.name!r} is not a scalar "
+                              "argument the kernel knows first (a passed scalar, or a hidden or "
+                              "output scalar earlier in the prototype)")
+
+
+def _build_variant(r, section, proto: Prototype, roles, dims, fortran, typemap, arraytypes):
     """Combine one prototype with the kernel's argument roles."""
     where = proto.c_declaration()
     # Every named argument must exist in this prototype.
-    for key, names in roles.items():
-        for name, _ in names:
+    for key, names in list(roles.items()) + [("dimension", dims)]:
+        for name, *_ in names:
             if proto.param(name) is None:
                 raise r.error(section, key, f"{name!r} is not a parameter of {where}")
-    for name, _ in hides:
+    for name in fortran:
         if proto.param(name) is None:
-            raise r.error(section, "hide", f"{name!r} is not a parameter of {where}")
-    for name, _ in dims:
-        if proto.param(name) is None:
-            raise r.error(section, "dimension", f"{name!r} is not a parameter of {where}")
+            raise r.error(section, "fortran", f"{name!r} is not a parameter of {where}")
 
-    role_of, dims_of = {}, dict(dims)
+    role_of, dims_of, default_of = {}, {n: d for n, d, _ in dims}, {}
     for key, names in roles.items():
-        for name, d in names:
+        for name, d, default in names:
             if name in role_of:
                 both = _TWO_ROLES.get(frozenset((role_of[name], key)))
                 if both is None:
-                    raise r.error(section, key, f"{name!r} already has the role {role_of[name]!r}")
+                    raise r.error(section, key, f"{name!r} already has the role {role_of[name]!r} "
+                                  "(xndtools allows input, inplace, inout or hide together with output)")
                 role_of[name] = both
             else:
                 role_of[name] = key
@@ -339,34 +446,33 @@ def _build_variant(r, section, proto: Prototype, roles, dims, hides, typemap):
                 if name in dims_of and dims_of[name] != d:
                     raise r.error(section, key, f"{name!r} has two different dimensions")
                 dims_of[name] = d
-    hide_expr = {}
-    for name, expr in hides:
-        if name in role_of:
-            raise r.error(section, "hide", f"{name!r} already has the role {role_of[name]!r}")
-        role_of[name] = "hide"
-        hide_expr[name] = expr
+            if default is not None:
+                if name in default_of and default_of[name] != default:
+                    raise r.error(section, key, f"{name!r} has two different initial values")
+                default_of[name] = default
 
     args = []
     for p in proto.params:
-        role = role_of.get(p.name, "inplace" if p.pointer else "input")
+        key = role_of.get(p.name, "inplace" if p.pointer else "input")
         d = dims_of.get(p.name, ())
+        default = default_of.get(p.name)
         dtype = resolve(p.ctype, typemap)
         if dtype is None:
             raise r.error(section, "prototypes", f"unknown C type {p.ctype!r} of parameter {p.name!r} "
                           f"in {where}; add it to [MODULE] typemaps (e.g. '{p.ctype}: float64')")
-        key = "hide" if role == "hide" else role
         if d and not p.pointer:
             raise r.error(section, "dimension", f"{p.name!r} has dimensions {d} but is not a pointer in {where}")
-        if role == "output" and not p.pointer:
-            raise r.error(section, key, f"{p.name!r} must be a pointer to be {role} (it is passed by value in {where})")
-        role = _effective_role(role, p.pointer)
-        if role == "hide" and p.pointer:
-            raise r.error(section, "hide", f"hidden argument {p.name!r} must be passed by value in {where}")
+        role = _effective_role(key, p.pointer, default)
         if role in ("inplace", "inplace+output") and p.const:
             raise r.error(section, key, f"{p.name!r} is const in {where}, so it cannot be written "
                           "in place")
-        args.append(Arg(p.name, p.ctype, dtype, p.pointer, role, d, hide_expr.get(p.name),
-                        p.const))
+        if p.name in fortran and len(d) < 2:
+            raise r.error(section, "fortran", f"{p.name!r} must be an array of two or more dimensions "
+                          "to be column-major (fortran)")
+        hide_expr = default if role == "hide" else None
+        args.append(Arg(p.name, p.ctype, dtype, p.pointer, role, d, hide_expr, p.const,
+                        None if role == "hide" else default, p.name in fortran,
+                        key.startswith("inout")))
 
     ret = None
     if proto.ret != "void":
@@ -376,58 +482,62 @@ def _build_variant(r, section, proto: Prototype, roles, dims, hides, typemap):
                           f"add it to [MODULE] typemaps")
         ret = Arg("return", proto.ret, dtype, False, "return")
 
-    # Hidden arguments: infer 'n' from an array dimension named n, check expressions.
-    by_name = {a.name: a for a in args}
-    known = set()
+    # A hidden scalar without expression that names an array's dimension is
+    # that length (n of x(n)); any other starts at zero, as an output does.
     for i, a in enumerate(args):
-        if a.role != "hide":
-            continue
-        if a.hide_expr is None:
-            owner = next(((b, k) for b in args if b.role != "hide" for k, d in enumerate(b.dims) if d == a.name), None)
-            if owner is None:
-                raise r.error(section, "hide", f"{a.name!r} has no expression and is no dimension of an "
-                              f"array argument; write e.g. '{a.name} = len(x)'")
-            expr = f"len({owner[0].name}, {owner[1]})"
-            a = args[i] = Arg(a.name, a.ctype, a.dtype, a.pointer, a.role, a.dims, expr)
-        toks = check_hide_expr(a.hide_expr)
-        if toks is None:
-            raise r.error(section, "hide", f"cannot read expression {a.hide_expr!r} for {a.name!r} "
-                          "(use len(x), len(x, axis), integers, + - * / % and other scalar inputs)")
-        for t in toks:
-            if t[0] == "len":
-                b = by_name.get(t[1])
-                if b is None or not b.is_array:
-                    raise r.error(section, "hide", f"len({t[1]}) in {a.name!r}: {t[1]!r} is not an "
-                                  f"array argument of {where}")
-                if b.role == "output":
-                    raise r.error(section, "hide", f"len({t[1]}) in {a.name!r}: {t[1]!r} is an output; "
-                                  "use an input's length")
-                if t[2] >= len(b.dims):
-                    raise r.error(section, "hide", f"len({t[1]}, {t[2]}): {t[1]!r} has {len(b.dims)} dimension(s)")
-            elif t[0] == "name":
-                b = by_name.get(t[1])
-                ok = b is not None and not b.pointer and (b.role == "input" or (b.role == "hide" and b.name in known))
-                if not ok:
-                    raise r.error(section, "hide", f"{t[1]!r} in the expression for {a.name!r} is not a scalar "
-                                  "input or an earlier hidden argument")
-        known.add(a.name)
+        if a.role == "hide" and not a.is_array and a.hide_expr is None:
+            owner = next(((b, k) for b in args if b.passed for k, dn in enumerate(b.dims)
+                          if dn == a.name), None)
+            if owner is not None:
+                args[i] = Arg(a.name, a.ctype, a.dtype, a.pointer, a.role, a.dims,
+                              f"len({owner[0].name}, {owner[1]})", a.const)
 
-    variant = Variant(proto, args, ret)
-    dim_names = [d for a in args for d in a.dims]
-    variant.dim_symbols = _symbols(dim_names)
-    in_dims = {d for a in variant.inputs for d in a.dims}
-    for a in variant.outputs:
-        for d in a.dims:
-            if not d.isdigit() and d not in in_dims:
-                raise r.error(section, "output", f"dimension {d!r} of output {a.name!r} is not a dimension of "
-                              "any input, so gumath cannot size the output")
-    nin, nout = len(variant.inputs), len(variant.outputs)
-    if nin == 0:
-        raise r.error(section, "input", f"{where} has no input arguments; a gumath kernel needs at least one")
-    if nout > nin:
-        raise r.error(section, "output", f"{where} has {nout} outputs but only {nin} inputs; gumath 0.2.0dev3's "
-                      "gufunc crashes when outputs outnumber inputs -- make some outputs inplace arguments")
+    # Expressions: passed scalars are known first, then hidden and output
+    # scalars in prototype order.
+    by_name = {a.name: a for a in args}
+    known = {a.name for a in args if a.passed and not a.is_array}
+    for a in args:
+        if a.default is not None:
+            _check_expr(r, section, "input" if a.passed else "output", a, a.default, where, by_name,
+                        known - {a.name})
+    for a in args:
+        if not a.passed and not a.is_array:
+            expr = a.hide_expr if a.role == "hide" else a.default
+            if expr is not None:
+                _check_expr(r, section, "hide" if a.role == "hide" else "output", a, expr, where,
+                            by_name, known)
+            known.add(a.name)
+    # A dimension is another array's, a number, or a scalar argument's value.
+    array_dims = {dn for a in args if a.passed for dn in a.dims}
+    for a in args:
+        for dn in a.dims:
+            if dn.isdigit() or dn in array_dims:
+                continue
+            b = by_name.get(dn)
+            if b is None or b.is_array:
+                raise r.error(section, "hide" if a.role == "hide" else a.role.split("+")[-1],
+                              f"dimension {dn!r} of {a.name!r} is neither a dimension of a passed "
+                              f"array, a number, nor a scalar argument of {where}")
+            if b.pointer and b.role not in PASSED:
+                raise r.error(section, a.role.split("+")[-1], f"dimension {dn!r} of {a.name!r}: "
+                              f"{dn!r} is set by the function (a pointer), so the kernel cannot size "
+                              f"{a.name!r} before the call")
+            if a.passed:
+                # the caller's array is checked against the value, in the kernel
+                continue
+
+    variant = Variant(proto, args, ret, arraytypes=arraytypes)
+    variant.dim_symbols = _symbols([dn for a in args for dn in a.dims])
+    if variant.allocates and any(a.returned and a.is_array and len(a.dims) > 1 and a.fortran
+                                 for a in args):
+        raise r.error(section, "fortran", "an output allocated by the module is row-major; "
+                      "a column-major output needs a column-major input of its shape")
     return variant
+
+
+def _keys(sec, keys):
+    """The text under the first of ``keys`` that the section has."""
+    return next((sec[k] for k in keys if k in sec), "")
 
 
 def _read_kernel(r, section, name, sec, module_kinds, module_ellipses, typemap):
@@ -436,26 +546,51 @@ def _read_kernel(r, section, name, sec, module_kinds, module_ellipses, typemap):
         raise r.error(section, ", ".join(sorted(unknown)),
                       f"unknown key{'s' if len(unknown) > 1 else ''} (accepted: "
                       f"{', '.join(sorted(KERNEL_KEYS))})")
-    if "prototypes" not in sec or not sec["prototypes"].strip():
-        raise r.error(section, "prototypes", "missing: give one or more C prototypes ending in ';'")
+    kinds = _parse_kinds(r, section, "kinds", sec.get("kinds", ""), module_kinds)
+    prototypes = _keys(sec, PROTOTYPE_KEYS)
+    fortran_prototypes = _keys(sec, FORTRAN_PROTOTYPE_KEYS)
+    if not prototypes.strip():
+        if not fortran_prototypes.strip():
+            raise r.error(section, "prototypes", "missing: give one or more C prototypes ending in ';'")
     roles = {}
     for new, old in ROLE_KEYS.items():
-        if new == "hide":
-            continue
         text = "\n".join(sec.get(k, "") for k in (new, old))
         roles[new] = _parse_arg_list(r, section, new, text)
-    hides = _parse_hide(r, section, "hide", "\n".join(sec.get(k, "") for k in ("hide", "hide_arguments")))
     dims = _parse_arg_list(r, section, "dimension", "\n".join(sec.get(k, "") for k in ("dimension", "dimensions")))
-    for n, d in dims:
+    for n, d, _ in dims:
         if not d:
             raise r.error(section, "dimension", f"{n!r} has no dimensions (write {n}(n))")
+    fortran = {n for n, *_ in _parse_arg_list(r, section, "fortran", _keys(sec, FORTRAN_KEYS))}
+    arraytypes = sec.get("arraytypes", "symbolic").strip().lower() or "symbolic"
+    if arraytypes not in ("symbolic", "variable"):
+        raise r.error(section, "arraytypes", f"{arraytypes!r}: use symbolic (N * T) or variable (var * T)")
+    try:
+        debug = _boolean(sec.get("debug", "0"))
+    except ValueError:
+        raise r.error(section, "debug", f"{sec['debug']!r} is not a boolean (use 0/1, yes/no, "
+                      "true/false)") from None
+    # xndtools' Fortran kind calls prototypes[Fortran] with fortran[Fortran]'s
+    # arguments column-major when every array is F-contiguous.  gumath
+    # 0.2.0dev3 never calls a Fortran slot, and xdap's Xnd kernel takes each
+    # layout itself (a column-major argument is passed without a copy), so
+    # a kernel whose Fortran prototypes are the C ones needs nothing more; a
+    # different Fortran function is refused rather than silently unused.
+    if "Fortran" in kinds and fortran_prototypes.strip() and prototypes.strip() and \
+            _split_prototypes(fortran_prototypes) != _split_prototypes(prototypes):
+        raise r.error(section, "prototypes[fortran]", "a Fortran-kind function other than the C "
+                      "one is not supported (gumath 0.2.0dev3 never calls a Fortran slot): "
+                      "declare the column-major arguments with 'fortran:' instead")
+    if not prototypes.strip():
+        prototypes = fortran_prototypes
+        fortran |= {n for n, *_ in _parse_arg_list(r, section, "fortran[fortran]",
+                                                       _keys(sec, FORTRAN_FORTRAN_KEYS))}
     variants = []
-    for text in _split_prototypes(sec["prototypes"]):
+    for text in _split_prototypes(prototypes):
         try:
             proto = parse_prototype(text)
         except ValueError as e:
             raise r.error(section, "prototypes", str(e)) from None
-        variants.append(_build_variant(r, section, proto, roles, dims, hides, typemap))
+        variants.append(_build_variant(r, section, proto, roles, dims, fortran, typemap, arraytypes))
     seen = {}
     for v in variants:
         key = tuple(a.dtype for a in v.inputs)
@@ -463,12 +598,25 @@ def _read_kernel(r, section, name, sec, module_kinds, module_ellipses, typemap):
             raise r.error(section, "prototypes", f"{seen[key]} and {v.prototype.name} take the same input "
                           f"types {key}; gumath would never select the second")
         seen[key] = v.prototype.name
+    ellipses = _parse_ellipses(r, section, "ellipses", sec.get("ellipses", ""), module_ellipses)
+    if arraytypes == "variable":
+        if not all(v.rowwise for v in variants):
+            raise r.error(section, "arraytypes", "variable arrays (var * T) need a row-wise kernel: "
+                          "every array argument 1-D over one dimension")
+        ellipses = tuple(dict.fromkeys(e if e not in ("", "...") else VAR_ELLIPSIS for e in ellipses))
     return KernelConfig(
         name=name, section=section,
         description=" ".join(sec.get("description", "").split()),
-        kinds=_parse_kinds(r, section, "kinds", sec.get("kinds", ""), module_kinds),
-        ellipses=_parse_ellipses(r, section, "ellipses", sec.get("ellipses", ""), module_ellipses),
-        variants=variants)
+        kinds=kinds, ellipses=ellipses, variants=variants, debug=debug)
+
+
+def _boolean(text: str) -> bool:
+    t = text.strip().lower()
+    if t in ("", "0", "no", "false", "off"):
+        return False
+    if t in ("1", "yes", "true", "on"):
+        return True
+    raise ValueError(text)
 
 
 def _paths(base, text):

@@ -28,9 +28,10 @@ True
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from .config import Arg, KernelConfig, ModuleConfig, Variant
+from .config import Arg, KernelConfig, ModuleConfig, Variant, check_hide_expr
 from .typemap import DTYPE_SIZE
 
 CAPSULE_NAME = "xdap.gm_tbl_t"
@@ -54,7 +55,9 @@ def _fn(kernel: KernelConfig, index: int, what: str) -> str:
 
 class _Slots:
     """gumath slot numbers of a variant's arguments (an argument both passed and
-    returned has two)."""
+    returned has two).  The numbering is the same whether the outputs are
+    gumath outputs or, for a variant that ``allocates``, inplace arguments
+    after the inputs: gumath's stack holds them in that order either way."""
 
     def __init__(self, v: Variant):
         self.nin = len(v.inputs)
@@ -66,6 +69,9 @@ class _Slots:
         for a in v.outputs:
             self.ctype[self.output[a.name]] = a.ctype
         self.nargs = self.nin + len(v.outputs)
+        if v.placeholder:        # the unused uint8 argument gumath needs
+            self.nargs = 1
+            self.ctype[0] = "uint8_t"
 
 
 def _call(v: Variant, value, pointer) -> str:
@@ -75,46 +81,110 @@ def _call(v: Variant, value, pointer) -> str:
     return f"{v.prototype.name}({params})"
 
 
-def _slot(s: _Slots, a: Arg) -> int:
-    """The slot the function works on: the output's for an output (and for
-    input+output, after the caller's value is copied there), else the
-    input's (inplace+output copies it to the output afterwards)."""
-    return s.output[a.name] if a.role in ("output", "input+output") else s.input[a.name]
+def _expr_c(expr: str, arrays) -> str:
+    """A .cfg expression in C: names are the scalars' locals ``v_NAME``;
+    ``len(x, k)`` / ``ndim(x)`` read the array's buffer (``arrays[x]``)."""
+    parts = []
+    for t in check_hide_expr(expr):
+        if t[0] == "len":
+            parts.append(f"b{arrays[t[1]][0]}.shape[{t[2]}]")
+        elif t[0] == "ndim":
+            parts.append(str(arrays[t[1]][1]))
+        elif t[0] == "name":
+            parts.append(f"v_{t[1]}")
+        else:
+            parts.append(t[1])
+    return " ".join(parts)
 
 
-def _private(a: Arg) -> bool:
-    """An input passed through a non-const pointer: the function may write
-    it, so it gets a private copy (the caller's data stays as it was)."""
-    return a.role == "input" and a.pointer and not a.const
+def _scalar_value(a: Arg, arrays) -> str:
+    """The value a scalar that the caller does not pass starts with: its
+    expression (hide), its initial value, or zero."""
+    expr = a.hide_expr if a.role == "hide" else a.default
+    return f"({a.ctype})({_expr_c(expr, arrays)})" if expr is not None else f"({a.ctype})0"
+
+
+# integer dtypes narrower than the int64 lengths that hidden arguments come from
+_NARROW_INTS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
+
+
+def _scalars_in(v: Variant, s: _Slots, elem, arrays, optional: bool, indent: str,
+                na=None) -> list:
+    """Statements giving every scalar argument its local ``v_NAME`` before
+    the call: passed ones from their slot (a missing item of a ``?T`` slot
+    takes the initial value), then the others in prototype order."""
+    lines = []
+    for a in v.args:
+        if a.is_array or not a.passed:
+            continue
+        value = elem(s.input[a.name])
+        if optional and a.optional:
+            value = f"{na(s.input[a.name])} ? ({a.ctype})({_expr_c(a.default, arrays)}) : {value}"
+        lines.append(f"v_{a.name} = {value};")
+    for a in v.args:
+        if a.is_array or a.passed:
+            continue
+        if a.role == "hide" and a.hide_expr is not None and a.dtype in _NARROW_INTS and \
+                any(t[0] == "len" for t in check_hide_expr(a.hide_expr)):
+            # lengths are int64: a value the C parameter cannot hold (e.g.
+            # 2**31 items for an `int n`) is an error, not a truncated length
+            expr = _expr_c(a.hide_expr, arrays)
+            lines += [f"{{ const int64_t h = (int64_t)({expr});  /* {a.name} = {a.hide_expr} */",
+                      f"  if ((int64_t)({a.ctype})h != h) {{",
+                      f"      ndt_err_format(ctx, NDT_ValueError, \"%s: {a.name} = "
+                      f"{a.hide_expr.replace('%', '%%')} is %lld, out of range for C type {a.ctype}\", "
+                      f"XDAP_KERNEL, (long long)h);",
+                      "      goto done;", "  }",
+                      f"  v_{a.name} = ({a.ctype})h; }}"]
+        else:
+            lines.append(f"v_{a.name} = {_scalar_value(a, arrays)};")
+    return [indent + line for line in lines]
+
+
+def _scalars_out(v: Variant, s: _Slots, elem, optional: bool, indent: str, valid=None) -> list:
+    """Statements after the call: scalars written in place go back to the
+    caller's slot (a ``?T`` item becomes valid), returned ones to theirs."""
+    lines = []
+    for a in v.args:
+        if a.is_array:
+            continue
+        if a.role in ("inplace", "inplace+output"):
+            lines.append(f"{elem(s.input[a.name])} = v_{a.name};")
+            if optional and a.optional:
+                lines.append(f"{valid(s.input[a.name])};")
+        if a.returned:
+            lines.append(f"{elem(s.output[a.name])} = v_{a.name};")
+    return [indent + line for line in lines]
+
+
+def _scalar_call(v: Variant, s: _Slots, elem, array_ptr, indent: str) -> list:
+    def pointer(a: Arg) -> str:
+        return array_ptr(a) if a.is_array else f"&v_{a.name}"
+
+    call = _call(v, lambda a: f"v_{a.name}", pointer)
+    if v.ret is not None:
+        return [f"{indent}{elem(s.output['return'])} = {call};"]
+    return [f"{indent}{call};"]
+
+
+def _declare_scalars(v: Variant, indent: str) -> list:
+    return [f"{indent}{a.ctype} v_{a.name};" for a in v.args if not a.is_array]
 
 
 def _elementwise_body(v: Variant, s: _Slots, elem, indent: str) -> list:
     """Statements applying the function to element i; elem(slot) is an lvalue."""
-    lines = []
-    for a in v.args:
-        if a.role == "input+output":
-            lines.append(f"{elem(s.output[a.name])} = {elem(s.input[a.name])};")
-        elif _private(a):
-            lines.append(f"{a.ctype} t_{a.name} = {elem(s.input[a.name])};")
-
-    def pointer(a: Arg) -> str:
-        return f"&t_{a.name}" if _private(a) else f"&{elem(_slot(s, a))}"
-
-    call = _call(v, lambda a: elem(_slot(s, a)), pointer)
-    if v.ret is not None:
-        lines.append(f"{elem(s.output['return'])} = {call};")
-    else:
-        lines.append(f"{call};")
-    for a in v.args:
-        if a.role == "inplace+output":
-            lines.append(f"{elem(s.output[a.name])} = {elem(s.input[a.name])};")
-    return [indent + line for line in lines]
+    lines = [indent + "{"]
+    lines += _declare_scalars(v, indent + "    ")
+    lines += _scalars_in(v, s, elem, {}, False, indent + "    ")
+    lines += _scalar_call(v, s, elem, None, indent + "    ")
+    lines += _scalars_out(v, s, elem, False, indent + "    ")
+    return lines + [indent + "}"]
 
 
 def _emit_strided(kernel: KernelConfig, i: int, v: Variant) -> str:
     s = _Slots(v)
     name = _fn(kernel, i, "strided")
-    readonly = {s.input[a.name] for a in v.inputs if a.role == "input"}
+    readonly = {s.input[a.name] for a in v.inputs if a.role in ("input", "input+output")}
     out = [f"/* {v.prototype.c_declaration()}: elementwise loop (NumPy ufunc convention). */",
            "static int",
            f"{name}(char **args, intptr_t *dimensions, intptr_t *steps, void *data)",
@@ -127,11 +197,11 @@ def _emit_strided(kernel: KernelConfig, i: int, v: Variant) -> str:
                  for k in range(s.nargs)]
         comment = ("all arguments contiguous" if not scalar_slots else
                    f"argument {sorted(scalar_slots)[0]} a single value, the others contiguous")
-        body = [f"    if ({' && '.join(conds)}) {{  /* {comment} */"]
+        body = [f"    if ({' && '.join(conds) or '1'}) {{  /* {comment} */"]
         for k in range(s.nargs):
             if k in scalar_slots:
                 body.append(f"        const {s.ctype[k]} s{k} = *(const {s.ctype[k]} *)args[{k}];")
-            else:
+            elif not v.placeholder:
                 const = "const " if k in readonly else ""
                 body.append(f"        {const}{s.ctype[k]} *restrict p{k} = ({const}{s.ctype[k]} *)args[{k}];")
         body.append("        for (intptr_t i = 0; i < n; i++) {")
@@ -141,7 +211,7 @@ def _emit_strided(kernel: KernelConfig, i: int, v: Variant) -> str:
 
     out += contiguous_path(set())
     # A single-value operand (Python scalar broadcast) with contiguous others:
-    # only for functions whose inputs are all passed by value.
+    # only for functions whose inputs are all read-only.
     if s.nin >= 2 and all(a.role == "input" and not a.pointer for a in v.inputs):
         for k in range(s.nin):
             out += contiguous_path({k})
@@ -170,124 +240,135 @@ def _emit_scalar_xnd(kernel: KernelConfig, i: int, v: Variant) -> str:
         "}", ""])
 
 
-# integer dtypes narrower than the int64 lengths that hidden arguments come from
-_NARROW_INTS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
+def _dim_c(dn: str, a: Arg, first) -> str:
+    """A dimension's value in C: a number, a scalar's local, or the length
+    of the first passed array that has it."""
+    if dn.isdigit():
+        return dn
+    if dn in first:
+        k, axis, _ = first[dn]
+        return f"b{k}.shape[{axis}]"
+    return f"(int64_t)v_{dn}"
 
 
-def _hide_c(expr_tokens, s) -> str:
-    parts = []
-    for t in expr_tokens:
-        if t[0] == "len":
-            parts.append(f"b{s.input[t[1]]}.shape[{t[2]}]")
-        elif t[0] == "name":
-            parts.append(f"v_{t[1]}")
-        else:
-            parts.append(t[1])
-    return " ".join(parts)
-
-
-def _copies_to_outputs(v: Variant, s: _Slots, role: str) -> list:
-    """C statements copying each ``role`` argument's input slot to its
-    output slot (whole buffers for arrays)."""
-    out = []
-    for a in v.args:
-        if a.role != role:
-            continue
-        i_, o_ = s.input[a.name], s.output[a.name]
-        if a.is_array:
-            out.append(f"    memcpy(b{o_}.data, b{i_}.data, (size_t)(b{o_}.nelem * b{o_}.itemsize));")
-        else:
-            out.append(f"    *({a.ctype} *)stack[{o_}].ptr = *({a.ctype} *)stack[{i_}].ptr;")
-    return out
-
-
-def _emit_array_xnd(kernel: KernelConfig, i: int, v: Variant) -> str:
-    from .config import check_hide_expr
+def _emit_general_xnd(kernel: KernelConfig, i: int, v: Variant, optional: bool) -> str:
+    """An Xnd kernel for one call of the C function: whole arrays as
+    contiguous buffers (the caller's own when the layout allows), scalars as
+    locals; ``optional``: the slots of passed scalars with an initial value
+    are ``?T`` and a missing item takes that value."""
     s = _Slots(v)
-    array_slots = []  # (slot, arg, fill, put, private copy)
-    for a in v.inputs:
-        if a.is_array:
-            array_slots.append((s.input[a.name], a, True,
-                                a.role in ("inplace", "inplace+output"), _private(a)))
-    for a in v.outputs:
-        if a.is_array:
-            array_slots.append((s.output[a.name], a, False, True, False))
-    out = [f"/* {v.prototype.c_declaration()}: Xnd kernel on whole arrays. */",
+    what = "xnd_opt" if optional else "xnd"
+    # (buffer number, arg, source slot, fill, put back)
+    passed, outputs, hidden = [], [], []
+    for a in v.args:
+        if not a.is_array:
+            continue
+        if a.role in ("input", "inplace", "inplace+output"):
+            passed.append((s.input[a.name], a, True, a.role != "input"))
+        if a.role == "input+output":
+            passed.append((s.input[a.name], a, True, False))
+        if a.returned:
+            outputs.append((s.output[a.name], a, False, True))
+        if a.role == "hide":
+            hidden.append(a)
+    buffers = passed + outputs
+    # the buffer the function works on
+    work = {a.name: (s.output[a.name] if a.role in ("output", "input+output") else s.input[a.name])
+            for a in v.args if a.is_array and a.role != "hide"}
+    arrays = {a.name: (s.input[a.name], len(a.dims)) for a in v.args if a.is_array and a.passed}
+    out = [f"/* {v.prototype.c_declaration()}: Xnd kernel on whole arrays"
+           + (", ?T slots for the initial values. */" if optional else ". */"),
            "static int",
-           f"{_fn(kernel, i, 'xnd')}(xnd_t stack[], ndt_context_t *ctx)",
+           f"{_fn(kernel, i, what)}(xnd_t stack[], ndt_context_t *ctx)",
            "{",
+           f"#define XDAP_KERNEL \"{kernel.name}\"",
            "    int ret = -1;"]
-    for k, a, *_ in array_slots:
-        out.append(f"    xdap_buf_t b{k};")
-    for k, a, *_ in array_slots:
-        out.append(f"    b{k}.copied = false;")
-    for k, a, fill, _, private in array_slots:
+    out += [f"    xdap_buf_t b{k};" for k, *_ in buffers]
+    out += [f"    {a.ctype} *h_{a.name} = NULL;" for a in hidden]
+    out += _declare_scalars(v, "    ")
+    out += [f"    b{k}.copied = false;" for k, *_ in buffers]
+    if kernel.debug:
+        out.append(f"    fprintf(stderr, \"xdap kernel {kernel.name}: {v.prototype.c_declaration()}\\n\");")
+    for k, a, fill, _ in buffers:
+        strict = a.strict and a.passed and k == s.input.get(a.name)
         out += [f"    if (xdap_buf_get(&b{k}, &stack[{k}], {len(a.dims)}, (int64_t)sizeof({a.ctype}), "
-                f"{'true' if fill else 'false'}, {'true' if private else 'false'}, ctx) < 0) {{",
+                f"{'true' if fill else 'false'}, {'true' if a.fortran else 'false'}, "
+                f"{'true' if strict else 'false'}, XDAP_KERNEL, \"{a.name}\", ctx) < 0) {{",
                 "        goto done;", "    }"]
     # Arguments sharing a dimension name must agree; the signature ensures
-    # it for fixed dims, not for ragged rows (var).
+    # it for fixed dims, not for ragged rows (var) or an output passed in.
     first = {}
-    for k, a, *_ in array_slots:
-        for axis, d in enumerate(a.dims):
-            if d.isdigit():
+    for k, a, *_ in buffers:
+        for axis, dn in enumerate(a.dims):
+            if dn.isdigit():
                 continue
-            if d not in first:
-                first[d] = (k, axis, a.name)
+            if dn not in first:
+                first[dn] = (k, axis, a.name)
                 continue
-            k0, axis0, name0 = first[d]
+            k0, axis0, name0 = first[dn]
             out += [f"    if (b{k}.shape[{axis}] != b{k0}.shape[{axis0}]) {{",
-                    f"        ndt_err_format(ctx, NDT_ValueError, \"{kernel.name}: {a.name} and {name0} "
-                    f"differ in dimension {d}\");",
+                    f"        ndt_err_format(ctx, NDT_ValueError, \"%s: {a.name} and {name0} "
+                    f"differ in dimension {dn}\", XDAP_KERNEL);",
                     "        goto done;", "    }"]
-    out += _copies_to_outputs(v, s, "input+output")      # the caller's value in
-    out.append("    {")
-    for a in v.args:
-        if a.role in ("input", "input+output") and not a.pointer:
-            out.append(f"        const {a.ctype} v_{a.name} = *(const {a.ctype} *)stack[{_slot(s, a)}].ptr;")
-        elif _private(a) and not a.is_array:
-            out.append(f"        {a.ctype} t_{a.name} = *(const {a.ctype} *)stack[{s.input[a.name]}].ptr;")
-        elif a.role == "hide" and a.dtype in _NARROW_INTS:
-            # lengths are int64: a value the C parameter cannot hold (e.g.
-            # 2**31 items for an `int n`) is an error, not a truncated length
-            expr = _hide_c(check_hide_expr(a.hide_expr), s)
-            out += [f"        const int64_t h_{a.name} = (int64_t)({expr});  /* {a.name} = {a.hide_expr} */",
-                    f"        if ((int64_t)({a.ctype})h_{a.name} != h_{a.name}) {{",
-                    f"            ndt_err_format(ctx, NDT_ValueError, \"{kernel.name}: {a.name} = "
-                    f"{a.hide_expr.replace('%', '%%')} is %lld, out of range for C type {a.ctype}\", (long long)h_{a.name});",
-                    "            goto done;", "        }",
-                    f"        const {a.ctype} v_{a.name} = ({a.ctype})h_{a.name};"]
-        elif a.role == "hide":
-            expr = _hide_c(check_hide_expr(a.hide_expr), s)
-            out.append(f"        const {a.ctype} v_{a.name} = ({a.ctype})({expr});  /* {a.name} = {a.hide_expr} */")
+    out += _scalars_in(v, s, lambda k: f"*({s.ctype[k]} *)stack[{k}].ptr", arrays, optional, "    ",
+                       na=lambda k: f"xnd_is_na(&stack[{k}])")
+    # A dimension that is a scalar's value: the arrays passed in must have it
+    for k, a, *_ in buffers:
+        for axis, dn in enumerate(a.dims):
+            if not dn.isdigit() and first.get(dn, (k,))[0] == k and first[dn][1] == axis \
+                    and dn in {b.name for b in v.args if not b.is_array}:
+                out += [f"    if (b{k}.shape[{axis}] != (int64_t)v_{dn}) {{",
+                        f"        ndt_err_format(ctx, NDT_ValueError, \"%s: {a.name} has %lld items "
+                        f"along dimension {dn}, but {dn} is %lld\", XDAP_KERNEL, "
+                        f"(long long)b{k}.shape[{axis}], (long long)v_{dn});",
+                        "        goto done;", "    }"]
+    for a in hidden:
+        size = " * ".join(f"({_dim_c(dn, a, first)})" for dn in a.dims)
+        out += ["    {",
+                f"        const int64_t n_{a.name} = {size};",
+                f"        if (n_{a.name} < 0) {{",
+                f"            ndt_err_format(ctx, NDT_ValueError, \"%s: hidden array {a.name} would have "
+                f"%lld items\", XDAP_KERNEL, (long long)n_{a.name});",
+                "            goto done;", "        }",
+                f"        h_{a.name} = calloc((size_t)(n_{a.name} > 0 ? n_{a.name} : 1), sizeof({a.ctype}));",
+                f"        if (h_{a.name} == NULL) {{",
+                "            ndt_err_format(ctx, NDT_MemoryError, \"out of memory\");",
+                "            goto done;", "        }", "    }"]
+    out += _copies(v, s, "input+output")      # the caller's value in
 
-    def pointer(a):
-        if a.is_array:
-            return f"({a.ctype} *)b{_slot(s, a)}.data"
-        if _private(a):
-            return f"&t_{a.name}"
-        return f"({a.ctype} *)stack[{_slot(s, a)}].ptr"
+    def array_ptr(a: Arg) -> str:
+        return f"h_{a.name}" if a.role == "hide" else f"({a.ctype} *)b{work[a.name]}.data"
 
-    call = _call(v, lambda a: f"v_{a.name}", pointer)
-    if v.ret is not None:
-        out.append(f"        *({v.ret.ctype} *)stack[{s.output['return']}].ptr = {call};")
-    else:
-        out.append(f"        {call};")
-    out.append("    }")
-    out += _copies_to_outputs(v, s, "inplace+output")    # written in place: returned too
-    for k, a, _, put, _ in array_slots:
+    out += _scalar_call(v, s, lambda k: f"*({s.ctype[k]} *)stack[{k}].ptr", array_ptr, "    ")
+    out += _scalars_out(v, s, lambda k: f"*({s.ctype[k]} *)stack[{k}].ptr", optional, "    ",
+                        valid=lambda k: f"xnd_set_valid(&stack[{k}])")
+    out += _copies(v, s, "inplace+output")    # written in place: returned too
+    for k, a, _, put in buffers:
         if put:
             out.append(f"    xdap_buf_put(&b{k});")
-    out += ["    ret = 0;", "", "done:"]
-    for k, a, *_ in array_slots:
-        out.append(f"    xdap_buf_free(&b{k});")
-    out += ["    (void)ctx;", "    return ret;", "}", ""]
+    out += ["    ret = 0;", "    goto done;  /* (the label is used by every kernel) */", "", "done:"]
+    out += [f"    xdap_buf_free(&b{k});" for k, *_ in buffers]
+    out += [f"    free(h_{a.name});" for a in hidden]
+    out += ["    (void)ctx;", "    return ret;", "#undef XDAP_KERNEL", "}", ""]
     return "\n".join(out)
+
+
+def _copies(v: Variant, s: _Slots, role: str) -> list:
+    """C statements copying each ``role`` array's input to its output slot
+    (both C-ordered buffers of the same shape)."""
+    out = []
+    for a in v.args:
+        if a.role != role or not a.is_array:
+            continue
+        i_, o_ = s.input[a.name], s.output[a.name]
+        out.append(f"    memcpy(b{o_}.data, b{i_}.data, (size_t)(b{o_}.nelem * b{o_}.itemsize));")
+    return out
 
 
 def kernel_table(config: ModuleConfig):
     """The module's kernel sets in registration order (gumath selects the
-    first whose signature matches): for each ellipsis, each prototype.
+    first whose signature matches): for each ellipsis, each prototype --
+    and after a prototype with initial values its ``?T`` twin.
 
     Returns (kernel name, signature, vectorize, xnd function|None,
     strided function|None) tuples.
@@ -301,7 +382,51 @@ def kernel_table(config: ModuleConfig):
                                  _fn(kernel, i, "xnd"), _fn(kernel, i, "strided")))
                 else:
                     rows.append((kernel.name, v.signature(ell), False, _fn(kernel, i, "xnd"), None))
+                if v.optional:
+                    rows.append((kernel.name, v.signature(ell, optional=True), False,
+                                 _fn(kernel, i, "xnd_opt"), None))
     return rows
+
+
+def allocation_spec(config: ModuleConfig) -> dict:
+    """What the module's Python functions need to allocate the outputs of
+    the kernels that gumath cannot hold as they are (``Variant.allocates``):
+    per kernel, per prototype, the inputs (dtype, core dims) and each
+    output's dtype and core dimensions, each a number, a passed array's
+    length, a passed scalar's value or a hidden scalar's expression.
+    Exported as the module's ``__xdap_allocating__`` (JSON)."""
+    spec = {}
+    for kernel in config.kernels:
+        if not any(v.allocates for v in kernel.variants):
+            continue
+        variants = []
+        for v in kernel.variants:
+            ins = [{"name": a.name, "dtype": a.dtype, "ndim": len(a.dims), "optional": a.optional}
+                   for a in v.inputs]
+            index = {a.name: i for i, a in enumerate(v.inputs)}
+            scalars = {a.name: (["value", index[a.name]] if a.passed else
+                                ["expr", a.hide_expr if a.role == "hide" else a.default])
+                       for a in v.args if not a.is_array}
+            lengths = {}
+            for a in v.inputs:
+                for axis, dn in enumerate(a.dims):
+                    lengths.setdefault(dn, [index[a.name], axis])
+
+            def dim(dn):
+                if dn.isdigit():
+                    return ["n", int(dn)]
+                if dn in lengths:
+                    return ["len", *lengths[dn]]
+                return ["scalar", dn]
+
+            outs = [{"name": a.name, "dtype": a.dtype, "dims": [dim(dn) for dn in a.dims]}
+                    for a in v.outputs]
+            variants.append({"function": v.prototype.name, "inputs": ins, "outputs": outs,
+                             "placeholder": v.placeholder,
+                             "scalars": scalars, "arrays": {a.name: index[a.name] for a in v.inputs
+                                                            if a.is_array}})
+        spec[kernel.name] = {"variants": variants, "ellipses": list(kernel.ellipses)}
+    return spec
 
 
 def _module_doc(config: ModuleConfig, rows) -> str:
@@ -323,6 +448,7 @@ def generate_c(config: ModuleConfig) -> str:
            "#include <Python.h>",
            "#include <stdbool.h>",
            "#include <stdint.h>",
+           "#include <stdio.h>",
            "#include <stdlib.h>",
            "#include <string.h>",
            "#if defined(__FAST_MATH__) && !defined(__STDC_IEC_559__)",
@@ -363,7 +489,9 @@ def generate_c(config: ModuleConfig) -> str:
                 out.append(_emit_strided(kernel, i, v))
                 out.append(_emit_scalar_xnd(kernel, i, v))
             else:
-                out.append(_emit_array_xnd(kernel, i, v))
+                out.append(_emit_general_xnd(kernel, i, v, optional=False))
+            if v.optional:
+                out.append(_emit_general_xnd(kernel, i, v, optional=True))
     rows = kernel_table(config)
     out.append("static const gm_kernel_init_t xdap_kernels[] = {")
     for name, sig, vec, xnd, strided in rows:
@@ -378,6 +506,7 @@ def generate_c(config: ModuleConfig) -> str:
     mod = config.name
     out.append(_template("module.c")        # the doc last: it is user text
                .replace("@MODULE_NAME@", _c_string(mod))
+               .replace("@ALLOCATING@", _c_string(json.dumps(allocation_spec(config))))
                .replace("@CAPSULE@", _c_string(CAPSULE_NAME))
                .replace("@MODULE@", mod)
                .replace("@MODULE_DOC@", _c_string(_module_doc(config, rows))))

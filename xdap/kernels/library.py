@@ -135,13 +135,22 @@ def raw(func):
 
 def wrap_module(module) -> None:
     """Make a built kernel module's gumath functions ``Kernel`` objects (its
-    init calls this; ``module.__gufuncs__`` keeps the raw ones)."""
+    init calls this; ``module.__gufuncs__`` keeps the raw ones).  A kernel
+    whose outputs the module allocates (``__xdap_allocating__``) becomes an
+    ``AllocatingKernel``."""
+    import json
+    allocating = json.loads(getattr(module, "__xdap_allocating__", "{}"))
     raw_funcs = {}
     for name in dir(module):
         f = getattr(module, name)
         if type(f).__name__ == "gufunc":
             raw_funcs[name] = f
-            setattr(module, name, Kernel(f, name, module.__name__))
+            if name in allocating:
+                from .allocate import AllocatingKernel
+                k = AllocatingKernel(f, name, module.__name__, allocating[name])
+            else:
+                k = Kernel(f, name, module.__name__)
+            setattr(module, name, k)
     module.__gufuncs__ = raw_funcs
 
 

@@ -50,6 +50,11 @@ PyInit_@MODULE@(void)
         Py_XDECREF(capsule);
         goto error;
     }
+    /* The kernels whose outputs the Python function allocates (JSON; see
+       xdap.codegen.emit.allocation_spec). */
+    if (PyModule_AddStringConstant(m, "__xdap_allocating__", @ALLOCATING@) < 0) {
+        goto error;
+    }
     /* First-class xdap kernels: DistArrays, NumPy arrays and scalars too
        (xdap.kernels.library.wrap_module); without xdap, plain gumath. */
     PyObject *lib = PyImport_ImportModule("xdap.kernels.library");

@@ -65,12 +65,15 @@ xdap_slices(xnd_t stack[], int nargs, char **args, intptr_t *n, intptr_t *steps,
     return 0;
 }
 
-/* An array argument handed to a C function: C-contiguous data, copied from
-   (and back to) the xnd view only when the view is strided. */
+/* An array argument handed to a C function: contiguous data in the order
+   the function wants (row-major, or column-major for a `fortran:`
+   argument), copied from (and back to) the xnd view only when the view is
+   laid out otherwise. */
 typedef struct {
     char *data;
     char *base;
     int ndim;
+    bool fortran;
     int64_t itemsize;
     int64_t nelem;
     int64_t shape[NDT_MAX_DIM];
@@ -99,20 +102,35 @@ xdap_buf_copy(xdap_buf_t *b, bool to_view)
             memcpy(flat, p, (size_t)b->itemsize);
         }
         flat += b->itemsize;
-        int d = b->ndim - 1;
-        while (d >= 0 && ++idx[d] == b->shape[d]) {
-            idx[d] = 0;
-            d--;
+        if (b->fortran) {       /* the first index runs fastest */
+            int d = 0;
+            while (d < b->ndim && ++idx[d] == b->shape[d]) {
+                idx[d] = 0;
+                d++;
+            }
+            if (d == b->ndim) {
+                return;
+            }
         }
-        if (d < 0) {
-            return;
+        else {
+            int d = b->ndim - 1;
+            while (d >= 0 && ++idx[d] == b->shape[d]) {
+                idx[d] = 0;
+                d--;
+            }
+            if (d < 0) {
+                return;
+            }
         }
     }
 }
 
+/* fill: copy the view's values in when a copy is needed (inputs);
+   strict: the caller's array itself or an error (xndtools' inout). */
 static GM_UNUSED int
 xdap_buf_get(xdap_buf_t *b, const xnd_t *x, int ndim, int64_t itemsize, bool fill,
-             bool private_copy, ndt_context_t *ctx)
+             bool fortran, bool strict, const char *kernel, const char *name,
+             ndt_context_t *ctx)
 {
     const ndt_t *t = x->type;
     int64_t expected = itemsize;
@@ -121,6 +139,7 @@ xdap_buf_get(xdap_buf_t *b, const xnd_t *x, int ndim, int64_t itemsize, bool fil
     b->copied = false;
     b->data = NULL;
     b->ndim = ndim;
+    b->fortran = fortran;
     b->itemsize = itemsize;
     b->nelem = 1;
     b->base = x->ptr + x->index * itemsize;
@@ -139,7 +158,7 @@ xdap_buf_get(xdap_buf_t *b, const xnd_t *x, int ndim, int64_t itemsize, bool fil
     else for (int d = 0; d < ndim; d++) {
         if (t->tag != FixedDim) {
             ndt_err_format(ctx, NDT_TypeError,
-                           "xdap kernel: array arguments need fixed dimensions");
+                           "%s: array argument %s needs fixed dimensions", kernel, name);
             return -1;
         }
         b->shape[d] = t->FixedDim.shape;
@@ -147,17 +166,25 @@ xdap_buf_get(xdap_buf_t *b, const xnd_t *x, int ndim, int64_t itemsize, bool fil
         b->nelem *= b->shape[d];
         t = t->FixedDim.type;
     }
-    for (int d = ndim - 1; d >= 0; d--) {
+    for (int k = 0; k < ndim; k++) {
+        const int d = fortran ? k : ndim - 1 - k;
         if (b->shape[d] > 1 && b->step[d] != expected) {
             contiguous = false;
         }
         expected *= b->shape[d];
     }
-    if (contiguous && !private_copy) {
+    if (contiguous) {
         b->data = b->base;
         return 0;
     }
-    b->data = malloc((size_t)(b->nelem > 0 ? b->nelem * itemsize : 1));
+    if (strict) {
+        ndt_err_format(ctx, NDT_ValueError,
+                       "%s: argument %s must be %s-contiguous (inout passes the caller's array "
+                       "itself; declare it inplace to work through a copy)",
+                       kernel, name, fortran ? "F" : "C");
+        return -1;
+    }
+    b->data = calloc((size_t)(b->nelem > 0 ? b->nelem : 1), (size_t)itemsize);
     if (b->data == NULL) {
         ndt_err_format(ctx, NDT_MemoryError, "out of memory");
         return -1;
