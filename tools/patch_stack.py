@@ -37,7 +37,8 @@ xnd 0.2.0dev3
     type's ``hidden_dtype``, which dev3 already computes). dev3's ``==``
     on containers is identity (``xnd(6) == xnd(6)`` is False); later
     releases compare values, and xndtools' tests do: the patch compares
-    element type and values, whatever the layout (containers stay hashable by identity, as in dev3).
+    element type and values, whatever the layout (containers stay
+    unhashable, as in dev3).
     ``tests/test_codegen_xndtools.py`` checks both.
 """
 from __future__ import annotations
@@ -94,9 +95,7 @@ PATCHES = {
          '        """Same element type and values, whatever the layout (xdap)."""\n'
          '        if not isinstance(other, Xnd):\n'
          '            return NotImplemented\n'
-         '        return self.dtype == other.dtype and self.value == other.value\n'
-         '\n'
-         '    __hash__ = Xnd.__hash__     # containers stay hashable by identity\n'),
+         '        return self.dtype == other.dtype and self.value == other.value\n'),
     ],
 }
 

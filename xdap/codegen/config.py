@@ -188,11 +188,13 @@ class Variant:
         q = "?" if optional and a.optional else ""
         return f"{prefix}{dims}{q}{a.dtype}"
 
-    def signature(self, ellipsis: str, optional: bool = False) -> str:
+    def signature(self, ellipsis: str, optional: bool = False, public: bool = False) -> str:
         """The gumath signature for one ellipsis ('...', 'D...', 'X...' or '');
         ``optional``: the slots of passed scalars with an initial value are
         ``?T``.  A variant that ``allocates`` takes its outputs as inplace
-        arguments after the inputs (``-> void``).
+        arguments after the inputs (``-> void``); ``public``: the signature
+        as the caller sees it all the same (``xdap.kernels.allocate`` checks
+        DistArray operands against it).
 
         Under a named ellipsis the core dimension of a row-wise kernel is
         ``var``: fixed data match the '...' set, ragged rows this one.
@@ -201,6 +203,8 @@ class Variant:
         var = ellipsis not in ("", "...") and self.rowwise
         ins = [self._arg_type(a, prefix, var, optional) for a in self.inputs]
         outs = [self._arg_type(a, prefix, var, False) for a in self.outputs]
+        if public:
+            return f"{', '.join(ins)} -> {', '.join(outs) or 'void'}"
         if self.allocates:
             ins, outs = ins + outs, []
         if self.placeholder:

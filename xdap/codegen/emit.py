@@ -423,6 +423,7 @@ def allocation_spec(config: ModuleConfig) -> dict:
                     for a in v.outputs]
             variants.append({"function": v.prototype.name, "inputs": ins, "outputs": outs,
                              "placeholder": v.placeholder,
+                             "signature": v.signature("...", public=True),
                              "scalars": scalars, "arrays": {a.name: index[a.name] for a in v.inputs
                                                             if a.is_array}})
         spec[kernel.name] = {"variants": variants, "ellipses": list(kernel.ellipses)}

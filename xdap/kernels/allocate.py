@@ -69,9 +69,10 @@ class AllocatingKernel(Kernel):
             raise TypeError(f"{self.__name__}: this kernel allocates its outputs itself; "
                             "out= is not taken")
         if any(hasattr(type(a), "__xdap_wrap__") for a in args):
-            raise TypeError(f"{self.__name__}: a kernel whose outputs the module allocates runs "
-                            "on containers; call it per rank on a.local (its outputs' "
-                            "distribution is not the operands')")
+            return self._distributed(args)
+        return self._local(*args)
+
+    def _local(self, *args):
         xs = [a if type(a) is xnd else _container(a) for a in args]
         variant = _select(self.__name__, self.__dict__["spec"]["variants"], xs)
         outs = [xnd.empty(t) for t in _output_types(self.__name__, variant, xs)]
@@ -82,6 +83,34 @@ class AllocatingKernel(Kernel):
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _distributed(self, args):
+        """DistArray operands: gufunc semantics as for any kernel with core
+        dims (``xdap.kernels.cores``: loop dims keep their distribution, core
+        dims whole; checked on agreed state, no MPI call), each rank's part
+        through ``_local``."""
+        from . import cores
+        from .apply import local_call
+        from .signature import parse
+        name = self.__name__
+        first = next(a for a in args if hasattr(type(a), "__xdap_wrap__"))
+        xs = [a.local if hasattr(type(a), "__xdap_wrap__") else _container(a) for a in args]
+        variant = _select(name, self.__dict__["spec"]["variants"], xs)
+        sig = parse(variant["signature"])
+        plan = []
+
+        def check(args, out):
+            plan.append(cores.check_core_operands(name, sig, args))
+        with local_call(first.distribution.comm, name, args, None, check=check):
+            loop, dists = plan[0]
+            if dists is None:
+                raise TypeError(f"{name}: a kernel whose outputs the module allocates takes "
+                                "fixed dimensions, not ragged rows")
+            results = cores.core_call(name, self._local, sig, args, loop, dists)
+        if results is None:
+            return None
+        wrapped = tuple(first.__xdap_wrap__(d, p, True) for d, p in results)
+        return wrapped[0] if len(wrapped) == 1 else wrapped
 
     def __repr__(self):
         return f"<xdap kernel {self.__name__} of {self.__module__} (allocates its outputs)>"
