@@ -365,3 +365,26 @@ def test_xnd_dtype_and_value_equality():
     assert xnd([[1, 2], [3, 4]], type="!2 * 2 * int64") == xnd([[1, 2], [3, 4]])
     with pytest.raises(TypeError, match="unhashable"):   # as in dev3
         hash(xnd(1))
+
+
+def test_skeleton_guesses_build_and_run(tmp_path):
+    """``xdap kernel config``'s guesses, unedited: const pointers are inputs,
+    pointers inplace, a length parameter makes them arrays and is hidden."""
+    from xdap.codegen import write_skeleton
+    (tmp_path / "vec.h").write_text("double dot(int n, const double *x, const double *y);\n"
+                                    "void axpy(long n, double a, const double *x, double *y);\n")
+    (tmp_path / "vec.c").write_text(
+        '#include "vec.h"\n'
+        "double dot(int n, const double *x, const double *y)\n"
+        "{ double s = 0; for (int i = 0; i < n; i++) s += x[i] * y[i]; return s; }\n"
+        "void axpy(long n, double a, const double *x, double *y)\n"
+        "{ for (long i = 0; i < n; i++) y[i] += a * x[i]; }\n")
+    cfg = write_skeleton(tmp_path / "vec.h")
+    text = cfg.read_text()
+    assert "input = x(n), y(n)" in text and "inplace = y(n)" in text and "hide = n" in text
+    m = import_module_at(build(cfg, tmp_path), "vec")
+    x, y = np.arange(5.0), np.linspace(1, 2, 5)
+    assert m.dot(xnd(x.tolist()), xnd(y.tolist())).value == pytest.approx(x @ y)
+    yy = xnd(y.tolist())
+    m.axpy(xnd(2.0), xnd(x.tolist()), yy)
+    np.testing.assert_allclose(yy.value, y + 2 * x)

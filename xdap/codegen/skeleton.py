@@ -1,12 +1,29 @@
 """Write a starting .cfg from the prototypes in a C header.
 
-Every prototype becomes a ``[KERNEL name]`` section: parameters passed by
-value are inputs, pointers are inplace single values (add ``x(n)``-style
-dimensions and a ``hide`` entry for array functions), the return value is
-the output.  C types the default typemap does not know are listed under
+Every prototype becomes a ``[KERNEL name]`` section with xndtools' guesses
+of the intents: parameters passed by value are inputs, ``const T *``
+pointers inputs, ``T *`` pointers inplace, the return value the output.  A
+function with an integer parameter named like a length (``n``, ``len``,
+``size``, ``count``, ...) takes its pointers as arrays of that length
+(``x(n)``) and the length is hidden (``hide = n``: the array's length);
+otherwise pointers are single values.  Review the guesses: C does not say
+what a pointer is.  C types the default typemap does not know are listed under
 ``typemaps`` with a placeholder the user must fill in (the generator
 rejects the file until then).
 
+>>> print(skeleton_config('void scale(int n, double *x, const double *w);', 'v.h', 'v')
+...       .split("[KERNEL scale]")[1])
+<BLANKLINE>
+prototypes =
+      void scale(int n, double *x, const double *w);
+description =
+dimension =
+input = w(n)
+inplace = x(n)
+inout =
+output =
+hide = n
+<BLANKLINE>
 >>> print(skeleton_config('extern double square(double);', 'square.h', 'square'))
 [MODULE square]
 typemaps =
@@ -68,15 +85,29 @@ def skeleton_config(header_text: str, header_name: str, module: str, sources=())
     lines += ["libraries =", "library_dirs =", "header_code =",
               "kinds = Xnd, Strided", "ellipses = ..., var...", ""]
     for p in protos:
-        ins = [q.name for q in p.params if not q.pointer]
-        ptrs = [q.name for q in p.params if q.pointer]
+        length = next((q.name for q in p.params if not q.pointer and q.name in _LENGTH_NAMES
+                       and normalise(q.ctype) in _INTEGER_TYPES), None)
+        if length is not None and not any(q.pointer for q in p.params):
+            length = None
+
+        def arg(q):
+            return f"{q.name}({length})" if q.pointer and length else q.name
+        ins = [arg(q) for q in p.params if (not q.pointer or q.const) and q.name != length]
+        ptrs = [arg(q) for q in p.params if q.pointer and not q.const]
         lines += [f"[KERNEL {p.name}]"]
         lines += _block("prototypes", [p.c_declaration() + ";"])
         lines += ["description =", "dimension =",
                   f"input = {', '.join(ins)}".rstrip(),
                   f"inplace = {', '.join(ptrs)}".rstrip(),
-                  "inout =", "output =", "hide =", ""]
+                  "inout =", "output =",
+                  f"hide = {length or ''}".rstrip(), ""]
     return "\n".join(lines)
+
+
+# integer parameters whose name says they are the length of the pointers
+_LENGTH_NAMES = {"n", "len", "length", "size", "count", "nelem", "nitems", "num", "N"}
+_INTEGER_TYPES = {"int", "long", "long long", "short", "unsigned", "unsigned int", "unsigned long",
+                  "size_t", "ssize_t", "int32_t", "int64_t", "uint32_t", "uint64_t", "intptr_t"}
 
 
 def write_skeleton(header, out=None) -> pathlib.Path:
