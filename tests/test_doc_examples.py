@@ -321,3 +321,16 @@ def test_mesh_pipeline_doc_runs(comm, tmp_path_factory):
     layer = scope["layer"]
     np.testing.assert_allclose(scope["ghost_values"], ref[layer.needed], rtol=1e-12, atol=1e-15)
     assert abs(scope["total"] - 1.0) < 1e-9
+
+
+def test_kernel_fidelity_demo_runs_as_written(tmp_path):
+    """docs/kernels.md's worked example of xndtools' semantics, as shown
+    (its own process: it imports a module named ops)."""
+    import subprocess
+    import sys
+    text = (ROOT / "docs" / "kernels.md").read_text()
+    block = re.search(r"```python\n(# fidelity_demo\.py\n.*?)```", text, re.S).group(1)
+    (tmp_path / "fidelity_demo.py").write_text(block)
+    proc = subprocess.run([sys.executable, "fidelity_demo.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
