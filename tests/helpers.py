@@ -109,3 +109,33 @@ def build_once(comm, cache: dict, name: str, make_cfg):
     path = comm.bcast(path, root=0)
     mod = cache[name] = import_module_at(path, name)
     return mod
+
+
+def layouts2(P):
+    """The 7 x 5 layouts of the NumPy-function tests on P ranks: block,
+    cyclic, a 2-D grid, undistributed rows, and empty ranks."""
+    empty = {1: [7], 2: [0, 7], 3: [3, 0, 4], 4: [2, 0, 5, 0]}[P]
+    return [dict(dist=("b",)), dict(dist=("c",)), dict(dist=("b", "c")), dict(dist=("n", "b")),
+            dict(dist=("b",), sizes=(empty,))]
+
+
+def layouts1(P):
+    """The 1-D (7 items) layouts: block, cyclic, padded, empty ranks."""
+    empty = {1: [7], 2: [7, 0], 3: [0, 7, 0], 4: [3, 0, 4, 0]}[P]
+    return [dict(dist=("b",)), dict(dist=("c",)), dict(dist=("b",), padding=((1, 1),)),
+            dict(dist=("b",), sizes=(empty,))]
+
+
+def check_global(got, want, what, *, dtype=False, tol=1e-13):
+    """``got`` (a DistArray, gathered, or a value) equals NumPy's ``want``:
+    shape, values within ``tol`` (1e-5 for float32/complex64 results), and
+    with ``dtype`` the dtype too."""
+    import xdap
+    g = got.to_numpy() if isinstance(got, xdap.DistArray) else got
+    assert np.shape(g) == np.shape(want), (what, np.shape(g), np.shape(want))
+    if dtype:
+        assert np.asarray(g).dtype == np.asarray(want).dtype, (what, np.asarray(g).dtype,
+                                                               np.asarray(want).dtype)
+    if np.asarray(want).dtype in (np.float32, np.complex64):
+        tol = max(tol, 1e-5)
+    np.testing.assert_allclose(g, want, rtol=tol, atol=tol, err_msg=str(what))

@@ -60,6 +60,7 @@ def test_namespace_functions_match_numpy(comm):
     np.testing.assert_array_equal(xp.matrix_transpose(a).to_numpy(), g.T)
     info = xp.__array_namespace_info__()
     assert info.default_device() == "cpu" and info.default_dtypes()["indexing"] == np.int64
-    assert not hasattr(xp, "tensordot")         # not there yet: generic code can test for it
+    assert hasattr(xp, "tensordot")
+    assert not hasattr(xp, "linalg")            # not there yet: generic code can test for it
     with pytest.raises(ValueError, match="device"):
         xp.zeros(3, device="gpu")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import xdap
+from helpers import check_global, layouts1, layouts2  # noqa: F401
 import xdap.array_api as xp
 
 RANKS = (1, 2, 3, 4)
@@ -17,25 +18,8 @@ I = rng.integers(-3, 4, (7, 5))
 V = rng.standard_normal(7)
 
 
-def layouts2(P):
-    empty = {1: [7], 2: [0, 7], 3: [3, 0, 4], 4: [2, 0, 5, 0]}[P]
-    return [dict(dist=("b",)), dict(dist=("c",)), dict(dist=("b", "c")), dict(dist=("n", "b")),
-            dict(dist=("b",), sizes=(empty,))]
-
-
-def layouts1(P):
-    empty = {1: [7], 2: [7, 0], 3: [0, 7, 0], 4: [3, 0, 4, 0]}[P]
-    return [dict(dist=("b",)), dict(dist=("c",)), dict(dist=("b",), padding=((1, 1),)),
-            dict(dist=("b",), sizes=(empty,))]
-
-
 def check(got, want, what):
-    g = got.to_numpy() if isinstance(got, xdap.DistArray) else got
-    assert np.shape(g) == np.shape(want), (what, np.shape(g), np.shape(want))
-    assert np.asarray(g).dtype == np.asarray(want).dtype, (what, np.asarray(g).dtype,
-                                                           np.asarray(want).dtype)
-    tol = 1e-5 if np.asarray(want).dtype in (np.float32, np.complex64) else 1e-12
-    np.testing.assert_allclose(g, want, rtol=tol, atol=tol, err_msg=str(what))
+    check_global(got, want, what, dtype=True, tol=1e-12)
 
 
 @pytest.mark.mpi(ranks=RANKS)

@@ -45,24 +45,28 @@ import ast
 import numpy as np
 from xnd import xnd
 
-from .library import Kernel
-
 __all__ = ["AllocatingKernel"]
 
 
-class AllocatingKernel(Kernel):
+class AllocatingKernel:
     """A built kernel whose outputs are allocated here (see the module
     docstring); ``__gufunc__`` is the registered gumath function, which takes
-    the outputs as inplace arguments after the inputs."""
+    the outputs as inplace arguments after the inputs.  Its other attributes
+    pass through to it."""
 
-    __slots__ = ()
+    __slots__ = ("__gufunc__", "__name__", "__dict__")
 
     def __init__(self, func, name: str, module, spec: dict):
-        super().__init__(func, name, module)
+        self.__gufunc__ = func
+        self.__name__ = name
+        self.__module__ = module
         self.__dict__["spec"] = spec
         self.__doc__ = (f"{name}(*inputs): the gumath kernel {name}; its outputs are "
                         "allocated by the module (xdap.kernels.allocate).\n\n"
                         + (getattr(func, "__doc__", None) or ""))
+
+    def __getattr__(self, name):
+        return getattr(self.__gufunc__, name)
 
     def __call__(self, *args, out=None):
         if out is not None:

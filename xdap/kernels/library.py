@@ -24,6 +24,7 @@ from xnd import xnd as _xnd
 from ..parts import container
 from ..agreement import debug
 from .signature import parse
+from .allocate import AllocatingKernel
 from .apply import (_derived, _refuse_non_numeric, _scalar, apply, fast, local_apply,
                     local_call)
 
@@ -129,8 +130,9 @@ class Kernel:
 
 
 def raw(func):
-    """The gumath multimethod behind ``func`` (a ``Kernel`` or itself)."""
-    return func.__gufunc__ if type(func) is Kernel else func
+    """The gumath multimethod behind ``func`` (a ``Kernel``, an
+    ``AllocatingKernel`` or itself)."""
+    return func.__gufunc__ if isinstance(func, (Kernel, AllocatingKernel)) else func
 
 
 def wrap_module(module) -> None:
@@ -146,7 +148,6 @@ def wrap_module(module) -> None:
         if type(f).__name__ == "gufunc":
             raw_funcs[name] = f
             if name in allocating:
-                from .allocate import AllocatingKernel
                 k = AllocatingKernel(f, name, module.__name__, allocating[name])
             else:
                 k = Kernel(f, name, module.__name__)
