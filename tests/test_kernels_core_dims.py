@@ -166,3 +166,28 @@ def test_bad_operands(comm):
         linalg(comm).rowsum(a, out=xdap.zeros((5, 4), comm=comm))
     with pytest.raises(TypeError, match="is a scalar where"):
         linalg(comm).matvec(xdap.from_global(np.ones((5, 2, 4)), comm=comm), 1.0)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_operands_convert_as_numpy_gufuncs_do(comm, rows):
+    """A prototype for float64 only takes float32 and integer data converted
+    (NumPy's gufunc rule: the first loop every operand converts to, exactly
+    first) -- DistArrays, NumPy operands beside them and plain NumPy."""
+    dist, kw = rows
+    for dtype in (np.float32, np.int32, np.int64, np.uint16):
+        A = (np.arange(7 * 5) % 11).astype(dtype).reshape(7, 5)
+        a = xdap.from_global(A, dist=dist, comm=comm, **kw)
+        s = linalg(comm).rowsum(a)
+        assert s.dtype == np.float64 and s.distribution == a.distribution.leading(1)
+        np.testing.assert_allclose(s.to_numpy(), A.astype(np.float64).sum(axis=1))
+        y = linalg(comm).matvec(xdap.from_global(A.reshape(7, 1, 5), dist=dist, comm=comm, **kw),
+                                np.arange(5, dtype=np.float32))
+        np.testing.assert_allclose(y.to_numpy()[:, 0], A.astype(np.float64) @ np.arange(5.0))
+        np.testing.assert_allclose(linalg(comm).rowsum(A).value, A.astype(np.float64).sum(axis=1))
+    # nothing converts complex to float64 without loss: one clear error, every rank
+    with pytest.raises(TypeError, match=r"rowsum: no kernel takes complex128 \(its prototypes take "
+                                        r"float64\)"):
+        linalg(comm).rowsum(np.ones((2, 3), dtype=np.complex128))
+    z = xdap.from_global(np.ones((7, 3), dtype=np.complex128), dist=dist, comm=comm, **kw)
+    with pytest.raises(TypeError, match=r"rowsum: no kernel takes complex128 for operand 0"):
+        linalg(comm).rowsum(z)

@@ -36,7 +36,8 @@ from ..arraylike import is_distributed, unwrap
 from ..parts import Parts, as_container, container, parts, parts_of
 from ..types import dtype_from_numpy, is_numeric, numpy_dtype, type_info
 from . import cores
-from .operands import common_dtype, exact_float, is_scalar, scalar_dtype, to_container
+from .operands import (cast, converts, common_dtype, exact_float, is_scalar, scalar_dtype,
+                       to_container)
 from .signature import parse, signature_for
 
 __all__ = ["apply", "fast"]
@@ -593,7 +594,7 @@ def _promoted(f, func, xs, out, err):
             f.select(*([cand] * len(xs)))
         except _apply_module().NoKernel:
             continue
-        return f(*[_cast(x, cand) if d != cand else x for x, d in zip(xs, dtypes)], out=out)
+        return f(*[cast(x, cand) if d != cand else x for x, d in zip(xs, dtypes)], out=out)
     name = getattr(f, "name", "kernel")
     raise NoKernelForTypes(f"no kernel for {', '.join(dtypes)} in {name}: {name} is not defined for "
                     f"{'these dtypes' if len(set(dtypes)) > 1 else dtypes[0]} (NumPy refuses "
@@ -616,20 +617,25 @@ def _candidates(dtypes, exact):
     return list(dict.fromkeys(out))
 
 
-def _cast(x, dtype):
-    """x converted to dtype (a copy; NumPy's conversion, exact where
-    ``_promoted`` found an exact common dtype)."""
-    if x.type.ndim == 0:
-        t = str(x.type)
-        return xnd(x.value, type=("?" if t.startswith("?") else "") + dtype)
-    p = parts(x)
-    info = p.info.with_leaf(("?" if p.info.optional else "") + dtype)
-    return container(Parts(info, p.values.astype(info.numpy_dtype), p.validity, p.offsets))
-
-
 def _gumath_call(func, xs, out):
-    """Non-elementwise kernels: gumath's own dispatch on the whole containers."""
-    result = func(*xs)
+    """Non-elementwise kernels: gumath's own dispatch on the whole containers
+    -- with the operands converted as NumPy's gufuncs do when no prototype
+    takes their dtypes (``signature_for``: the first that every operand
+    converts to, exactly first)."""
+    try:
+        result = func(*xs)
+    except TypeError:
+        dtypes = tuple(_dtype(x) for x in xs)
+        ragged = any(str(x.type).startswith("var") for x in xs)
+        sig = signature_for(tuple(getattr(func, "kernels", ())), dtypes, ragged)
+        if sig is None or sig.dtypes == dtypes or not all(
+                converts(d, k, "safe") for d, k in zip(dtypes, sig.dtypes)):
+            name = _kernel_name(func)
+            have = sorted({", ".join(parse(k).dtypes) for k in getattr(func, "kernels", ())})
+            raise TypeError(f"{name}: no kernel takes {', '.join(dtypes)} (its prototypes take "
+                            f"{'; '.join(have)}), nor anything they convert to without loss; "
+                            "convert explicitly with astype") from None
+        result = func(*[cast(x, k) if d != k else x for x, d, k in zip(xs, dtypes, sig.dtypes)])
     if out is None:
         return result
     res = result if isinstance(result, tuple) else (result,)

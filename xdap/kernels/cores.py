@@ -39,6 +39,7 @@ from xnd import xnd
 from ..arraylike import is_distributed, unwrap
 from ..parts import Parts, container, parts, parts_of
 from ..types import TypeInfo, type_info
+from .operands import cast, converts
 
 __all__ = ["core_call", "check_core_operands"]
 
@@ -53,6 +54,12 @@ def check_core_operands(name, sig, args):
     each output's distribution -- None for ragged operands, whose results
     take their form from the kernel).  Raises ValueError/TypeError alike on
     every rank."""
+    for i, (a, want) in enumerate(zip(args, sig.dtypes)):
+        have = _leaf_dtype(a)
+        if have is not None and want is not None and not converts(have, want, "safe"):
+            raise TypeError(f"{name}: no kernel takes {have} for operand {i} (the kernel "
+                            f"{_describe(sig)} takes {want}), nor anything it converts to "
+                            "without loss; convert explicitly with astype")
     loop, sizes, first = None, {}, None
     for i, (a, core) in enumerate(zip(args, sig.inputs)):
         k = len(core)
@@ -85,6 +92,18 @@ def check_core_operands(name, sig, args):
         raise TypeError(f"{name}: no DistArray operand")
     ragged = sig.ragged and any(is_distributed(a) and a.parts.info.ragged for a in args)
     return loop, None if ragged else result_distributions(name, sig, loop, sizes)
+
+
+def _leaf_dtype(a):
+    """An operand's element dtype (None for a Python scalar)."""
+    if is_distributed(a):
+        return a.parts.info.dtype
+    if isinstance(a, np.ndarray):
+        from ..types import dtype_from_numpy
+        return dtype_from_numpy(a.dtype)
+    if isinstance(a, xnd):
+        return str(a.type).rsplit(" * ", 1)[-1].lstrip("?")
+    return None
 
 
 def _fixed_loop(name, sig, i, d, core, sizes):
@@ -175,14 +194,20 @@ def core_call(name, func, sig, args, loop, dists):
 def _local(a, dtype):
     """One operand as gumath takes it: this rank's container, a NumPy
     array's (zero-copy when contiguous), a scalar as a 0-d container of the
-    kernel's dtype."""
+    kernel's dtype; converted to the kernel's dtype when it differs (a
+    copy: NumPy's gufunc promotion)."""
     if is_distributed(a):
-        return container(a.parts)
-    if isinstance(a, np.ndarray):
-        return xnd.from_buffer(np.ascontiguousarray(a))
-    if isinstance(a, xnd):
-        return a
-    return xnd(a.item() if isinstance(a, np.generic) else a, type=dtype)
+        c = container(a.parts)
+    elif isinstance(a, np.ndarray):
+        c = xnd.from_buffer(np.ascontiguousarray(a))
+    elif isinstance(a, xnd):
+        c = a
+    else:
+        return xnd(a.item() if isinstance(a, np.generic) else a, type=dtype)
+    have = str(c.type).rsplit(" * ", 1)[-1].lstrip("?")
+    # the signature was chosen for operands that convert to it (signature_for)
+    return cast(c, dtype) if dtype is not None and have != dtype and converts(have, dtype, "safe") \
+        else c
 
 
 def _fixed_result(name, d, r):

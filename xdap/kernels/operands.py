@@ -19,8 +19,10 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from xnd import xnd
 
-from ..parts import as_container
+from ..parts import Parts, as_container, container, parts
+from ..types import numpy_dtype
 
 __all__ = ["common_dtype", "exact_float", "scalar_dtype", "to_container"]
 
@@ -157,3 +159,28 @@ def to_container(x):
         return as_container(x)
     raise TypeError(f"unsupported operand of type {type(x).__name__}: expected a DistArray, "
                     "an xnd container, a NumPy array or a Python scalar")
+
+
+def converts(src: str, dst: str, rule: str) -> bool:
+    """Whether a kernel taking ``dst`` may be given ``src`` data converted:
+    ``"exact"`` when every value of src is exactly a dst value, ``"safe"``
+    as NumPy's safe casting (int64 -> float64, as ``np.sin`` of integers)."""
+    if src == dst:
+        return True
+    if rule == "exact":
+        return _fits(src, dst)
+    try:
+        return bool(np.can_cast(numpy_dtype(src), numpy_dtype(dst), "safe"))
+    except TypeError:
+        return False
+
+
+def cast(x, dtype: str):
+    """The container ``x`` converted to ``dtype`` (a copy; NumPy's
+    conversion; missing items stay missing)."""
+    if x.type.ndim == 0:
+        t = str(x.type)
+        return xnd(x.value, type=("?" if t.startswith("?") else "") + dtype)
+    p = parts(x)
+    info = p.info.with_leaf(("?" if p.info.optional else "") + dtype)
+    return container(Parts(info, p.values.astype(info.numpy_dtype), p.validity, p.offsets))

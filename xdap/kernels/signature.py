@@ -104,7 +104,13 @@ def signature_for(kernels: tuple, dtypes: tuple, ragged: bool) -> Signature | No
     for).  None when nothing has their arity."""
     candidates = [s for s in map(parse, kernels) if len(s.inputs) == len(dtypes)]
     family = [s for s in candidates if s.ragged == ragged] or candidates
-    for s in family:
-        if all(d is None or d == k for d, k in zip(dtypes, s.dtypes)):
-            return s
+    from .operands import converts
+    # NumPy's gufunc rule -- the first loop every operand converts to --
+    # with xdap's: exact conversions first (float32 -> float64), then
+    # NumPy's safe ones (int64 -> float64, as np.sin of integers)
+    for rule in ("same", "exact", "safe"):
+        for s in family:
+            if all(d is None or (d == k if rule == "same" else converts(d, k, rule))
+                   for d, k in zip(dtypes, s.dtypes)):
+                return s
     return family[0] if family else None
