@@ -182,8 +182,12 @@ def test_hide_inferred_from_dimension(tmp_path):
         hide = n
     """))
     assert c.kernels[0].variants[0].hidden[0].hide_expr == "len(x, 0)"
-    # row-wise (all arrays 1-D over one name): var... takes ragged rows
+    # row-wise (all arrays 1-D over one name): var... takes ragged rows; a
+    # stack of calls (one leading dim on each batched input) is looped in C
     assert [r[1] for r in kernel_table(c)] == [
+        "XdapBatch * N * float64, XdapBatch * N * float64 -> XdapBatch * float64",
+        "XdapBatch * N * float64, N * float64 -> XdapBatch * float64",
+        "N * float64, XdapBatch * N * float64 -> XdapBatch * float64",
         "... * N * float64, ... * N * float64 -> ... * float64",
         "D... * var * float64, D... * var * float64 -> D... * float64"]
 

@@ -46,7 +46,11 @@ KERNEL_KEYS = ({"description", "kinds", "ellipses", "dimension", "dimensions", "
 KINDS = {"xnd": "Xnd", "strided": "Strided", "c": "C", "fortran": "Fortran"}
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ELLIPSIS = re.compile(r"^(\.\.\.|var\.\.\.|none|[A-Z][A-Za-z0-9_]*\.\.\.)$")
-VAR_ELLIPSIS = "D..."  # what xndtools' `var...` becomes: a named ellipsis matches var dims on dev3
+VAR_ELLIPSIS = "D..."
+# The leading dim of the batched kernel sets (emit.kernel_table): a stack
+# of calls looped in the generated C, not by gumath's ellipsis loop.
+# xdap.kernels.signature leaves these sets to gumath's own dispatch.
+BATCH_DIM = "XdapBatch"  # what xndtools' `var...` becomes: a named ellipsis matches var dims on dev3
 
 
 class ConfigError(ValueError):
@@ -187,6 +191,25 @@ class Variant:
         dims = "".join("var * " if var else f"{self.dim_symbols[d]} * " for d in a.dims)
         q = "?" if optional and a.optional else ""
         return f"{prefix}{dims}{q}{a.dtype}"
+
+    def batchable(self) -> tuple:
+        """The input slots that may carry a leading batch dim, in the
+        batched kernel sets (``emit.kernel_table``): for a kernel with
+        arrays whose every passed argument is an array (a mat-vec, a row
+        sum, a dot), 1-3 of them; () otherwise."""
+        ins = self.inputs
+        if self.allocates or not ins or any(not a.is_array for a in ins) or len(ins) > 3 \
+                or not any(a.is_array for a in self.args):
+            return ()
+        return tuple(range(len(ins)))
+
+    def batched_signature(self, batched: tuple) -> str:
+        """The signature of a batched set: the inputs in ``batched`` and
+        every output get the leading ``BATCH_DIM``."""
+        ins = [("" if i not in batched else f"{BATCH_DIM} * ") + self._arg_type(a, "", False, False)
+               for i, a in enumerate(self.inputs)]
+        outs = [f"{BATCH_DIM} * " + self._arg_type(a, "", False, False) for a in self.outputs]
+        return f"{', '.join(ins)} -> {', '.join(outs) or 'void'}"
 
     def signature(self, ellipsis: str, optional: bool = False, public: bool = False) -> str:
         """The gumath signature for one ellipsis ('...', 'D...', 'X...' or '');

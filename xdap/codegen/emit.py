@@ -28,6 +28,7 @@ True
 """
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -381,11 +382,119 @@ def kernel_table(config: ModuleConfig):
                     rows.append((kernel.name, v.signature(ell), True,
                                  _fn(kernel, i, "xnd"), _fn(kernel, i, "strided")))
                 else:
+                    if ell == "...":
+                        for mask in _batch_masks(v):
+                            rows.append((kernel.name, v.batched_signature(mask), False,
+                                         _fn(kernel, i, "batch" + "".join(map(str, mask))), None))
                     rows.append((kernel.name, v.signature(ell), False, _fn(kernel, i, "xnd"), None))
                 if v.optional:
                     rows.append((kernel.name, v.signature(ell, optional=True), False,
                                  _fn(kernel, i, "xnd_opt"), None))
     return rows
+
+
+def _batch_masks(v: Variant):
+    """The batched sets of a variant: every non-empty choice of batched
+    inputs (a stack of matrices times one vector, or a stack of each)."""
+    slots = v.batchable()
+    for size in range(len(slots), 0, -1):
+        yield from itertools.combinations(slots, size)
+
+
+def _fast_batch(v: Variant) -> bool:
+    """Whether a batched set gets the contiguous fast path: inputs read or
+    written in place and outputs, no column-major or strict (inout)
+    arguments, no hidden arrays, every dimension another array's or a
+    number, every hidden scalar a length expression."""
+    if any(a.fortran or a.strict or a.role in ("input+output", "inplace+output")
+           or (a.is_array and a.role == "hide") for a in v.args):
+        return False
+    dims = {dn for a in v.inputs for dn in a.dims}
+    if any(not (dn.isdigit() or dn in dims) for a in v.args for dn in a.dims):
+        return False
+    return all(a.is_array or a.passed or (a.role == "hide" and a.hide_expr is not None)
+               for a in v.args)
+
+
+def _emit_batched(kernel: KernelConfig, i: int, v: Variant, mask: tuple) -> str:
+    """One gumath call for a stack of calls.  When every array is
+    C-contiguous (the usual case: no copies to make) the buffers are taken
+    once and the C function is called per item at its offset; otherwise
+    the one-call Xnd kernel runs on item b of each batched argument
+    (``xnd_fixed_dim_next``), as gumath's ellipsis loop would -- there, per
+    item, the buffers' checks cost more than a small item's work."""
+    s = _Slots(v)
+    batched = set(mask) | set(range(s.nin, s.nargs))
+    out = [f"/* {v.prototype.c_declaration()}: a stack of calls (batched inputs {list(mask)}). */",
+           "static int",
+           f"{_fn(kernel, i, 'batch' + ''.join(map(str, mask)))}(xnd_t stack[], ndt_context_t *ctx)",
+           "{",
+           f"    const int64_t nb = stack[{mask[0]}].type->FixedDim.shape;"]
+    if _fast_batch(v):
+        arg_of = {s.input[a.name]: a for a in v.inputs}
+        arg_of.update({s.output[a.name]: a for a in v.outputs})
+        slots = sorted(arg_of)
+        conds = []
+        for k in slots:
+            a = arg_of[k]
+            nd = len(a.dims) + (1 if k in batched else 0)
+            out += [f"    char *p{k};", f"    int64_t s{k}[NDT_MAX_DIM + 1];"]
+            conds.append(f"xdap_c_contiguous(&stack[{k}], {nd}, (int64_t)sizeof({a.ctype}), "
+                         f"&p{k}, s{k})")
+        out.append(f"    if ({' && '.join(conds)}) {{")
+        out += [f"        {a.ctype} v_{a.name};" for a in v.args if not a.is_array]
+        off = {k: (1 if k in batched else 0) for k in slots}
+        first = {}
+        for k in slots:
+            for axis, dn in enumerate(arg_of[k].dims):
+                first.setdefault(dn, f"s{k}[{off[k] + axis}]")
+        arrays = {a.name: s.input[a.name] for a in v.inputs}
+        for a in v.args:
+            if a.is_array or a.passed:
+                continue
+            parts = []
+            for t in check_hide_expr(a.hide_expr):
+                if t[0] == "len":
+                    k = arrays[t[1]]
+                    parts.append(f"s{k}[{off[k] + t[2]}]")
+                elif t[0] == "ndim":
+                    parts.append(str(len(arg_of[arrays[t[1]]].dims)))
+                elif t[0] == "name":
+                    parts.append(f"v_{t[1]}")
+                else:
+                    parts.append(t[1])
+            expr = " ".join(parts)
+            out += [f"        {{ const int64_t h = (int64_t)({expr});",
+                    f"          v_{a.name} = ({a.ctype})h;",
+                    f"          if ((int64_t)v_{a.name} != h) goto per_item; }}"]
+        sizes = {}
+        for k in slots:
+            a = arg_of[k]
+            core = " * ".join(first[dn] if not dn.isdigit() else dn for dn in a.dims) or "1"
+            sizes[k] = f"(int64_t)sizeof({a.ctype}) * {core}"
+        out.append("        for (int64_t b = 0; b < nb; b++) {")
+
+        def ptr(a):
+            k = s.input[a.name] if a.passed else s.output[a.name]
+            step = f" + b * ({sizes[k]})" if k in batched else ""
+            return f"({a.ctype} *)(p{k}{step})"
+
+        call = _call(v, lambda a: f"v_{a.name}", ptr)
+        if v.ret is not None:
+            k = s.output["return"]
+            out.append(f"            (({v.ret.ctype} *)p{k})[b] = {call};")
+        else:
+            out.append(f"            {call};")
+        out += ["        }", "        return 0;", "    }"]
+        if any(not a.is_array and not a.passed for a in v.args):
+            out.append("per_item:  /* a length its C type cannot hold: the one-call kernel says so */")
+    out += [f"    xnd_t sub[{s.nargs}];",
+            "    for (int64_t b = 0; b < nb; b++) {"]
+    out += [f"        sub[{k}] = " + (f"xnd_fixed_dim_next(&stack[{k}], b);" if k in batched
+                                      else f"stack[{k}];") for k in range(s.nargs)]
+    out += [f"        if ({_fn(kernel, i, 'xnd')}(sub, ctx) < 0) {{",
+            "            return -1;", "        }", "    }", "    return 0;", "}", ""]
+    return "\n".join(out)
 
 
 def allocation_spec(config: ModuleConfig) -> dict:
@@ -491,6 +600,8 @@ def generate_c(config: ModuleConfig) -> str:
                 out.append(_emit_scalar_xnd(kernel, i, v))
             else:
                 out.append(_emit_general_xnd(kernel, i, v, optional=False))
+                if "..." in kernel.ellipses:
+                    out += [_emit_batched(kernel, i, v, mask) for mask in _batch_masks(v)]
             if v.optional:
                 out.append(_emit_general_xnd(kernel, i, v, optional=True))
     rows = kernel_table(config)

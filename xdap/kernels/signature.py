@@ -102,7 +102,9 @@ def signature_for(kernels: tuple, dtypes: tuple, ragged: bool) -> Signature | No
     structure of a multimethod does not depend on the dtype in any config
     xndtools writes; gumath's own error reports a dtype it has no kernel
     for).  None when nothing has their arity."""
-    candidates = [s for s in map(parse, kernels) if len(s.inputs) == len(dtypes)]
+    from ..codegen.config import BATCH_DIM      # generated stacks: gumath's to pick
+    candidates = [s for s in map(parse, kernels) if len(s.inputs) == len(dtypes)
+                  and BATCH_DIM not in s.text]
     family = [s for s in candidates if s.ragged == ragged] or candidates
     from .operands import converts
     # NumPy's gufunc rule -- the first loop every operand converts to --

@@ -212,3 +212,30 @@ xdap_buf_free(xdap_buf_t *b)
         b->copied = false;
     }
 }
+
+/* A batched kernel's fast path: x's first ndim dims are fixed and laid out
+   C-contiguously; *data is its first item, shape[] its dims. */
+static GM_UNUSED bool
+xdap_c_contiguous(const xnd_t *x, int ndim, int64_t itemsize, char **data, int64_t *shape)
+{
+    const ndt_t *t = x->type;
+    int64_t steps[NDT_MAX_DIM];
+    int64_t expected = itemsize;
+
+    for (int d = 0; d < ndim; d++) {
+        if (t->tag != FixedDim) {
+            return false;
+        }
+        shape[d] = t->FixedDim.shape;
+        steps[d] = t->Concrete.FixedDim.step * itemsize;
+        t = t->FixedDim.type;
+    }
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (shape[d] > 1 && steps[d] != expected) {
+            return false;
+        }
+        expected *= shape[d];
+    }
+    *data = x->ptr + x->index * itemsize;
+    return true;
+}
