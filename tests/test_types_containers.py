@@ -194,3 +194,21 @@ def test_numpy_reads_complex_and_record_containers_in_place():
             assert same_values(got, g), name
         view = np.asarray(a.local)
         assert np.shares_memory(view, a.parts.values), name
+
+
+def test_new_containers_are_zero_and_usable():
+    """The build's xnd patch skips the per-element walk of xnd_init for
+    plain leaves (tools/patch_stack.py): new containers of every kind are
+    still zero, missing where optional, and writable."""
+    from xnd import xnd
+    for t, want in [("3 * 2 * float64", [[0.0, 0.0]] * 3), ("2 * ?int32", [None, None]),
+                    ("2 * {a: int64, b: ?float64}", [{"a": 0, "b": None}] * 2),
+                    ("2 * (int8, float32)", [(0, 0.0)] * 2), ("2 * string", ["", ""]),
+                    ("2 * fixed_string(3)", ["", ""]), ("2 * 2 * complex128", [[0j, 0j]] * 2),
+                    ("0 * int64", [])]:
+        x = xnd.empty(t)
+        assert x.value == want, t
+    x = xnd.empty("100000 * 8 * float64")
+    assert np.asarray(x).sum() == 0
+    x[3] = [1.0] * 8
+    assert x[3].value == [1.0] * 8 and x[4].value == [0.0] * 8

@@ -40,6 +40,16 @@ xnd 0.2.0dev3
     element type and values, whatever the layout (containers stay
     unhashable, as in dev3).
     ``tests/test_codegen_xndtools.py`` checks both.
+
+    ``xnd_init`` (every new container: ``xnd.empty``, each gumath output)
+    walks every element of a fixed dimension to find ``Ref`` subtypes to
+    allocate, though the memory comes from ``calloc`` and plain elements
+    need nothing (its own comments: "already initialized by calloc()"):
+    ~9 ns an element, 7 ms for a 100,000 x 8 float64 output -- half the
+    time of a generated kernel's call. The patch returns at once when
+    every leaf under the dimension is such an element;
+    ``tests/test_types_containers.py`` checks new containers of every
+    kind are still zero and usable.
 """
 from __future__ import annotations
 
@@ -96,6 +106,45 @@ PATCHES = {
          '        if not isinstance(other, Xnd):\n'
          '            return NotImplemented\n'
          '        return self.dtype == other.dtype and self.value == other.value\n'),
+        ("libxnd/xnd.c",
+         'static int\n'
+         'xnd_init(xnd_t * const x, const uint32_t flags, ndt_context_t *ctx)\n'
+         '{\n',
+         '/* xdap: true when every leaf under t\'s dimensions is initialized by\n'
+         '   calloc() alone (no Ref to allocate): xnd_init need not visit them. */\n'
+         'static int\n'
+         'xdap_calloc_leaves(const ndt_t *t)\n'
+         '{\n'
+         '    while (t->tag == FixedDim || t->tag == VarDim) {\n'
+         '        t = t->tag == FixedDim ? t->FixedDim.type : t->VarDim.type;\n'
+         '    }\n'
+         '    switch (t->tag) {\n'
+         '    case Bool:\n'
+         '    case Int8: case Int16: case Int32: case Int64:\n'
+         '    case Uint8: case Uint16: case Uint32: case Uint64:\n'
+         '    case Float16: case Float32: case Float64:\n'
+         '    case Complex32: case Complex64: case Complex128:\n'
+         '    case FixedString: case FixedBytes: case String: case Bytes:\n'
+         '    case Categorical:\n'
+         '        return 1;\n'
+         '    default:\n'
+         '        return 0;\n'
+         '    }\n'
+         '}\n'
+         '\n'
+         'static int\n'
+         'xnd_init(xnd_t * const x, const uint32_t flags, ndt_context_t *ctx)\n'
+         '{\n'),
+        ("libxnd/xnd.c",
+         '        for (i = 0; i < t->FixedDim.shape; i++) {\n'
+         '            xnd_t next = _fixed_dim_next(x, i);\n'
+         '            if (xnd_init(&next, flags, ctx) < 0) {',
+         '        if (xdap_calloc_leaves(t)) {    /* xdap: nothing to visit */\n'
+         '            return 0;\n'
+         '        }\n'
+         '        for (i = 0; i < t->FixedDim.shape; i++) {\n'
+         '            xnd_t next = _fixed_dim_next(x, i);\n'
+         '            if (xnd_init(&next, flags, ctx) < 0) {'),
     ],
 }
 
