@@ -20,6 +20,8 @@ array([4., 4.])
 """
 from __future__ import annotations
 
+import collections
+
 import builtins
 
 import numpy as np
@@ -205,9 +207,17 @@ def _dtype_of(x):
     return x.dtype if isinstance(x, (_array.DistArray, np.ndarray)) else np.dtype(x)
 
 
+FinfoObject = collections.namedtuple("finfo_object",
+                                     "bits eps max min smallest_normal resolution dtype")
+
+
 def finfo(type, /):  # noqa: A002 -- the standard's name
-    """Machine limits of a floating dtype (or an array's): ``np.finfo``."""
-    return np.finfo(_dtype_of(type))
+    """Machine limits of a floating dtype (or an array's), NumPy's figures
+    as the standard wants them: Python floats (``np.finfo`` gives NumPy
+    scalars of the dtype)."""
+    f = np.finfo(_dtype_of(type))
+    return FinfoObject(int(f.bits), float(f.eps), float(f.max), float(f.min),
+                       float(f.smallest_normal), float(f.resolution), f.dtype)
 
 
 def iinfo(type, /):  # noqa: A002
@@ -402,7 +412,16 @@ from .numpy_api import (argsort, broadcast_to, concat, cumulative_prod,  # noqa:
                         tril, triu, unique_all, unique_counts, unique_inverse, unique_values,
                         where)
 from .manipulation import (broadcast_arrays, diff, imag, meshgrid, moveaxis,  # noqa: E402,F401
-                           real, repeat, take_along_axis, tensordot, tile, unstack)
+                           real, repeat, take_along_axis, tile, unstack)
+from . import manipulation as _manipulation  # noqa: E402
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    """``xdap.tensordot``; a NumPy value for ``x1`` -- the element ``a[i]``
+    reads -- becomes an array every rank holds (``asarray``)."""
+    if not hasattr(type(x1), "__xdap_wrap__"):
+        x1 = asarray(x1)
+    return _manipulation.tensordot(x1, x2, axes=axes)
 
 
 class _Info:

@@ -755,6 +755,10 @@ def var(x, /, *, axis=None, correction=0.0):
     axes = tuple(range(x.ndim)) if axis is None else tuple(sorted(
         {_axis("var", x, a) for a in (axis if isinstance(axis, tuple) else (axis,))}))
     n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    if n == 0 and axes:                     # the variance of nothing: NaN, as NumPy
+        if len(axes) == x.ndim:
+            return np.float64(np.nan)
+        return x.sum(axis=axes if len(axes) > 1 else axes[0]) * np.nan
     with np.errstate(divide="ignore", invalid="ignore"):
         if not axes and x.ndim:             # nothing reduced: every deviation is 0
             zeros = np.zeros(x.parts.values.shape, np.result_type(x.dtype, np.float16))
@@ -1079,8 +1083,12 @@ def numpy_ufunc(ufunc, inputs, out=None):
                              "one another); use xdap.kernels for rows checked collectively")
     vals = [a.parts.values if is_distributed(a) else a for a in inputs]
     masks = [a.parts.valid_mask() for a in dists if a.parts.validity is not None]
-    with np.errstate(**({"all": "ignore"} if masks else {})):   # missing slots hold anything
+    quiet = {"all": "ignore"} if masks else {"invalid": "ignore"} if ufunc is np.floor_divide \
+        else {}                  # missing slots hold anything; inf // x is fixed below
+    with np.errstate(**quiet):
         result = ufunc(*vals)
+        if ufunc is np.floor_divide:
+            result = _floor_divide_infinities(vals, result)
     validity = None
     if masks:
         from .bitmaps import pack_validity
@@ -1104,6 +1112,19 @@ def numpy_ufunc(ufunc, inputs, out=None):
         q = Parts(TypeInfo.fixed(result.shape, leaf.lstrip("?"), validity is not None), result,
                   validity)
     return first.__xdap_wrap__(d, q, False, True)
+
+
+def _floor_divide_infinities(vals, result):
+    """The standard's ``floor_divide`` where one operand is infinite and the
+    other finite: ``floor(x1 / x2)`` (``-1.0 // inf`` is -0, ``inf // 2.0``
+    is inf; NumPy gives -1 and nan there).  Elsewhere NumPy's result."""
+    if np.asarray(result).dtype.kind != "f":
+        return result
+    x, y = (np.asarray(v) for v in vals)
+    fix = (np.isinf(x) & np.isfinite(y)) | (np.isfinite(x) & np.isinf(y))
+    if not fix.any():
+        return result
+    return np.where(fix, np.floor(np.true_divide(x, y)), result).astype(np.asarray(result).dtype)
 
 
 def reshape(x, /, shape, *, copy=None):

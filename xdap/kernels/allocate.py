@@ -124,7 +124,8 @@ def _container(a):
     if isinstance(a, (bool, int, float, complex, np.generic)):
         return xnd(a.item() if isinstance(a, np.generic) else a)
     if isinstance(a, np.ndarray):
-        return xnd.from_buffer(np.ascontiguousarray(a))
+        from ..parts import as_container
+        return as_container(a)       # zero-copy when C-contiguous; complex too
     raise TypeError(f"expected xnd containers, NumPy arrays or numbers, got {type(a).__name__}")
 
 

@@ -242,7 +242,9 @@ def _local_block(v: np.ndarray, d):
     index = tuple(np.asarray(d.global_indices(j)) if v.shape[j] != 1 else np.zeros(1, np.int64)
                   for j in range(nd))
     local = np.broadcast_to(v[np.ix_(*index)] if nd else v, d.local_shape)
-    return parts(xnd.from_buffer(np.asarray(local, order="C"))) if local.dtype != object else \
+    # as_container, not xnd.from_buffer: ndtypes' importer cannot read NumPy's
+    # PEP 3118 complex formats ('Zf', 'Zd')
+    return parts(as_container(np.asarray(local, order="C"))) if local.dtype != object else \
         parts(to_container(local))
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from xnd import xnd
 
 from ..arraylike import is_distributed, unwrap
-from ..parts import Parts, container, parts, parts_of
+from ..parts import Parts, as_container, container, parts, parts_of
 from ..types import TypeInfo, type_info
 from .operands import cast, converts
 
@@ -199,7 +199,7 @@ def _local(a, dtype):
     if is_distributed(a):
         c = container(a.parts)
     elif isinstance(a, np.ndarray):
-        c = xnd.from_buffer(np.ascontiguousarray(a))
+        c = as_container(a)      # zero-copy when C-contiguous; complex too
     elif isinstance(a, xnd):
         c = a
     else:
