@@ -92,3 +92,10 @@ def test_what_the_standard_test_suite_found(comm):
     np.testing.assert_array_equal(x.to_numpy(), got)
     a = xdap.from_global(np.arange(4, dtype=np.uint8), comm=comm)
     assert int(xa.tensordot(a[1], a[3], axes=0)) == 3
+    inf, nan = np.inf, np.nan
+    z = xdap.from_global(np.array([complex(inf, 0), complex(-inf, inf), complex(-inf, nan),
+                                   complex(nan, 0), 0.5 + 0.25j]), comm=comm)
+    got = xa.expm1(z).to_numpy()
+    assert got[0] == complex(inf, 0) and got[1] == -1 and got[2] == -1
+    assert np.isnan(got[3].real) and got[3].imag == 0
+    np.testing.assert_allclose(got[4], np.expm1(0.5 + 0.25j))

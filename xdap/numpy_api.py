@@ -1083,12 +1083,12 @@ def numpy_ufunc(ufunc, inputs, out=None):
                              "one another); use xdap.kernels for rows checked collectively")
     vals = [a.parts.values if is_distributed(a) else a for a in inputs]
     masks = [a.parts.valid_mask() for a in dists if a.parts.validity is not None]
-    quiet = {"all": "ignore"} if masks else {"invalid": "ignore"} if ufunc is np.floor_divide \
-        else {}                  # missing slots hold anything; inf // x is fixed below
-    with np.errstate(**quiet):
-        result = ufunc(*vals)
-        if ufunc is np.floor_divide:
-            result = _floor_divide_infinities(vals, result)
+    fixed = _SPECIAL_CASES.get(ufunc)
+    quiet = {"all": "ignore"} if masks else {"invalid": "ignore"} if fixed else {}
+    with np.errstate(**quiet):          # missing slots hold anything; the special cases
+        result = ufunc(*vals)           # NumPy gets otherwise are fixed below
+        if fixed is not None:
+            result = fixed(vals, result)
     validity = None
     if masks:
         from .bitmaps import pack_validity
@@ -1125,6 +1125,23 @@ def _floor_divide_infinities(vals, result):
     if not fix.any():
         return result
     return np.where(fix, np.floor(np.true_divide(x, y)), result).astype(np.asarray(result).dtype)
+
+
+def _expm1_complex_infinities(vals, result):
+    """The standard's complex ``expm1`` where a part is infinite or NaN:
+    ``exp(z) - 1`` (C99's cexp gives ``-1 + 0j`` for ``-inf + inf j``, where
+    NumPy's expm1 gives NaNs).  Elsewhere NumPy's result."""
+    z = np.asarray(vals[0])
+    if z.dtype.kind != "c":
+        return result
+    odd = ~np.isfinite(z)
+    if not odd.any():
+        return result
+    return np.where(odd, np.exp(z) - 1, result).astype(np.asarray(result).dtype)
+
+
+# NumPy ufuncs whose results differ from the standard's special cases
+_SPECIAL_CASES = {np.floor_divide: _floor_divide_infinities, np.expm1: _expm1_complex_infinities}
 
 
 def reshape(x, /, shape, *, copy=None):
