@@ -92,6 +92,17 @@ def test_what_the_standard_test_suite_found(comm):
     np.testing.assert_array_equal(x.to_numpy(), got)
     a = xdap.from_global(np.arange(4, dtype=np.uint8), comm=comm)
     assert int(xa.tensordot(a[1], a[3], axes=0)) == 3
+    # arange's default dtype comes from its arguments, not from building the
+    # array first (this one took 5.3 GB on every rank to learn "float64")
+    r = xa.arange(707155597.0, step=794438234489254)
+    assert r.dtype == np.float64 and r.to_numpy().tolist() == [0.0]
+    assert xa.arange(np.int8(3)).dtype == np.int64 and xa.arange(1, 2, 0.25).dtype == np.float64
+    # a 0-d boolean mask: NumPy's new axis of length 1 or 0
+    for g in (np.zeros(0, bool), np.arange(6.0).reshape(2, 3), np.float32(2.5)):
+        arr = xdap.from_global(np.asarray(g), comm=comm)
+        for m in (True, False):
+            got, want = arr[xa.asarray(m)].to_numpy(), np.asarray(g)[np.asarray(m)]
+            assert got.shape == want.shape and np.array_equal(got, want), (g, m)
     inf, nan = np.inf, np.nan
     z = xdap.from_global(np.array([complex(inf, 0), complex(-inf, inf), complex(-inf, nan),
                                    complex(nan, 0), 0.5 + 0.25j]), comm=comm)

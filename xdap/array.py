@@ -419,6 +419,10 @@ class DistArray:
         if isinstance(key, str):
             return self.field(key)
         key = _zero_d_as_int(key)
+        flag = _zero_d_bool(key)
+        if flag is not None:            # NumPy: a[True] is a[None], a[False] a[None][:0]
+            out = self[None]
+            return out if flag else out[:0]
         from .movement.index import basic_index, is_basic_key, mask_index
         if is_basic_key(key):
             out = basic_index(self.distribution, self.parts, key)
@@ -832,6 +836,18 @@ def _zero_d_as_int(key):
         return k.item() if type(k) is DistArray and not k.distribution.maps and \
             is_integer(k.parts.info.dtype) and k.parts.validity is None else k
     return tuple(plain(k) for k in key) if isinstance(key, tuple) else plain(key)
+
+
+def _zero_d_bool(key):
+    """The bool of a whole key that is one boolean -- True, np.True_ or a
+    0-d bool DistArray (whose value every rank holds: no MPI call) -- else
+    None."""
+    if isinstance(key, (bool, np.bool_)):
+        return bool(key)
+    if type(key) is DistArray and not key.distribution.maps and key.parts.info.dtype == "bool" \
+            and key.parts.validity is None:
+        return bool(key.parts.values[()])
+    return None
 
 
 def _integer_index(key) -> bool:

@@ -20,6 +20,7 @@ array([4., 4.])
 """
 from __future__ import annotations
 
+import builtins      # the namespace has the standard's any/all
 import collections
 
 import builtins
@@ -165,10 +166,13 @@ def full_like(x, /, fill_value, *, dtype=None, device=None):
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
+    """NumPy's ``arange``, each rank computing only its part.  The default
+    dtype is the standard's: int64 when every argument is an integer, else
+    float64 -- found from the arguments, without building the array."""
     _check_device(device)
     if dtype is None:
-        dtype = np.arange(start, stop, step).dtype if stop is not None else \
-            np.arange(start).dtype
+        floats = builtins.any(isinstance(v, (float, np.floating)) for v in (start, stop, step))
+        dtype = np.float64 if floats else np.int64
     return _array.arange(start, stop, step, dtype=dtype)
 
 
