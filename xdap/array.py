@@ -423,6 +423,12 @@ class DistArray:
         if flag is not None:            # NumPy: a[True] is a[None], a[False] a[None][:0]
             out = self[None]
             return out if flag else out[:0]
+        new = _new_axes_only(key)
+        if self.ndim == 0 and new:
+            # a 0-d array's value on new axes of size 1: the shape's default
+            # distribution, each rank filling its block (every rank holds the value)
+            from .numpy_api import broadcast_to
+            return broadcast_to(self, (1,) * new)
         from .movement.index import basic_index, is_basic_key, mask_index
         if is_basic_key(key):
             out = basic_index(self.distribution, self.parts, key)
@@ -836,6 +842,15 @@ def _zero_d_as_int(key):
         return k.item() if type(k) is DistArray and not k.distribution.maps and \
             is_integer(k.parts.info.dtype) and k.parts.validity is None else k
     return tuple(plain(k) for k in key) if isinstance(key, tuple) else plain(key)
+
+
+def _new_axes_only(key) -> int:
+    """How many new axes a key of only None and Ellipsis adds (0 for any
+    other key)."""
+    keys = key if isinstance(key, tuple) else (key,)
+    if not keys or not all(k is None or k is Ellipsis for k in keys):
+        return 0
+    return sum(k is None for k in keys)
 
 
 def _zero_d_bool(key):
