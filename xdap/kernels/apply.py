@@ -177,7 +177,10 @@ def broadcast_operands(args, out=None):
             if a.distribution.maps:
                 a = np.asarray(a.to_numpy())   # the smaller operand, on every rank
             else:
-                converted.append(a.parts.values[()].item() if a.parts.validity is None
+                # a 0-d array is its value -- as a NumPy scalar, whose dtype
+                # counts in the promotion as the array's would (not .item(): a
+                # Python scalar is weak)
+                converted.append(a.parts.values[()] if a.parts.validity is None
                                  else a.local.value)
                 continue
         elif not isinstance(a, (np.ndarray, list)):
@@ -532,14 +535,15 @@ def _as_containers(args):
     dtype = _dtype(arrays[0])
     for i, a in enumerate(args):
         if xs[i] is None:
-            v = a.item() if isinstance(a, np.generic) else a
-            xs[i] = _scalar(v, dtype)
+            xs[i] = _scalar(a, dtype)
     return xs
 
 
 def _scalar(v, dtype):
     """A 0-d container of the Python scalar v next to an array of ``dtype``;
     memoised (kernels only read it) -- building one costs more than a small call."""
+    if isinstance(v, np.generic):                         # its dtype counts (NEP 50)
+        return xnd(v.item(), type=scalar_dtype(v, dtype))
     if type(v) is not int and (type(v) is not float or v == 0.0):
         return xnd(v, type=scalar_dtype(v, dtype))       # keep -0.0 apart from 0.0
     return _memo_scalar(type(v), v, dtype)

@@ -28,7 +28,7 @@ __all__ = ["common_dtype", "exact_float", "scalar_dtype", "to_container"]
 
 _INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 _UINT_BITS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
-_FLOAT_MANT = {"float32": 24, "float64": 53, "complex128": 53}
+_FLOAT_MANT = {"float32": 24, "float64": 53, "complex64": 24, "complex128": 53}
 
 
 def _bits(d):
@@ -41,8 +41,8 @@ def _bits(d):
         return "u", _UINT_BITS[d]
     if d in ("float32", "float64"):
         return "f", _FLOAT_MANT[d]
-    if d == "complex128":
-        return "c", 53
+    if d in ("complex64", "complex128"):
+        return "c", _FLOAT_MANT[d]
     return None, None
 
 
@@ -81,7 +81,7 @@ def _fits(src: str, dst: str) -> bool:
             return False
         return bs <= bd
     if cs == "c":
-        return cd == "c"
+        return cd == "c" and bs <= bd
     if cd in ("f", "c"):
         if cs == "f":
             return bs <= bd
@@ -92,7 +92,7 @@ def _fits(src: str, dst: str) -> bool:
 # Candidates, smallest first; integers before floats so that mixed integer
 # operands stay integers (uint32 with int32 -> int64, as in NumPy).
 _ORDER = ["bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
-          "float32", "float64", "complex128"]
+          "float32", "float64", "complex64", "complex128"]
 
 
 def common_dtype(a: str, b: str):
@@ -119,18 +119,29 @@ def scalar_dtype(value, other: str):
 
     >>> scalar_dtype(2, "int16"), scalar_dtype(2.5, "int16"), scalar_dtype(2.5, "float32")
     ('int16', 'float32', 'float32')
+    >>> scalar_dtype(np.uint16(2), "uint8"), scalar_dtype(1j, "complex64")
+    ('uint16', 'complex64')
     """
     cls, _ = _bits(other)
     if isinstance(value, (bool, np.bool_)):
         return other
+    if isinstance(value, np.generic):
+        # a NumPy scalar (a 0-d array's value) is no weak Python scalar: its
+        # dtype counts, as an array's does (NEP 50, the Array API)
+        from ..types import dtype_from_numpy
+        mine = dtype_from_numpy(value.dtype)
+        return common_dtype(mine, other) or dtype_from_numpy(
+            np.result_type(value.dtype, numpy_dtype(other)))
     if isinstance(value, numbers.Integral):
         return "int64" if cls == "b" else other
     if isinstance(value, numbers.Real):
         if cls in ("f", "c"):
             return other
         return exact_float(other) or "float64"
-    if isinstance(value, numbers.Complex):
-        return "complex128"
+    if isinstance(value, numbers.Complex):     # weak too: complex64 stays complex64
+        if cls == "c":
+            return other
+        return "complex64" if other == "float32" else "complex128"
     raise TypeError(f"unsupported scalar operand {value!r} of type {type(value).__name__}")
 
 
