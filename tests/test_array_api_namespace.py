@@ -103,6 +103,28 @@ def test_what_the_standard_test_suite_found(comm):
         for m in (True, False):
             got, want = arr[xa.asarray(m)].to_numpy(), np.asarray(g)[np.asarray(m)]
             assert got.shape == want.shape and np.array_equal(got, want), (g, m)
+    # a mask with a zero-length dim selects nothing, whatever the array's dim
+    b = xdap.from_global(np.ones((1, 3), np.int16), comm=comm)
+    got = b[xdap.from_global(np.zeros(0, bool), comm=comm)]
+    assert got.shape == (0, 3) and got.dtype == np.int16
+    # any/all are bool also when they reduce nothing; 1-D @ 1-D is a 0-d array
+    assert xa.any(xdap.from_global(np.zeros(0, np.uint8), comm=comm), axis=()).dtype == np.bool_
+    v = xdap.from_global(np.arange(3.0), comm=comm)
+    dot = xa.matmul(v, v)
+    assert isinstance(dot, xdap.DistArray) and dot.ndim == 0 and float(dot) == 5.0
+    assert bool(xa.all(dot > 0))
+    # a 0-d operand's dtype counts in the promotion (NEP 50), a Python scalar's not
+    u8 = xdap.from_global(np.array([1, 2, 255], np.uint8), comm=comm)
+    for x0, want in ((np.array(300, np.uint16), np.uint16), (np.array(-1, np.int8), np.int16)):
+        z0 = xdap.from_global(x0, comm=comm)
+        for f in (xa.add, xa.bitwise_or, xa.multiply):
+            r = f(z0, u8)
+            assert r.dtype == want, (f, x0.dtype)
+            np.testing.assert_array_equal(r.to_numpy(), getattr(np, f.__name__)(x0, u8.to_numpy()))
+    assert (u8 + 1).dtype == np.uint8
+    c = xdap.from_global(np.array([1 + 1j], np.complex64), comm=comm)
+    c *= 2j
+    assert c.dtype == np.complex64 and c.to_numpy().tolist() == [-2 + 2j]
     inf, nan = np.inf, np.nan
     z = xdap.from_global(np.array([complex(inf, 0), complex(-inf, inf), complex(-inf, nan),
                                    complex(nan, 0), 0.5 + 0.25j]), comm=comm)

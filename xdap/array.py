@@ -16,6 +16,8 @@ pair into a DistArray, and the public constructors (``from_global``,
 """
 from __future__ import annotations
 
+import builtins
+
 import numbers
 import sys
 
@@ -433,6 +435,14 @@ class DistArray:
         if is_basic_key(key):
             out = basic_index(self.distribution, self.parts, key)
             return self.__xdap_wrap__(*out, agreed=True) if isinstance(out, tuple) else out
+        if isinstance(key, DistArray) and key.parts.info.dtype == "bool" and \
+                not key.parts.info.ragged and key.shape != self.shape[:key.ndim] and \
+                key.size == 0 and key.ndim <= self.ndim and \
+                builtins.all(k in (n, 0) for k, n in zip(key.shape, self.shape)):
+            # a mask with a zero-length dim selects nothing (the standard's
+            # rule; shapes are agreed: no MPI call)
+            return zeros((0,) + self.shape[key.ndim:], comm=self.comm,
+                         type=self.parts.info.type_string().rsplit(" * ", 1)[-1])
         if isinstance(key, DistArray) and key.parts.info.dtype == "bool" and \
                 not key.parts.info.ragged:
             if key.parts.info.optional:

@@ -298,13 +298,16 @@ def _reduce(name, x, axis, keepdims, dtype=None):
     """``x.<name>(axis)`` as the standard has it: ``dtype`` converts first, a
     0-d array for a reduction over everything, ``keepdims`` a view of the
     result, an empty tuple of axes reduces nothing."""
+    if not isinstance(x, _array.DistArray):
+        x = asarray(x)                  # a NumPy value (what an element read gives)
     if dtype is not None and np.dtype(dtype) != x.dtype:
         x = astype(x, dtype)
     axes = _reduced_axes(x, axis)
     # the result's dtype: the one asked for, NumPy's (sum, prod), or the input's
     # (mean of float32 is float32; xdap's mean computes in float64)
     dt = np.dtype(dtype) if dtype is not None else getattr(np, name)(
-        np.zeros(1, x.dtype)).dtype if name in ("sum", "prod", "mean") else None
+        np.zeros(1, x.dtype)).dtype if name in ("sum", "prod", "mean") else \
+        np.dtype(bool) if name in ("any", "all") else None
     if not axes and x.ndim:             # nothing reduced: the values, so typed
         return astype(x, dt or x.dtype)
     out = _as_array(x, getattr(x, name)(axis=None if len(axes) == x.ndim else axes))
@@ -411,13 +414,20 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
 
 from .numpy_api import (argsort, broadcast_to, concat, cumulative_prod,  # noqa: E402,F401
-                        cumulative_sum, expand_dims, flip, matmul, matrix_transpose, nonzero,
+                        cumulative_sum, expand_dims, flip, matrix_transpose, nonzero,
                         permute_dims, roll, sort, reshape, squeeze, stack, take,
                         tril, triu, unique_all, unique_counts, unique_inverse, unique_values,
                         where)
 from .manipulation import (broadcast_arrays, diff, imag, meshgrid, moveaxis,  # noqa: E402,F401
                            real, repeat, take_along_axis, tile, unstack)
 from . import manipulation as _manipulation  # noqa: E402
+
+
+def matmul(x1, x2, /):
+    """``xdap.matmul``; the dot product of two 1-D arrays is a 0-d array, as
+    the standard says (``xdap.matmul`` gives NumPy's scalar)."""
+    out = _api.matmul(x1, x2)
+    return out if isinstance(out, _array.DistArray) else _api._scalar_array(x1, out)
 
 
 def tensordot(x1, x2, /, *, axes=2):
