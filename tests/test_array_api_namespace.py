@@ -125,6 +125,8 @@ def test_what_the_standard_test_suite_found(comm):
     c = xdap.from_global(np.array([1 + 1j], np.complex64), comm=comm)
     c *= 2j
     assert c.dtype == np.complex64 and c.to_numpy().tolist() == [-2 + 2j]
+    m = abs(xdap.from_global(np.array(3 - 4j, np.complex64), comm=comm))   # NumPy's loop
+    assert m.dtype == np.float32 and float(m) == 5.0
     inf, nan = np.inf, np.nan
     z = xdap.from_global(np.array([complex(inf, 0), complex(-inf, inf), complex(-inf, nan),
                                    complex(nan, 0), 0.5 + 0.25j]), comm=comm)
