@@ -36,8 +36,8 @@ from ..arraylike import is_distributed, unwrap
 from ..parts import Parts, as_container, container, parts, parts_of
 from ..types import dtype_from_numpy, is_numeric, numpy_dtype, type_info
 from . import cores
-from .operands import (cast, converts, common_dtype, exact_float, is_scalar, scalar_dtype,
-                       to_container)
+from .operands import (cast, common_dtype, converts, exact_float, is_scalar, operand_dtype,
+                       scalar_dtype, to_container)
 from .signature import parse, signature_for
 
 __all__ = ["apply", "fast"]
@@ -268,22 +268,12 @@ def core_signature(func, args):
     if not kernels:
         return None
     ragged = any(is_distributed(a) and a.parts.info.ragged for a in args)
-    sig = signature_for(kernels, tuple(_operand_dtype(a) for a in args), ragged)
+    sig = signature_for(kernels, tuple(operand_dtype(a) for a in args), ragged)
     return None if sig is None or sig.elementwise else sig
 
 
 # {(table, name): the function's signatures, () when all are elementwise}
 _CORE_KERNELS: dict = {}
-
-
-def _operand_dtype(a):
-    if is_distributed(a):
-        return a.parts.info.dtype
-    if isinstance(a, np.ndarray):
-        return dtype_from_numpy(a.dtype)
-    if isinstance(a, xnd):
-        return _dtype(a)
-    return None
 
 
 def _apply_core(func, sig, args, out, first):

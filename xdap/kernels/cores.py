@@ -39,7 +39,7 @@ from xnd import xnd
 from ..arraylike import is_distributed, unwrap
 from ..parts import Parts, as_container, container, parts, parts_of
 from ..types import TypeInfo, type_info
-from .operands import cast, converts
+from .operands import cast, converts, operand_dtype
 
 __all__ = ["core_call", "check_core_operands"]
 
@@ -55,7 +55,7 @@ def check_core_operands(name, sig, args):
     take their form from the kernel).  Raises ValueError/TypeError alike on
     every rank."""
     for i, (a, want) in enumerate(zip(args, sig.dtypes)):
-        have = _leaf_dtype(a)
+        have = operand_dtype(a)
         if have is not None and want is not None and not converts(have, want, "safe"):
             raise TypeError(f"{name}: no kernel takes {have} for operand {i} (the kernel "
                             f"{_describe(sig)} takes {want}), nor anything it converts to "
@@ -92,18 +92,6 @@ def check_core_operands(name, sig, args):
         raise TypeError(f"{name}: no DistArray operand")
     ragged = sig.ragged and any(is_distributed(a) and a.parts.info.ragged for a in args)
     return loop, None if ragged else result_distributions(name, sig, loop, sizes)
-
-
-def _leaf_dtype(a):
-    """An operand's element dtype (None for a Python scalar)."""
-    if is_distributed(a):
-        return a.parts.info.dtype
-    if isinstance(a, np.ndarray):
-        from ..types import dtype_from_numpy
-        return dtype_from_numpy(a.dtype)
-    if isinstance(a, xnd):
-        return str(a.type).rsplit(" * ", 1)[-1].lstrip("?")
-    return None
 
 
 def _fixed_loop(name, sig, i, d, core, sizes):

@@ -195,3 +195,17 @@ def cast(x, dtype: str):
     p = parts(x)
     info = p.info.with_leaf(("?" if p.info.optional else "") + dtype)
     return container(Parts(info, p.values.astype(info.numpy_dtype), p.validity, p.offsets))
+
+
+def operand_dtype(a):
+    """An operand's element dtype -- a DistArray's, a NumPy array's, a
+    container's leaf (without ``?``) -- or None for a scalar."""
+    from ..arraylike import is_distributed
+    if is_distributed(a):
+        return a.parts.info.dtype
+    if isinstance(a, np.ndarray):
+        from ..types import dtype_from_numpy
+        return dtype_from_numpy(a.dtype)
+    if isinstance(a, xnd):
+        return str(a.type).rsplit(" * ", 1)[-1].lstrip("?")
+    return None
