@@ -23,8 +23,6 @@ from __future__ import annotations
 import builtins      # the namespace has the standard's any/all
 import collections
 
-import builtins
-
 import numpy as np
 
 from . import array as _array

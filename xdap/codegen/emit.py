@@ -84,11 +84,12 @@ def _call(v: Variant, value, pointer) -> str:
 
 def _expr_c(expr: str, arrays) -> str:
     """A .cfg expression in C: names are the scalars' locals ``v_NAME``;
-    ``len(x, k)`` / ``ndim(x)`` read the array's buffer (``arrays[x]``)."""
+    ``len(x, k)`` / ``ndim(x)`` come from ``arrays[x] = (length, ndim)``,
+    ``length(k)`` the C expression of the array's length along k."""
     parts = []
     for t in check_hide_expr(expr):
         if t[0] == "len":
-            parts.append(f"b{arrays[t[1]][0]}.shape[{t[2]}]")
+            parts.append(arrays[t[1]][0](t[2]))
         elif t[0] == "ndim":
             parts.append(str(arrays[t[1]][1]))
         elif t[0] == "name":
@@ -276,7 +277,8 @@ def _emit_general_xnd(kernel: KernelConfig, i: int, v: Variant, optional: bool) 
     # the buffer the function works on
     work = {a.name: (s.output[a.name] if a.role in ("output", "input+output") else s.input[a.name])
             for a in v.args if a.is_array and a.role != "hide"}
-    arrays = {a.name: (s.input[a.name], len(a.dims)) for a in v.args if a.is_array and a.passed}
+    arrays = {a.name: (lambda axis, k=s.input[a.name]: f"b{k}.shape[{axis}]", len(a.dims))
+              for a in v.args if a.is_array and a.passed}
     out = [f"/* {v.prototype.c_declaration()}: Xnd kernel on whole arrays"
            + (", ?T slots for the initial values. */" if optional else ". */"),
            "static int",
@@ -448,22 +450,13 @@ def _emit_batched(kernel: KernelConfig, i: int, v: Variant, mask: tuple) -> str:
         for k in slots:
             for axis, dn in enumerate(arg_of[k].dims):
                 first.setdefault(dn, f"s{k}[{off[k] + axis}]")
-        arrays = {a.name: s.input[a.name] for a in v.inputs}
+        # lengths from the whole stacks' shapes: a batched one's core dims follow the batch dim
+        arrays = {a.name: (lambda axis, k=s.input[a.name]: f"s{k}[{off[k] + axis}]", len(a.dims))
+                  for a in v.inputs}
         for a in v.args:
             if a.is_array or a.passed:
                 continue
-            parts = []
-            for t in check_hide_expr(a.hide_expr):
-                if t[0] == "len":
-                    k = arrays[t[1]]
-                    parts.append(f"s{k}[{off[k] + t[2]}]")
-                elif t[0] == "ndim":
-                    parts.append(str(len(arg_of[arrays[t[1]]].dims)))
-                elif t[0] == "name":
-                    parts.append(f"v_{t[1]}")
-                else:
-                    parts.append(t[1])
-            expr = " ".join(parts)
+            expr = _expr_c(a.hide_expr, arrays)
             out += [f"        {{ const int64_t h = (int64_t)({expr});",
                     f"          v_{a.name} = ({a.ctype})h;",
                     f"          if ((int64_t)v_{a.name} != h) goto per_item; }}"]

@@ -45,6 +45,8 @@ import ast
 import numpy as np
 from xnd import xnd
 
+from .operands import operand_dtype
+
 __all__ = ["AllocatingKernel"]
 
 
@@ -129,13 +131,9 @@ def _container(a):
     raise TypeError(f"expected xnd containers, NumPy arrays or numbers, got {type(a).__name__}")
 
 
-def _dtype(x) -> str:
-    return str(x.type.hidden_dtype).lstrip("?")
-
-
 def _select(name, variants, xs):
     for v in variants:
-        if len(v["inputs"]) == len(xs) and all(_dtype(x) == i["dtype"] for x, i in zip(xs, v["inputs"])):
+        if len(v["inputs"]) == len(xs) and all(operand_dtype(x) == i["dtype"] for x, i in zip(xs, v["inputs"])):
             return v
     have = ", ".join(str(x.type) for x in xs) or "no arguments"
     want = "; ".join("(" + ", ".join(i["dtype"] for i in v["inputs"]) + ")" for v in variants)
@@ -144,7 +142,7 @@ def _select(name, variants, xs):
 
 def _shape(name, x):
     t = x.type
-    if t.is_var_dim() if hasattr(t, "is_var_dim") else "var" in str(t):
+    if str(t).startswith("var"):
         raise TypeError(f"{name}: a kernel whose outputs the module allocates takes fixed "
                         f"dimensions, not {t}")
     return tuple(t.shape)

@@ -192,7 +192,7 @@ def _local(a, dtype):
         c = a
     else:
         return xnd(a.item() if isinstance(a, np.generic) else a, type=dtype)
-    have = str(c.type).rsplit(" * ", 1)[-1].lstrip("?")
+    have = operand_dtype(c)
     # the signature was chosen for operands that convert to it (signature_for)
     return cast(c, dtype) if dtype is not None and have != dtype and converts(have, dtype, "safe") \
         else c
