@@ -203,6 +203,8 @@ def array_config():
                    f"prototypes = int64_t arr(int64_t n, int64_t *x);\n{keys}\nhide = n = len(x)\n")
     out.append("[KERNEL a_output]\nkinds = C, Fortran, Xnd\nellipses = none\n"
                "prototypes = int64_t arr(int64_t n, int64_t *x);\ninput = n\noutput = x(n)\n")
+    out.append("[KERNEL a_output_default]\nellipses = none\n"
+               "prototypes = int64_t arr(int64_t n, int64_t *x);\ninput = n = 3\noutput = x(n)\n")
     out.append("[KERNEL a_hide]\nellipses = none\n"
                "prototypes = int64_t arr(int64_t n, int64_t *x);\ninput = n\nhide = x(n)\n")
     for name, fortran, intent in (("m_inout_c", "", "inout"), ("m_inout_f", "fortran = a", "inout"),
@@ -265,6 +267,10 @@ def test_array_outputs_and_hidden_arrays(corpus):
     a, m = corpus.fill_twice(xnd(3))                         # sized by an expression: 2 n + 1
     assert m.value == 7 and a.value == [3 * i for i in range(7)]
     assert corpus.a_output(xnd(0))[0].value == []
+    # a missing size takes the kernel's initial value (n = 3), in Python as in C
+    x, s = corpus.a_output_default(xnd(None, type="?int64"))
+    assert x.value == [0, 1, 2] and s.value == 0
+    assert corpus.a_output_default(xnd(2))[0].value == [0, 1]
     with pytest.raises(ValueError, match=r"a_output: output x would have -2 items"):
         corpus.a_output(xnd(-2))
     with pytest.raises(ValueError, match="sizes an output, so it must be one value"):

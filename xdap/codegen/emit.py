@@ -503,8 +503,9 @@ def allocation_spec(config: ModuleConfig) -> dict:
             continue
         variants = []
         for v in kernel.variants:
-            ins = [{"name": a.name, "dtype": a.dtype, "ndim": len(a.dims), "optional": a.optional}
-                   for a in v.inputs]
+            # "default": the value a missing item of a ?T input takes (it may size an output)
+            ins = [{"name": a.name, "dtype": a.dtype, "ndim": len(a.dims), "optional": a.optional,
+                    "default": a.default} for a in v.inputs]
             index = {a.name: i for i, a in enumerate(v.inputs)}
             scalars = {a.name: (["value", index[a.name]] if a.passed else
                                 ["expr", a.hide_expr if a.role == "hide" else a.default])
