@@ -21,8 +21,9 @@ import numbers
 import numpy as np
 from xnd import xnd
 
+from ..arraylike import is_distributed
 from ..parts import Parts, as_container, container, parts
-from ..types import numpy_dtype
+from ..types import dtype_from_numpy, numpy_dtype
 
 __all__ = ["common_dtype", "exact_float", "scalar_dtype", "to_container"]
 
@@ -128,7 +129,6 @@ def scalar_dtype(value, other: str):
     if isinstance(value, np.generic):
         # a NumPy scalar (a 0-d array's value) is no weak Python scalar: its
         # dtype counts, as an array's does (NEP 50, the Array API)
-        from ..types import dtype_from_numpy
         mine = dtype_from_numpy(value.dtype)
         return common_dtype(mine, other) or dtype_from_numpy(
             np.result_type(value.dtype, numpy_dtype(other)))
@@ -200,11 +200,9 @@ def cast(x, dtype: str):
 def operand_dtype(a):
     """An operand's element dtype -- a DistArray's, a NumPy array's, a
     container's leaf (without ``?``) -- or None for a scalar."""
-    from ..arraylike import is_distributed
     if is_distributed(a):
         return a.parts.info.dtype
     if isinstance(a, np.ndarray):
-        from ..types import dtype_from_numpy
         return dtype_from_numpy(a.dtype)
     if isinstance(a, xnd):
         return str(a.type).rsplit(" * ", 1)[-1].lstrip("?")

@@ -21,6 +21,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from ..codegen.config import BATCH_DIM
+from .operands import converts
+
 __all__ = ["Signature", "parse", "signature_for"]
 
 
@@ -102,11 +105,10 @@ def signature_for(kernels: tuple, dtypes: tuple, ragged: bool) -> Signature | No
     structure of a multimethod does not depend on the dtype in any config
     xndtools writes; gumath's own error reports a dtype it has no kernel
     for).  None when nothing has their arity."""
-    from ..codegen.config import BATCH_DIM      # generated stacks: gumath's to pick
+    # the batched sets (BATCH_DIM) of generated modules are gumath's to pick
     candidates = [s for s in map(parse, kernels) if len(s.inputs) == len(dtypes)
                   and BATCH_DIM not in s.text]
     family = [s for s in candidates if s.ragged == ragged] or candidates
-    from .operands import converts
     # NumPy's gufunc rule -- the first loop every operand converts to --
     # with xdap's: exact conversions first (float32 -> float64), then
     # NumPy's safe ones (int64 -> float64, as np.sin of integers)
