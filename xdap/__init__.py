@@ -45,6 +45,7 @@ if _watch.timeout():
 _LAZY = {
     "Scatter": ("xdap.movement.scatter", "Scatter"),
     "plot": ("xdap.pictures", "plot"),      # matplotlib: imported only to draw
+    "RedistributionWarning": ("xdap.kernels.apply", "RedistributionWarning"),
 }
 _SUBMODULES = ("plans", "codegen", "io", "kernels", "movement", "protocols")
 

@@ -352,7 +352,8 @@ def tensordot(x1, x2, /, *, axes=2):
     m = int(np.prod([x1.shape[i] for i in free1], dtype=np.int64))
     left = reshape(permute_dims(x1, tuple(free1) + a1), (m, k))
     right = x2.to_numpy() if is_distributed(x2) else np.asarray(x2)
-    right = np.transpose(right, a2 + tuple(free2)).reshape(k, -1)
+    n = int(np.prod([shape2[j] for j in free2], dtype=np.int64))
+    right = np.transpose(right, a2 + tuple(free2)).reshape(k, n)    # not -1: k may be 0
     out = matmul(left, right)
     return reshape(out, tuple(x1.shape[i] for i in free1) + tuple(shape2[j] for j in free2))
 

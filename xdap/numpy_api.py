@@ -722,9 +722,6 @@ def where(condition, x1, x2, /):
         args = broadcast_operands(args)
     dists = [a for a in args if is_distributed(a)]
     d = dists[0].distribution
-    if any(a.distribution != d for a in dists):
-        raise ValueError("where: the operands are distributed differently; redistribute "
-                         "them alike first")
     vals = [a.parts.values if is_distributed(a) else a for a in args]
     out = np.where(vals[0].astype(bool) if isinstance(vals[0], np.ndarray) else bool(vals[0]),
                    vals[1], vals[2])

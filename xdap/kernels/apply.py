@@ -32,7 +32,7 @@ import numpy as np
 from xnd import xnd
 
 from ..agreement import agreement, debug
-from ..arraylike import is_distributed, unwrap
+from ..arraylike import is_distributed, unwrap, wrap_like
 from ..parts import Parts, as_container, container, parts, parts_of
 from ..types import dtype_from_numpy, is_numeric, numpy_dtype, type_info
 from . import cores
@@ -134,11 +134,22 @@ def apply(func, *args, out=None):
 
 def needs_broadcast(args, first) -> bool:
     """Whether elementwise ``args`` need ``broadcast_operands``: a NumPy
-    operand, or a fixed DistArray of another shape than ``first``."""
-    shape = first.distribution.global_shape
-    return any(isinstance(a, (np.ndarray, list)) or
-               (is_distributed(a) and a.distribution.global_shape != shape
-                and not a.parts.info.ragged) for a in args)
+    operand, a fixed DistArray of another shape than ``first``, or one of
+    ``first``'s shape in another distribution (aligned by a redistribution).
+    Decided from agreed distributions: the same on every rank."""
+    d = first.distribution
+    for a in args:
+        if isinstance(a, (np.ndarray, list)):
+            return True
+        if is_distributed(a) and a.distribution is not d and a.distribution != d:
+            if a.distribution.global_shape == d.global_shape or not a.parts.info.ragged:
+                return True
+    return False
+
+
+class RedistributionWarning(UserWarning):
+    """Operands of one shape were distributed differently, and all but the
+    first were redistributed to the first's distribution (an exchange each)."""
 
 
 def broadcast_operands(args, out=None):
@@ -149,7 +160,12 @@ def broadcast_operands(args, out=None):
     contributes the elements of this rank's block: local, no MPI call; a
     smaller DistArray (``a - a.mean(axis=0)``) is first gathered on every
     rank (collective: its shape is agreed, so every rank does it) -- the
-    larger operand never moves.  0-d DistArrays are their one value."""
+    larger operand never moves.  A DistArray of the result's shape in
+    another distribution (``a[1:] + b[:-1]``: two irregular blocks) is
+    redistributed to the leading one's -- one exchange, collective, with a
+    ``RedistributionWarning`` (on rank 0, once per call site); redistribute
+    operands alike beforehand to avoid it.  0-d DistArrays are their one
+    value."""
     shapes = [a.distribution.global_shape if is_distributed(a) else np.shape(a)
               for a in args if is_distributed(a) or isinstance(a, (np.ndarray, list))]
     if out is not None:
@@ -167,6 +183,9 @@ def broadcast_operands(args, out=None):
             converted.append(a)
             continue
         if is_distributed(a):
+            if a.distribution.global_shape == d.global_shape:
+                converted.append(_redistributed(a, d))
+                continue
             if a.parts.info.ragged:
                 raise ValueError("a ragged operand does not broadcast; give operands the "
                                  "same rows")
@@ -188,6 +207,18 @@ def broadcast_operands(args, out=None):
             continue
         converted.append(lead.__xdap_wrap__(d, _local_block(np.asarray(a), d), False, True))
     return tuple(converted)
+
+
+def _redistributed(a, d):
+    """``a`` moved to ``d`` (same global shape): collective, one exchange."""
+    from ..movement.redistribute import move
+    if d.comm.rank == 0:
+        import warnings
+        warnings.warn("operands of one shape are distributed differently: the others are "
+                      "redistributed to the first's distribution (one exchange each); "
+                      "redistribute them alike first to avoid the copy",
+                      RedistributionWarning, stacklevel=4)
+    return wrap_like(a, *move(*unwrap(a), d), agreed=True)
 
 
 def _leading(args, shape, out):
