@@ -11,3 +11,18 @@ import sys
 if os.path.dirname(__file__) not in sys.path:  # --import-mode=importlib adds nothing
     sys.path.insert(0, os.path.dirname(__file__))
 from mpi_harness import *  # noqa: E402,F401,F403
+
+
+def _same_draws_on_every_rank():
+    """Property tests must draw the same examples on every rank (derandomized).
+    Hypothesis (>= 6.131) also mixes into its draws constants it reads from
+    the source of every *local* module in ``sys.modules`` -- a set that grows
+    as xdap imports modules lazily, not always alike on every rank, and that
+    it caches in a directory the ranks share -- so a rank's draws would depend
+    on its import history (seen: ranks drawing different shapes in the Array
+    API test suite under mpiexec).  No module's constants, then."""
+    from hypothesis.internal.conjecture import providers
+    providers._get_local_constants = lambda: providers._local_constants    # stays empty
+
+
+_same_draws_on_every_rank()

@@ -46,6 +46,11 @@ keys = st.one_of(
     st.tuples(st.just(Ellipsis), entry(SHAPE[1])),
     st.tuples(entry(SHAPE[0]), st.none(), entry(SHAPE[1])),
     st.tuples(st.none(), entry(SHAPE[0])),
+    # every dim an integer, plus an ellipsis: a 0-d array every rank holds
+    st.tuples(st.integers(-SHAPE[0], SHAPE[0] - 1), st.just(Ellipsis),
+              st.integers(-SHAPE[1], SHAPE[1] - 1)),
+    st.tuples(st.integers(-SHAPE[0], SHAPE[0] - 1), st.integers(-SHAPE[1], SHAPE[1] - 1),
+              st.just(Ellipsis)),
 )
 
 
@@ -66,6 +71,21 @@ def test_basic_keys_match_numpy(comm):
             assert as_numpy(got).shape == want.shape, (name, key)
             np.testing.assert_array_equal(as_numpy(got), want, err_msg=f"{name} {key}")
     check()
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_integers_with_an_ellipsis_give_a_0d_array_on_every_rank(comm):
+    """``a[i, j, ...]`` is NumPy's 0-d array, not a scalar: every rank holds
+    the element, also the ranks that own none of it (a ?T element stays
+    missing)."""
+    for _, kw in layouts(comm.size):
+        a = xdap.from_global(G, comm=comm, **kw)
+        got = a[2, ..., -1]
+        assert isinstance(got, xdap.DistArray) and got.shape == ()
+        assert float(got) == G[2, -1] and got.local_numpy()[()] == G[2, -1]
+    masked = np.ma.array(G[:, 0], mask=np.arange(SHAPE[0]) % 2 == 1)
+    m = xdap.from_global(masked, comm=comm)
+    assert m[1, ...].local.value is None and m[2, ...].local.value == G[2, 0]
 
 
 @pytest.mark.mpi(ranks=RANKS)

@@ -4,6 +4,8 @@ objects, to_numpy, astype/copy, element reads, scalar reductions and
 rank-ordered printing."""
 import io
 
+import warnings
+
 import numpy as np
 import pytest
 from mpi4py import MPI
@@ -50,13 +52,29 @@ def test_what_numpy_would_refuse_is_one_clear_error(call, message):
         call(a)
 
 
-@pytest.mark.mpi(ranks=(2, 3))
-def test_operands_with_other_distributions_say_redistribute():
+@pytest.mark.mpi(ranks=(1, 2, 3))
+def test_operands_with_other_distributions_are_aligned_with_a_warning():
+    """``a + b`` of one shape, distributed differently: ``b`` is moved to
+    ``a``'s distribution (one exchange), rank 0 warns; slices of one array
+    (irregular blocks) meet the same way."""
     comm = MPI.COMM_WORLD
-    a = xdap.from_global(ints(), dist=("b",), comm=comm)
-    b = xdap.from_global(ints(), dist=("c",), comm=comm)
-    with pytest.raises(ValueError, match="another distribution.*redistribute"):
-        a + b
+    g = ints()
+    a = xdap.from_global(g, dist=("b",), comm=comm)
+    b = xdap.from_global(g, dist=("c",), comm=comm)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        s = a + b
+        t = a[1:] * a[:-1]
+        w = xdap.where(a[2:] > 3, a[2:], b[:-2])
+    assert s.distribution == a.distribution
+    np.testing.assert_array_equal(s.to_numpy(), 2 * g)
+    np.testing.assert_array_equal(t.to_numpy(), g[1:] * g[:-1])
+    np.testing.assert_array_equal(w.to_numpy(), np.where(g[2:] > 3, g[2:], g[:-2]))
+    warned = [x.category for x in seen].count(xdap.RedistributionWarning)
+    if comm.rank > 0:
+        assert warned == 0                      # printed once: by rank 0
+    elif comm.size > 1:
+        assert warned == 3
 
 
 @pytest.mark.mpi(ranks=RANKS)

@@ -166,6 +166,25 @@ def read_element(d, p: Parts, index) -> object:
     >>> read_element(d, p, (2, 1))
     np.float64(9.0)
     """
+    got = _element_row(d, p, index)
+    if p.info.optional and not got.valid_mask()[0]:
+        return None
+    # (the named NumPy type: xnd's 'q' buffers read as longlong, not int64)
+    dtype = p.info.numpy_dtype if p.info.numeric else p.values.dtype
+    return np.frombuffer(np.ascontiguousarray(got.values[0]).tobytes(), dtype)[0]
+
+
+def element_parts(d, p: Parts, index) -> Parts:
+    """The element at the global ``index`` as 0-d Parts on every rank
+    (collective, as ``read_element``; a missing ``?T`` element stays
+    missing) -- what ``a[0, ...]`` holds: a 0-d array, not a scalar."""
+    got = _element_row(d, p, index)
+    return Parts(p.info.with_shape(()), got.values.reshape(()), got.validity)
+
+
+def _element_row(d, p: Parts, index) -> Parts:
+    """The element at ``index`` as one row on every rank: agreed, then sent
+    by its canonical holder (one small exchange)."""
     comm = d.comm
     where = None
     with agreement(comm, "element read", share=True) as ag:
@@ -185,12 +204,7 @@ def read_element(d, p: Parts, index) -> object:
     counts = np.full(comm_size, 1 if where is not None else 0, np.int64)
     route = Route(comm, None, counts, np.eye(comm_size, dtype=np.int64)[holder],
                   send_starts=np.zeros(comm_size, np.int64))
-    got = move(route, row)[0]
-    if p.info.optional and not got.valid_mask()[0]:
-        return None
-    # (the named NumPy type: xnd's 'q' buffers read as longlong, not int64)
-    dtype = p.info.numpy_dtype if p.info.numeric else p.values.dtype
-    return np.frombuffer(np.ascontiguousarray(got.values[0]).tobytes(), dtype)[0]
+    return move(route, row)[0]
 
 
 def _element_index(index, shape) -> tuple:

@@ -176,10 +176,12 @@ def _drop_distributed(d, p, dims):
     shape = d.global_shape
     keep = [j for j in range(d.ndim) if j not in dims]
     spec = tuple("n" if j in dims else "b" for j in range(d.ndim))
-    if keep:
-        target = make_distribution(shape, spec, comm=d.comm)
-        from .redistribute import move
-        d, p = move(d, p, target)
+    if not keep:        # a 0-d result (a[0, ...]): every rank holds the element
+        from .gather import element_parts
+        return Distribution([], d.comm, None), element_parts(d, p, (0,) * d.ndim)
+    target = make_distribution(shape, spec, comm=d.comm)
+    from .redistribute import move
+    d, p = move(d, p, target)
     return _squeeze(d, p, dims)
 
 
