@@ -227,52 +227,75 @@ def test_dap_doc_ragged_runs(comm, capsys):
     assert scope["b"].to_global().value == scope["rows"]
 
 
-@pytest.mark.mpi(ranks=(1, 4))
-def test_kernel_core_dims_example_runs_as_written(comm):
-    """docs/kernels.md "Kernels with core dimensions": linalg.cfg built as
-    the page says, core_demo.py as it shows it, values against NumPy."""
+def _run_kernel_demo(comm, cfg, sources, marker, module, extra=None):
+    """Build ``cfg`` (with ``sources``) from tests/kernel_examples as the page
+    says (``xdap kernel build``), then run the page's block that starts with
+    ``marker`` in that directory, as written; ``extra(scope)`` runs there
+    too.  The block's scope."""
     import os
     import subprocess
     import sys
-
-    import numpy as np
     from xdap.agreement import agree
     text = (ROOT / "docs" / "kernels.md").read_text()
-    demo = re.search(r"```python\n(# core_demo.py.*?)```", text, re.S).group(1)
+    demo = re.search(rf"```python\n({re.escape(marker)}.*?)```", text, re.S).group(1)
     where, error = None, None
     if comm.rank == 0:
-        where = tempfile.mkdtemp(prefix="xdap-core-")
-        for f in ("linalg.cfg", "linalg.c", "linalg.h"):
+        where = tempfile.mkdtemp(prefix="xdap-demo-")
+        for f in (cfg,) + sources:
             shutil.copy(ROOT / "tests" / "kernel_examples" / f, where)
         from xdap.launcher import clean_environment
-        proc = subprocess.run([sys.executable, "-m", "xdap", "kernel", "build", "linalg.cfg"],
+        proc = subprocess.run([sys.executable, "-m", "xdap", "kernel", "build", cfg],
                               cwd=where, capture_output=True, text=True, env=clean_environment())
         if proc.returncode:
-            error = ValueError(f"xdap kernel build linalg.cfg: {proc.stderr}")
+            error = ValueError(f"xdap kernel build {cfg}: {proc.stderr}")
     agree(comm, error)
     where = comm.bcast(where)
     here = os.getcwd()
     scope = {"__name__": "__main__"}
-    sys.modules.pop("xk_linalg", None)
+    sys.modules.pop(module, None)
     sys.path_importer_cache.pop(".", None)   # "." was another directory in an earlier test
     try:
         os.chdir(where)
-        exec(compile(demo, "docs/kernels.md (core_demo.py)", "exec"), scope)
+        exec(compile(demo, f"docs/kernels.md ({marker[2:]})", "exec"), scope)
+        if extra is not None:
+            extra(scope)
+    finally:
+        os.chdir(here)
+        sys.path[:] = [p for p in sys.path if p != "."]
+        sys.modules.pop(module, None)
+        comm.Barrier()
+        if comm.rank == 0:
+            shutil.rmtree(where, ignore_errors=True)
+    return scope
+
+
+@pytest.mark.mpi(ranks=(1, 4))
+def test_kernel_core_dims_example_runs_as_written(comm):
+    """docs/kernels.md "Kernels with core dimensions": linalg.cfg built as
+    the page says, core_demo.py as it shows it, values against NumPy."""
+    import numpy as np
+
+    def refusal(scope):
         if comm.size > 1:       # the refusal the page's last lines describe
             with pytest.raises(ValueError, match=r"redistribute it first, e.g. "
                                                  r"a.redistribute\(dist=\('b', 'n'\)\)"):
                 scope["rowsum"](scope["cols"])
-    finally:
-        os.chdir(here)
-        sys.path[:] = [p for p in sys.path if p != "."]
-        sys.modules.pop("xk_linalg", None)
-        comm.Barrier()
-        if comm.rank == 0:
-            shutil.rmtree(where, ignore_errors=True)
+    scope = _run_kernel_demo(comm, "linalg.cfg", ("linalg.c", "linalg.h"), "# core_demo.py",
+                             "xk_linalg", refusal)
     A = np.arange(32.0).reshape(8, 4)
     np.testing.assert_allclose(scope["s"].to_numpy(), A.sum(axis=1))
     np.testing.assert_allclose(scope["y"].to_numpy(), A @ np.ones(4))
     np.testing.assert_allclose(scope["z"].to_numpy(), np.einsum("rmn,rn->rm", np.ones((8, 3, 4)), A))
+
+
+@pytest.mark.mpi(ranks=(1, 4))
+def test_kernel_add_demo_runs_as_written(comm):
+    """docs/kernels.md Example 2: add-kernels.cfg built as the page says,
+    add_demo.py as it shows it; r holds x + y."""
+    import numpy as np
+    scope = _run_kernel_demo(comm, "add-kernels.cfg", ("add.c", "add.h"), "# add_demo.py",
+                             "add_cpu")
+    np.testing.assert_array_equal(scope["r"].to_numpy(), np.arange(8, dtype=np.float32) + 0.5)
 
 
 @pytest.mark.mpi(ranks=(1, 4))
