@@ -214,3 +214,24 @@ def test_empty_and_errors_on_every_rank(comm):
     r = xdap.from_global([[1.0], [2.0, 3.0]] * 3, type="var * var * float64", comm=comm)
     with pytest.raises(ValueError, match="over each row"):
         r.sum(axis=0)
+
+
+@pytest.mark.mpi(ranks=(2, 3, 4))
+def test_nan_wins_min_and_max_on_every_rank(comm):
+    """A NaN on one rank beats every other rank's value and the identity
+    (-inf for max) of ranks that hold nothing, as in NumPy: MPI's own MAX
+    gave NaN on one rank and -inf on another."""
+    for g in (np.array([[1.0, np.nan, 1.0]]),                     # rank 0 holds it all
+              np.r_[np.arange(4.0 * comm.size), np.nan][::-1],   # the NaN first, on rank 0
+              np.r_[np.arange(4.0 * comm.size), np.nan]):        # ... last, on the last rank
+        for dtype in (np.float32, np.float64):
+            a = xdap.from_global(g.astype(dtype), comm=comm)
+            for op in ("max", "min"):
+                got = getattr(a, op)()
+                assert np.isnan(got), (op, got)
+                assert all(np.isnan(v) for v in comm.allgather(float(got)))
+    # along an axis: a NaN in one column only
+    g = np.arange(12.0).reshape(4, 3)
+    g[3, 1] = np.nan
+    a = xdap.from_global(g, dist=("b", "n"), comm=comm)
+    np.testing.assert_array_equal(np.asarray(a.max(axis=0).to_numpy()), np.max(g, axis=0))

@@ -132,8 +132,30 @@ def _allreduce(comm, arr, op):
         pieces = comm.allgather(arr)
         return _NP_OP[op].reduce(np.stack(pieces), axis=0)
     out = np.empty_like(arr)
-    comm.Allreduce(arr, out, op=_MPI_OP[op])
+    mpi_op = _nan_op(op) if op in ("min", "max") and arr.dtype.kind == "f" else _MPI_OP[op]
+    comm.Allreduce(arr, out, op=mpi_op)
     return out
+
+
+_NAN_OPS: dict = {}
+
+
+def _nan_op(op):
+    """MPI's MAX/MIN for floats, but NaN wins, as in NumPy's maximum/minimum:
+    MPI.MAX keeps ``a > b ? a : b``, so a rank's NaN met another's -inf gives
+    an answer that depends on the order -- different ranks got NaN and -inf
+    for one 0-d max.  A user op (created once): np.maximum on the buffers."""
+    if op not in _NAN_OPS:
+        from mpi4py.util.dtlib import to_numpy_dtype
+        ufunc = _NP_OP[op]
+
+        def combine(inbuf, inoutbuf, datatype):
+            dt = to_numpy_dtype(datatype)
+            a, b = np.frombuffer(inbuf, dt), np.frombuffer(inoutbuf, dt)
+            ufunc(a, b, out=b)
+
+        _NAN_OPS[op] = MPI.Op.Create(combine, commute=True)
+    return _NAN_OPS[op]
 
 
 _MPI_KNOWS: dict = {}
