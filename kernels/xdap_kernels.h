@@ -60,6 +60,15 @@ typedef ndt_complex128_t xk_c128;
     static inline float xk_##K##_u16(uint16_t x) { return F32((float)x); } \
     static inline double xk_##K##_i32(int32_t x) { return F64((double)x); } \
     static inline double xk_##K##_u32(uint32_t x) { return F64((double)x); }
+/* The Array API's complex tanh at a real part of +-inf and a finite imaginary
+   part y: +-1 + 0i with the sign of y (C99 Annex G and NumPy give the zero the
+   sign of sin(2y)). */
+static inline xk_c128 xk_ctanh(xk_c128 z) {
+    if (isinf(creal(z)) && isfinite(cimag(z)))
+        return CMPLX(copysign(1.0, creal(z)), copysign(0.0, cimag(z)));
+    return ctanh(z);
+}
+
 #define XK_CMATH1(K, C) \
     static inline xk_c128 xk_##K##_c128(xk_c128 x) { return C(x); }
 
@@ -80,7 +89,7 @@ XK_MATH1(acos, acos, acosf)      XK_CMATH1(acos, cacos)
 XK_MATH1(atan, atan, atanf)      XK_CMATH1(atan, catan)
 XK_MATH1(sinh, sinh, sinhf)      XK_CMATH1(sinh, csinh)
 XK_MATH1(cosh, cosh, coshf)      XK_CMATH1(cosh, ccosh)
-XK_MATH1(tanh, tanh, tanhf)      XK_CMATH1(tanh, ctanh)
+XK_MATH1(tanh, tanh, tanhf)      XK_CMATH1(tanh, xk_ctanh)
 XK_MATH1(asinh, asinh, asinhf)   XK_CMATH1(asinh, casinh)
 XK_MATH1(acosh, acosh, acoshf)   XK_CMATH1(acosh, cacosh)
 XK_MATH1(atanh, atanh, atanhf)   XK_CMATH1(atanh, catanh)

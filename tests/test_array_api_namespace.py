@@ -134,3 +134,15 @@ def test_what_the_standard_test_suite_found(comm):
     assert got[0] == complex(inf, 0) and got[1] == -1 and got[2] == -1
     assert np.isnan(got[3].real) and got[3].imag == 0
     np.testing.assert_allclose(got[4], np.expm1(0.5 + 0.25j))
+    # complex tanh at +-inf + yj: +-1 + 0j with y's sign (C99 and NumPy: sin(2y)'s),
+    # by the library's kernel (complex128) and by NumPy's loop (complex64)
+    for dt in (np.complex128, np.complex64):
+        w = np.array([complex(inf, 2.0), complex(-inf, -2.0), complex(inf, 0.7), 0.3 + 0.2j], dt)
+        got = xa.tanh(xdap.from_global(w, comm=comm)).to_numpy()
+        assert got.dtype == dt and got[:3].real.tolist() == [1.0, -1.0, 1.0]
+        assert (got[:3].imag == 0).all() and np.signbit(got[:3].imag).tolist() == [False, True, False]
+        np.testing.assert_allclose(got[3], np.tanh(w[3]), rtol=1e-6)
+    # tensordot over a summed dim of length 0: zeros
+    e0 = xdap.from_global(np.zeros((2, 0)), comm=comm)
+    np.testing.assert_array_equal(xa.tensordot(e0, np.zeros((0, 3)), axes=1).to_numpy(),
+                                  np.zeros((2, 3)))

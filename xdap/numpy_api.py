@@ -1137,8 +1137,25 @@ def _expm1_complex_infinities(vals, result):
     return np.where(odd, np.exp(z) - 1, result).astype(np.asarray(result).dtype)
 
 
+def _tanh_complex_infinities(vals, result):
+    """The standard's complex ``tanh`` at ``+-inf + yj``, ``y`` finite:
+    ``+-1 + 0j`` with the sign of ``y`` (NumPy gives the zero the sign of
+    ``sin(2y)``, as C99 does).  Elsewhere NumPy's result."""
+    z = np.asarray(vals[0])
+    if z.dtype.kind != "c":
+        return result
+    edge = np.isinf(z.real) & np.isfinite(z.imag)
+    if not edge.any():
+        return result
+    out = np.array(result, copy=True)
+    out.real[edge] = np.copysign(1.0, z.real[edge])     # parts set apart: -1 + (-0j)
+    out.imag[edge] = np.copysign(0.0, z.imag[edge])     # would add the zeros to +0
+    return out
+
+
 # NumPy ufuncs whose results differ from the standard's special cases
-_SPECIAL_CASES = {np.floor_divide: _floor_divide_infinities, np.expm1: _expm1_complex_infinities}
+_SPECIAL_CASES = {np.floor_divide: _floor_divide_infinities, np.expm1: _expm1_complex_infinities,
+                  np.tanh: _tanh_complex_infinities}
 
 
 def reshape(x, /, shape, *, copy=None):
