@@ -240,3 +240,19 @@ def test_integer_arrays_match_numpy(comm):
     r = xdap.from_global([[1.0], [2.0, 3.0]] * 3, type="var * var * float64", comm=comm)
     with pytest.raises(TypeError, match="takes fixed numeric data"):
         r[[0, 1]]
+
+
+@pytest.mark.mpi(ranks=(1, 2, 4))
+def test_distarray_values_where_the_selection_has_no_distribution(comm):
+    """``a[i, :] = b`` with ``i`` on a distributed dim, and selections of a
+    cyclic dim: b's values reach every rank, each writes what it holds."""
+    for kw in (dict(dist=("b", "n")), dict(dist=("c", "n")), dict(dist=("b", "b")),
+               dict(dist=("c", "c"), block_size=(2, 1))):
+        want = G.copy()
+        a = xdap.from_global(G, comm=comm, **kw)
+        row, col = np.arange(7.0) * 3, np.arange(4.0) - 9
+        a[2, :] = xdap.from_global(row, comm=comm)
+        a[1:9:2, -1] = xdap.from_global(col, dist=("c",), comm=comm)
+        want[2, :] = row
+        want[1:9:2, -1] = col
+        np.testing.assert_array_equal(a.to_numpy(), want, err_msg=str(kw))

@@ -307,7 +307,10 @@ def assign(d: Distribution, p: Parts, key, value) -> None:
             are local work (no MPI call); a DistArray value is moved to the
             selection's distribution first (collective; nothing moves when
             it already has it, as ``a[1:-1] = b[1:-1]`` for two arrays of
-            one block distribution).  Fixed, non-optional types only.
+            one block distribution) -- or, where the selection has no
+            distribution of its own (an integer on a distributed dim, a
+            cyclic dim: ``a[i, :] = b``), copied whole to every rank
+            (collective; O(size of b) a rank).  Fixed, non-optional types only.
     """
     if p.info.ragged or p.info.boxed or p.validity is not None:
         raise TypeError(f"a[...] = v: {p.info.type_string()} data is not assigned by index "
@@ -335,6 +338,13 @@ def assign(d: Distribution, p: Parts, key, value) -> None:
         where = None
     else:
         where = np.ix_(*positions)
+    if hasattr(type(value), "__xdap_wrap__") and value.ndim and not _moves_to(d, steps):
+        # the selection has no distribution b can move to (an integer on a
+        # distributed dim, a cyclic dim): b's values on every rank (collective)
+        from .gather import to_global
+        if value.parts.validity is not None:
+            raise TypeError("a[...] = b: b has missing values (?T); fill them first")
+        value = np.asarray(to_global(value.distribution, value.parts, None).values)
     if hasattr(type(value), "__xdap_wrap__"):
         local = _distributed_value(d, p, steps, value, shape)
     elif isinstance(value, np.ndarray) or isinstance(value, (list, tuple)):
@@ -354,13 +364,17 @@ def assign(d: Distribution, p: Parts, key, value) -> None:
         p.values[where] = local
 
 
+def _moves_to(d, steps) -> bool:
+    """Whether a DistArray value can move to the selection's own
+    distribution: every selected dim block or whole, no integer on a
+    distributed dim.  Decided from the agreed distribution."""
+    return not any(s[0] != "new" and not d.maps[s[1]].whole and
+                   (d.maps[s[1]].dist_type != "b" or s[0] == "int") for s in steps)
+
+
 def _distributed_value(d, p, steps, value, shape):
     """A DistArray value as this rank's block of the selection (moved to
     the selection's distribution: collective)."""
-    if any(s[0] != "new" and d.maps[s[1]].dist_type != "b" and not d.maps[s[1]].whole
-           for s in steps):
-        raise TypeError("a[...] = b with b a DistArray: the selected dims of a must be "
-                        "block or undistributed (redistribute a, or assign b.to_numpy())")
     if value.ndim == 0:                     # its one value is on every rank
         return value.local_numpy()
     if tuple(value.distribution.global_shape) != shape:
@@ -374,12 +388,6 @@ def _distributed_value(d, p, steps, value, shape):
         m, position, _ = _slice_block(d.maps[j], sel, d.coords[j])
         maps.append(m)
         cols.append(position(coords[:, j]))
-    held = [j for kind, j, _ in (s for s in steps if s[0] == "int")
-            if d.maps[j].grid_size > 1]
-    if held:
-        # an integer on a distributed dim: the ranks off that slab hold nothing of it
-        raise TypeError("a[i, ...] = b with b a DistArray and i on a distributed dim: "
-                        "assign b.to_numpy(), or slice (a[i:i+1, ...] = b[None])")
     target = Distribution(maps, d.comm, np.stack(cols, axis=1) if maps else None)
     from .redistribute import move
     vd, vp = value.distribution, value.parts
