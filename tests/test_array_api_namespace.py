@@ -146,3 +146,14 @@ def test_what_the_standard_test_suite_found(comm):
     e0 = xdap.from_global(np.zeros((2, 0)), comm=comm)
     np.testing.assert_array_equal(xa.tensordot(e0, np.zeros((0, 3)), axes=1).to_numpy(),
                                   np.zeros((2, 3)))
+    # a vector times a matrix or a stack of matrices (zero-size ones too), and
+    # complex expm1 at -0 + 0j: +0 + 0j
+    rng = np.random.default_rng(1)
+    for s1, s2 in (((0,), (0, 0)), ((0,), (0, 0, 0)), ((5,), (5, 3)), ((5,), (4, 2, 5, 3))):
+        A, B = rng.random(s1), rng.random(s2)
+        got = xa.matmul(xdap.from_global(A, comm=comm), xdap.from_global(B, comm=comm))
+        assert isinstance(got, xdap.DistArray) and got.shape == (A @ B).shape
+        np.testing.assert_allclose(got.to_numpy(), A @ B)
+    e = xa.expm1(xdap.from_global(np.array([complex(-0.0, 0.0), complex(-0.0, -0.0)]),
+                                  comm=comm)).to_numpy()
+    assert (e == 0).all() and not np.signbit(e.real).any() and np.signbit(e.imag).tolist() == [False, True]

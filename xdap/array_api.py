@@ -422,10 +422,15 @@ from . import manipulation as _manipulation  # noqa: E402
 
 
 def matmul(x1, x2, /):
-    """``xdap.matmul``; the dot product of two 1-D arrays is a 0-d array, as
-    the standard says (``xdap.matmul`` gives NumPy's scalar)."""
+    """``xdap.matmul``; the dot product of two 1-D arrays is a 0-d array and a
+    1-D array times a matrix a DistArray, as the standard says
+    (``xdap.matmul`` gives NumPy's scalar and array)."""
     out = _api.matmul(x1, x2)
-    return out if isinstance(out, _array.DistArray) else _api._scalar_array(x1, out)
+    if isinstance(out, _array.DistArray):
+        return out
+    if np.ndim(out):            # a vector @ a matrix: the same NumPy result on every rank
+        return x1.__xdap_wrap__(*_api._from_every_rank(x1, np.asarray(out)), False, True)
+    return _api._scalar_array(x1, out)
 
 
 def tensordot(x1, x2, /, *, axes=2):

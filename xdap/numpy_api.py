@@ -791,7 +791,10 @@ def matmul(x1, x2, /):
     - a matrix whose last dim is distributed is redistributed to row blocks
       first (one exchange);
     - two 1-D DistArrays of one distribution: their dot product, a NumPy
-      scalar on every rank (local products, one allreduce).
+      scalar on every rank (local products, one allreduce);
+    - a 1-D DistArray times a NumPy matrix or stack of matrices
+      (``(..., n, p)``): a NumPy array of shape ``(..., p)`` on every rank
+      (local products, one allreduce).
 
     >>> import numpy as np, xdap
     >>> from mpi4py import MPI
@@ -813,17 +816,20 @@ def matmul(x1, x2, /):
         x2 = x2.to_numpy()                 # the replicated operand, on every rank
     x2 = np.asarray(x2)
     n = d.global_shape[-1]
-    if x2.shape[0] != n or x2.ndim > 2:
+    k = x2.shape[-2] if x2.ndim > 1 else x2.shape[0]       # the dim x2 sums over
+    if k != n or (x2.ndim > 2 and d.ndim > 1):
         raise ValueError(f"matmul: shapes {d.global_shape} and {x2.shape} do not match "
-                         f"(dim {n} vs {x2.shape[0]})")
-    if d.ndim == 1:                         # a vector times a replicated matrix/vector
+                         f"(dim {n} vs {k})" if k != n else
+                         f"matmul: a stack of matrices {x2.shape} is taken with a 1-D left "
+                         f"operand only (got {d.global_shape})")
+    if d.ndim == 1:      # a vector times a replicated vector, matrix or stack of matrices
         _agree(x1, "matmul", shape=x2.shape)
         x1 = _one_copy(x1)
         d = x1.distribution
         own = _owned(d, x1.parts)
         idx = np.asarray(d.maps[0].global_indices(d.coords[0]))[d.maps[0].owned_local_slice(
             d.coords[0])]
-        partial = own @ x2[idx]
+        partial = own @ (x2[..., idx, :] if x2.ndim > 1 else x2[idx])
         total = np.empty_like(np.asarray(partial))
         from mpi4py import MPI
         x1.comm.Allreduce(np.ascontiguousarray(partial), total, op=MPI.SUM)
@@ -1127,14 +1133,18 @@ def _floor_divide_infinities(vals, result):
 def _expm1_complex_infinities(vals, result):
     """The standard's complex ``expm1`` where a part is infinite or NaN:
     ``exp(z) - 1`` (C99's cexp gives ``-1 + 0j`` for ``-inf + inf j``, where
-    NumPy's expm1 gives NaNs).  Elsewhere NumPy's result."""
+    NumPy's expm1 gives NaNs); at a zero, a real part of +0.  Elsewhere
+    NumPy's result."""
     z = np.asarray(vals[0])
     if z.dtype.kind != "c":
         return result
     odd = ~np.isfinite(z)
-    if not odd.any():
+    zero = z == 0                  # -0 + 0j: NumPy's expm1 keeps the -0, the standard +0
+    if not odd.any() and not zero.any():
         return result
-    return np.where(odd, np.exp(z) - 1, result).astype(np.asarray(result).dtype)
+    out = np.where(odd, np.exp(z) - 1, result).astype(np.asarray(result).dtype)
+    out.real[zero] = 0.0
+    return out
 
 
 def _tanh_complex_infinities(vals, result):

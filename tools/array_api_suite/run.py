@@ -1,0 +1,103 @@
+"""Run the Array API standard's test suite on xdap, on N MPI ranks.
+
+    .venv/bin/python tools/array_api_suite/run.py SUITE [-n RANKS] [--max-examples 100]
+                     [--extra-path DIR] [--out DIR] [--timeout SECONDS] [-- PYTEST ARGS]
+
+SUITE is a checkout of data-apis/array-api-tests (with its ``array-api``
+submodule); it is not on the package index, so this is a private run.  The
+suite also needs ``ndindex`` (and ``pytest-json-report``): install them into
+a directory of their own (``pip install --target DIR ndindex
+pytest-json-report``) and pass ``--extra-path DIR``.
+
+Every rank runs the whole suite (derandomized: the same examples), with
+``xdap_suite_plugin`` (same draws on every rank; outcomes written as they
+come), its log in ``OUT/rank.<r>.log``.  At the end: each rank's counts,
+whether the ranks agree test by test, and the failures -- docs/array_api.md
+lists the ones left, with their reasons.  A hang is the launch outliving
+``--timeout``; the outcome files then show where each rank stopped.
+"""
+import argparse
+import collections
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("suite", type=pathlib.Path)
+    ap.add_argument("-n", "--ranks", type=int, default=1)
+    ap.add_argument("--max-examples", type=int, default=100)
+    ap.add_argument("--extra-path", default="")
+    ap.add_argument("--out", type=pathlib.Path, default=None)
+    ap.add_argument("--timeout", type=int, default=3600)
+    ap.add_argument("pytest_args", nargs="*")
+    args = ap.parse_args(argv)
+    out = args.out or pathlib.Path(tempfile.mkdtemp(prefix="xdap-array-api-suite-"))
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, ARRAY_API_TESTS_MODULE="xdap.array_api", XDAP_SUITE_OUT=str(out),
+               PYTHONPATH=os.pathsep.join(p for p in (str(HERE), args.extra_path,
+                                                       str(ROOT)) if p))
+    pytest = [sys.executable, "-m", "pytest", "array_api_tests", "-q", "-rf",
+              "-p", "no:cacheprovider", "-p", "xdap_suite_plugin",
+              "--max-examples", str(args.max_examples), "--derandomize", "--disable-deadline",
+              "--disable-extension", "linalg", "fft", *args.pytest_args]
+    # each rank's output to its own log (a shell per rank reads its rank)
+    line = " ".join(f"'{a}'" for a in pytest)
+    rank = "${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-0}}"
+    shell = f'exec {line} > "{out}/rank.{rank}.log" 2>&1'
+    mpiexec = os.environ.get("XDAP_MPIEXEC", str(pathlib.Path(sys.executable).parent / "mpiexec"))
+    try:
+        code = subprocess.run([*mpiexec.split(), "-n", str(args.ranks), "sh", "-c", shell],
+                              cwd=args.suite, env=env, timeout=args.timeout).returncode
+        hung = False
+    except subprocess.TimeoutExpired:
+        code, hung = None, True
+    return report(out, args.ranks, hung, code)
+
+
+def outcomes(path: pathlib.Path) -> dict:
+    """{test id: (outcome, first error line)} from one rank's outcome file."""
+    got, last = {}, None
+    for line in path.read_text().splitlines() if path.exists() else []:
+        if line.startswith("    "):
+            if last and not got[last][1]:
+                got[last] = (got[last][0], line.strip())
+            continue
+        outcome, test = line.split(" ", 1)
+        got[test], last = (outcome, ""), test
+    return got
+
+
+def report(out, ranks, hung, code) -> int:
+    per_rank = [outcomes(out / f"outcomes.{r}") for r in range(ranks)]
+    for r, got in enumerate(per_rank):
+        counts = collections.Counter(o for o, _ in got.values())
+        print(f"rank {r}: " + ", ".join(f"{n} {o}" for o, n in sorted(counts.items())))
+    tests = set().union(*per_rank)
+    differ = sorted(t for t in tests if len({got.get(t, ("missing",))[0] for got in per_rank}) > 1)
+    print(f"the ranks agree on {len(tests) - len(differ)} of {len(tests)} tests"
+          + (f"; they differ on: {', '.join(differ)}" if differ else ""))
+    failed = sorted(t for t in tests if per_rank[0].get(t, ("",))[0] == "failed")
+    extension = [t for t in failed if "test_has_names[fft-" in t or "test_has_names[linalg-" in t]
+    counted = [t for t in tests if t not in extension
+               and per_rank[0].get(t, ("",))[0] in ("passed", "failed")]
+    passed = sum(per_rank[0][t][0] == "passed" for t in counted)
+    print(f"rank 0: {passed} of {len(counted)} tests pass ({100.0 * passed / max(1, len(counted)):.1f}%),"
+          f" not counting {len(extension)} name checks of the absent fft/linalg extensions")
+    for t in failed:
+        if t not in extension:
+            print(f"  FAILED {t}\n         {per_rank[0][t][1][:200]}")
+    if hung:
+        print(f"HANG: the launch outlived its timeout; each rank's last outcome is in {out}")
+    print(f"logs: {out}")
+    return 1 if hung or differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
