@@ -157,3 +157,9 @@ def test_what_the_standard_test_suite_found(comm):
     e = xa.expm1(xdap.from_global(np.array([complex(-0.0, 0.0), complex(-0.0, -0.0)]),
                                   comm=comm)).to_numpy()
     assert (e == 0).all() and not np.signbit(e.real).any() and np.signbit(e.imag).tolist() == [False, True]
+    # stacks of matrices, NumPy's batch broadcasting, batch dims distributed or not
+    for s1, s2, kw in (((0, 0), (0, 0, 0), {}), ((6, 4), (3, 4, 2), {}),
+                       ((5, 6, 4), (5, 4, 2), dict(dist=("c", "n", "n"))),
+                       ((2, 5, 6, 4), (5, 4, 3), dict(dist=("b", "b", "n", "n")))):
+        A, B = rng.random(s1), rng.random(s2)
+        np.testing.assert_allclose((xdap.from_global(A, comm=comm, **kw) @ B).to_numpy(), A @ B)

@@ -794,7 +794,10 @@ def matmul(x1, x2, /):
       scalar on every rank (local products, one allreduce);
     - a 1-D DistArray times a NumPy matrix or stack of matrices
       (``(..., n, p)``): a NumPy array of shape ``(..., p)`` on every rank
-      (local products, one allreduce).
+      (local products, one allreduce);
+    - stacks of matrices (``(..., m, n) @ (..., n, p)``, NumPy's batch
+      broadcasting) with a NumPy (or gathered) right operand: each rank
+      multiplies its own matrices, no MPI call.
 
     >>> import numpy as np, xdap
     >>> from mpi4py import MPI
@@ -817,11 +820,9 @@ def matmul(x1, x2, /):
     x2 = np.asarray(x2)
     n = d.global_shape[-1]
     k = x2.shape[-2] if x2.ndim > 1 else x2.shape[0]       # the dim x2 sums over
-    if k != n or (x2.ndim > 2 and d.ndim > 1):
+    if k != n:
         raise ValueError(f"matmul: shapes {d.global_shape} and {x2.shape} do not match "
-                         f"(dim {n} vs {k})" if k != n else
-                         f"matmul: a stack of matrices {x2.shape} is taken with a 1-D left "
-                         f"operand only (got {d.global_shape})")
+                         f"(dim {n} vs {k})")
     if d.ndim == 1:      # a vector times a replicated vector, matrix or stack of matrices
         _agree(x1, "matmul", shape=x2.shape)
         x1 = _one_copy(x1)
@@ -838,11 +839,42 @@ def matmul(x1, x2, /):
         _agree(x1, "matmul", shape=x2.shape)
         x1 = _rows(x1)
         d = x1.distribution
+    if x2.ndim > 2:
+        return _stacked(x1, x2)
     out = x1.parts.values @ x2
     nd = d.leading(d.ndim - 1)
     if x2.ndim == 2:
         nd = nd.with_trailing((x2.shape[1],))
     return _wrap(x1, nd, out)
+
+
+def _stacked(x1, x2):
+    """Stacks of matrices, NumPy's batch broadcasting: ``x1`` (..., m, n)
+    with its last dim whole, ``x2`` a NumPy stack (..., n, p) the same on
+    every rank.  Each rank multiplies its matrices by ``x2``'s matrices of
+    the same batch indices (no MPI call); batch dims only ``x2`` has lead
+    the result, whole.  The result keeps ``x1``'s distribution."""
+    d = x1.distribution
+    batch1 = d.global_shape[:-2]
+    try:
+        batch = np.broadcast_shapes(batch1, x2.shape[:-2])
+    except ValueError:
+        raise ValueError(f"matmul: the stacks {d.global_shape} and {x2.shape} do not "
+                         "broadcast") from None
+    extra = len(batch) - len(batch1)
+    if batch[extra:] != batch1:
+        raise ValueError(f"matmul: the left operand's stack {d.global_shape} would be "
+                         f"stretched to {batch} (give the larger stack on the left)")
+    right = np.broadcast_to(x2, batch + x2.shape[-2:])
+    for j in range(len(batch1)):         # x2's matrices at this rank's batch indices
+        right = np.take(right, np.asarray(d.global_indices(j)), axis=extra + j)
+    out = np.matmul(x1.parts.values, right)
+    maps = tuple(BlockMap(b, 1) for b in batch[:extra]) + d.maps[:-1] + \
+        (BlockMap(x2.shape[-1], 1),)
+    coords = d.rank_coords
+    coords = np.hstack([np.zeros((len(coords), extra), np.int64), coords[:, :-1],
+                        np.zeros((len(coords), 1), np.int64)])
+    return _wrap(x1, Distribution(maps, d.comm, coords), out)
 
 
 def _dot(x1, x2):
