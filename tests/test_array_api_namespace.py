@@ -163,3 +163,8 @@ def test_what_the_standard_test_suite_found(comm):
                        ((2, 5, 6, 4), (5, 4, 3), dict(dist=("b", "b", "n", "n")))):
         A, B = rng.random(s1), rng.random(s2)
         np.testing.assert_allclose((xdap.from_global(A, comm=comm, **kw) @ B).to_numpy(), A @ B)
+    # the result's dtype is NumPy's promotion of both operands' (a uint16 vector
+    # @ a uint64 matrix was labelled uint16 over uint64 values)
+    u16 = xdap.from_global(np.arange(3, dtype=np.uint16), comm=comm)
+    r = xa.matmul(u16, xdap.from_global(np.ones((3, 2), np.uint64), comm=comm))
+    assert r.dtype == np.uint64 and r.to_numpy().tolist() == [3, 3]

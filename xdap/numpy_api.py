@@ -1289,7 +1289,9 @@ def _from_every_rank(x, value):
     d = make_distribution(value.shape, ("b",) + ("n",) * (value.ndim - 1), comm=x.comm)
     lo, hi = d.maps[0].owned_range(d.coords[0])
     v = np.ascontiguousarray(value[lo:hi])
-    return d, Parts(x.parts.info.with_shape(v.shape), v)
+    info = x.parts.info if v.dtype == x.parts.values.dtype else \
+        type_info("1 * " + dtype_from_numpy(v.dtype))         # matmul(uint16, uint64)
+    return d, Parts(info.with_shape(v.shape), v)
 
 
 def searchsorted(x1, x2, /, *, side="left"):
