@@ -15,7 +15,10 @@ On 4 ranks (a 2 x 2 grid):
    ``a.sum()`` against ``numpy.sum`` of the owned block + ``Allreduce``; and
    NA-aware ``a.sum()`` of ``?float64`` data against a NumPy masked-array
    sum (``numpy.ma.MaskedArray(values, mask).sum()``, the mask given as a
-   ready bool array) + ``Allreduce``.  Targets: <= 1.2 each.
+   ready bool array) + ``Allreduce``; ``a.max()`` and ``a.max(axis=0)``
+   (NaN wins: a user MPI op) against ``numpy.max`` + ``Allreduce(MPI.MAX)``
+   (over the grid column for axis 0).  Targets: <= 1.2 each (1.5 for axis 0:
+   a DistArray result).
 
 Figures: median (min) of interleaved repetitions after warm-up, each after a
 barrier, max over ranks.  4 ranks on a 2-core machine are oversubscribed:
@@ -152,24 +155,50 @@ def reduce_case():
         COMM.Allreduce(np.array([np.ma.MaskedArray(po.values, mask=mask).sum()]), out, op=MPI.SUM)
         return out[0]
 
+    def numpy_max():             # MPI.MAX: what one writes by hand (NaN loses there)
+        out = np.empty(1)
+        COMM.Allreduce(np.array([np.max(v)]), out, op=MPI.MAX)
+        return out[0]
+
+    column = COMM.Split(a.distribution.coords[1], RANK)     # the ranks of one grid column
+
+    def numpy_max_axis0():
+        part = np.max(v, axis=0)
+        out = np.empty_like(part)
+        column.Allreduce(part, out, op=MPI.MAX)
+        return out
+
+    def max_axis0():
+        return a.max(axis=0)
+
+    ok_max = a.max() == numpy_max() and np.array_equal(max_axis0().local_numpy(),
+                                                       numpy_max_axis0())
     s_x, s_n = a.sum(), numpy_sum()
     m_x, m_n = o.sum(), numpy_ma_sum()
     ok = np.isclose(s_x, s_n, rtol=1e-10) and np.isclose(m_x, m_n, rtol=1e-10)
-    ok = bool(COMM.allreduce(int(ok), op=MPI.MIN))
-    med, low, reps = bench([a.sum, numpy_sum, o.sum, numpy_ma_sum])
+    ok = bool(COMM.allreduce(int(ok and ok_max), op=MPI.MIN))
+    med, low, reps = bench([a.sum, numpy_sum, o.sum, numpy_ma_sum, a.max, numpy_max,
+                            max_axis0, numpy_max_axis0])
     say(f"reductions of 4096x4096 float64 on a 2x2 grid (results agree: {ok})")
     say(f"  xdap a.sum()                  {fmt(med[0])}  (min {fmt(low[0])})")
     say(f"  numpy.sum + Allreduce         {fmt(med[1])}  (min {fmt(low[1])})")
     say(f"  xdap a.sum() of ?float64      {fmt(med[2])}  (min {fmt(low[2])})")
-    say(f"  numpy.ma sum + Allreduce      {fmt(med[3])}  (min {fmt(low[3])})   reps {reps}")
-    return (med[0] / med[1], low[0] / low[1]), (med[2] / med[3], low[2] / low[3]), ok
+    say(f"  numpy.ma sum + Allreduce      {fmt(med[3])}  (min {fmt(low[3])})")
+    say(f"  xdap a.max() (NaN wins)       {fmt(med[4])}  (min {fmt(low[4])})")
+    say(f"  numpy.max + Allreduce(MAX)    {fmt(med[5])}  (min {fmt(low[5])})")
+    say(f"  xdap a.max(axis=0)            {fmt(med[6])}  (min {fmt(low[6])})")
+    say(f"  numpy.max(axis=0) + column Allreduce(MAX) {fmt(med[7])}  (min {fmt(low[7])})"
+        f"   reps {reps}")
+    column.Free()
+    return ((med[0] / med[1], low[0] / low[1]), (med[2] / med[3], low[2] / low[3]),
+            (med[4] / med[5], low[4] / low[5]), (med[6] / med[7], low[6] / low[7]), ok)
 
 
 def main():
     t0 = time.perf_counter()
     say(f"xdap halo exchange and reductions on {P} ranks; median (min) after warm-up, max over ranks")
     h_med, h_min, h_ok = halo_case()
-    (s_med, s_min), (m_med, m_min), r_ok = reduce_case()
+    (s_med, s_min), (m_med, m_min), (x_med, x_min), (xa_med, xa_min), r_ok = reduce_case()
     say(f"(total {time.perf_counter() - t0:.1f} s)")
     say("")
     for name, what, med, low, ok, target in (
@@ -177,7 +206,11 @@ def main():
              h_med, h_min, h_ok, 1.2),
             ("sum_vs_numpy_allreduce", "a.sum() / numpy.sum + Allreduce", s_med, s_min, r_ok, 1.2),
             ("na_sum_vs_numpy_ma_allreduce", "NA-aware a.sum() / numpy.ma sum + Allreduce",
-             m_med, m_min, r_ok, 1.2)):
+             m_med, m_min, r_ok, 1.2),
+            ("max_vs_numpy_allreduce", "a.max() / numpy.max + Allreduce(MAX)", x_med, x_min,
+             r_ok, 1.2),
+            ("max_axis0_vs_numpy_allreduce", "a.max(axis=0) / numpy.max + column Allreduce",
+             xa_med, xa_min, r_ok, 1.5)):
         verdict = "PASS" if med <= target and ok else "FAIL"
         say(f"RESULT {name}={med:.2f} ({what}, medians; of minima {low:.2f}; "
             f"target <= {target}) {verdict}")
