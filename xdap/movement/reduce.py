@@ -299,7 +299,12 @@ def _fixed(d, p, op, axes):
         team = grid_team(d, axes).comm
     mpi_op = "sum" if op == "mean" else op
     total = _allreduce(team, part, mpi_op)
-    count = None if count is None else _allreduce(team, count, "sum")
+    if count is not None:
+        if mask is None:    # every cell counts (a type-level fact): no second collective
+            count = np.full(np.shape(count), math.prod(d.global_shape[k] for k in axes),
+                            np.int64)
+        else:
+            count = _allreduce(team, count, "sum")
     what = f"{op} of an empty selection (the reduced axes {axes} of global shape " \
            f"{d.global_shape} hold no values) is undefined; use optional data to get NA"
     vals, valid = _finish(op, total, count, p.info.optional, what)
