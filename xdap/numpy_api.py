@@ -980,9 +980,15 @@ def _scalar_array(x, value):
     value's NumPy dtype (``x``'s for a Python scalar)."""
     dt = value.dtype if isinstance(value, (np.ndarray, np.generic)) else x.parts.values.dtype
     v = np.asarray(value, dt, order="C")         # ascontiguousarray would make it 1-d
-    info = x.parts.info.with_shape(()) if dt == x.parts.values.dtype else \
-        type_info("1 * " + dtype_from_numpy(dt)).with_shape(())
-    return x.__xdap_wrap__(Distribution((), x.comm), Parts(info, v), False, True)
+    return x.__xdap_wrap__(Distribution((), x.comm), Parts(_info_like(x, v), v), False, True)
+
+
+def _info_like(x, v):
+    """The TypeInfo of values ``v`` computed from ``x``'s: ``x``'s where the
+    dtype is the same, else ``v``'s own (``matmul(uint16, uint64)``)."""
+    info = x.parts.info if v.dtype == x.parts.values.dtype else \
+        type_info("1 * " + dtype_from_numpy(v.dtype))
+    return info.with_shape(v.shape)
 
 
 def concat(arrays, /, *, axis=0):
@@ -1289,9 +1295,7 @@ def _from_every_rank(x, value):
     d = make_distribution(value.shape, ("b",) + ("n",) * (value.ndim - 1), comm=x.comm)
     lo, hi = d.maps[0].owned_range(d.coords[0])
     v = np.ascontiguousarray(value[lo:hi])
-    info = x.parts.info if v.dtype == x.parts.values.dtype else \
-        type_info("1 * " + dtype_from_numpy(v.dtype))         # matmul(uint16, uint64)
-    return d, Parts(info.with_shape(v.shape), v)
+    return d, Parts(_info_like(x, v), v)
 
 
 def searchsorted(x1, x2, /, *, side="left"):
