@@ -256,3 +256,16 @@ def test_distarray_values_where_the_selection_has_no_distribution(comm):
         want[2, :] = row
         want[1:9:2, -1] = col
         np.testing.assert_array_equal(a.to_numpy(), want, err_msg=str(kw))
+
+
+@pytest.mark.mpi(ranks=(1, 2))
+def test_ragged_values_are_refused_alike_on_every_rank_count(comm):
+    """A ragged b is no value for a[...] = b: one TypeError on every rank,
+    on one rank or several (gathered whole, its leaves would have been
+    written flat into the row)."""
+    a = xdap.from_global(np.zeros((3, 4)), dist=("b", "n"), comm=comm)
+    r = xdap.from_global([[1.0, 2.0], [3.0, 4.0]], type="var * var * float64", comm=comm)
+    for key in ((0, slice(None)), (slice(0, 2), 0)):
+        with pytest.raises(TypeError, match=r"b is var \* var \* float64 data"):
+            a[key] = r
+    assert not a.to_numpy().any()

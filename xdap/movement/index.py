@@ -173,13 +173,12 @@ def _drop_distributed(d, p, dims):
     """Drop size-1 dims that are distributed: the one slab moves over the
     whole grid (block on the first remaining dim that is not size 1... or
     the default factorisation), then the dims, now undistributed, go."""
-    shape = d.global_shape
     keep = [j for j in range(d.ndim) if j not in dims]
-    spec = tuple("n" if j in dims else "b" for j in range(d.ndim))
     if not keep:        # a 0-d result (a[0, ...]): every rank holds the element
         from .gather import element_parts
         return Distribution([], d.comm, None), element_parts(d, p, (0,) * d.ndim)
-    target = make_distribution(shape, spec, comm=d.comm)
+    spec = tuple("n" if j in dims else "b" for j in range(d.ndim))
+    target = make_distribution(d.global_shape, spec, comm=d.comm)
     from .redistribute import move
     d, p = move(d, p, target)
     return _squeeze(d, p, dims)
@@ -338,14 +337,19 @@ def assign(d: Distribution, p: Parts, key, value) -> None:
         where = None
     else:
         where = np.ix_(*positions)
-    if hasattr(type(value), "__xdap_wrap__") and value.ndim and not _moves_to(d, steps):
+    distributed = hasattr(type(value), "__xdap_wrap__")
+    if distributed and (value.parts.info.ragged or value.parts.info.boxed):
+        raise TypeError(f"a[...] = b: b is {value.parts.info.type_string()} data; the "
+                        "values assigned by index are fixed numbers")
+    if distributed and value.ndim and not _moves_to(d, steps):
         # the selection has no distribution b can move to (an integer on a
         # distributed dim, a cyclic dim): b's values on every rank (collective)
         from .gather import to_global
-        if value.parts.validity is not None:
+        if value.parts.info.optional:
             raise TypeError("a[...] = b: b has missing values (?T); fill them first")
         value = np.asarray(to_global(value.distribution, value.parts, None).values)
-    if hasattr(type(value), "__xdap_wrap__"):
+        distributed = False                     # now a NumPy value, the same on every rank
+    if distributed:
         local = _distributed_value(d, p, steps, value, shape)
     elif isinstance(value, np.ndarray) or isinstance(value, (list, tuple)):
         v = np.asarray(value)
