@@ -95,7 +95,7 @@ def test_debug_mode_reports_a_collective_some_ranks_skip(tmp_path):
     assert "arrived: ranks [0]" in report
     for r in (1, 2):
         assert f"never arrived: rank {r} -- past collective #{n - 1} on these ranks, not at " \
-               f"#{n}; it last announced: reduce (called at {script}:7)" in report
+               f"#{n}; it last announced: sum (called at {script}:7)" in report
 
 
 AGREED = """

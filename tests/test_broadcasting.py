@@ -54,15 +54,17 @@ def test_numpy_operands_and_aligned_arrays_move_nothing(comm):
     quiet = Counting(MPI.COMM_WORLD)
     a = xdap.from_global(A, comm=quiet)
     rows = a.sum(axis=1)
-    saved = xdap.agreement._DEBUG, xdap.kernels.library._DEBUG
-    xdap.agreement._DEBUG = xdap.kernels.library._DEBUG = False
+    saved = xdap.agreement.set_debug(False)
     try:
         Counting.calls.clear()
+        column = rows[:, None]               # a[key] agrees on the key: one small vote
+        assert Counting.calls == ["Iallreduce"] * (comm.size > 1)
+        Counting.calls.clear()
         b = a * np.arange(4.0)
-        c = a / rows[:, None]                # the row sums stretch along dim 1 in place
+        c = a / column                       # the row sums stretch along dim 1 in place
         assert Counting.calls == []
     finally:
-        xdap.agreement._DEBUG, xdap.kernels.library._DEBUG = saved
+        xdap.agreement.set_debug(saved)
     assert b.distribution == a.distribution and c.distribution == a.distribution
     np.testing.assert_allclose(c.to_numpy(), A / A.sum(axis=1)[:, None])
 
@@ -82,8 +84,11 @@ def test_numpy_functions_and_in_place_operators(comm):
     assert np.sum(a) == A.sum() and np.mean(a) == A.mean() and np.max(a) == A.max()
     assert np.min(a) == A.min() and bool(np.any(a)) and not np.all(a)
     np.testing.assert_allclose(np.sum(a, axis=0).to_numpy(), A.sum(axis=0))
-    with pytest.raises(TypeError, match="keepdims not supported"):
-        np.sum(a, keepdims=True)
+    np.testing.assert_allclose(np.sum(a, axis=0, keepdims=True).to_numpy(),
+                               A.sum(axis=0, keepdims=True))
+    assert np.max(a, keepdims=True).to_numpy().tolist() == A.max(keepdims=True).tolist()
+    with pytest.raises(TypeError, match="out= not supported"):
+        np.sum(a, out=a)
     b = a
     a += np.arange(4.0)                      # updates a, as NumPy does: b sees it
     assert b is a

@@ -190,7 +190,7 @@ def test_from_global_errors_are_collective():
     comm = MPI.COMM_WORLD
     with pytest.raises(ValueError, match="unknown dist type 'q'"):
         xdap.from_global(np.zeros(8), dist=("q",), comm=comm)
-    with pytest.raises(ValueError, match="different global arrays"):
+    with pytest.raises(ValueError, match="data must be the same on every rank"):
         xdap.from_global(np.zeros(8 + (comm.rank == comm.size - 1)), comm=comm)
     with pytest.raises(ValueError, match="data is None"):
         xdap.from_global(None if comm.rank == 0 else np.zeros(4), root=0, comm=comm)

@@ -272,11 +272,12 @@ def test_scatter_forward_of_records():
     (lambda a: xdap.kernels.sin(a), "kernel.*not a number.*a\\['x'\\]"),
     (lambda a: a + 1, "kernel.*not a number"),
     (lambda a: a["nope"], "has no field 'nope'; its fields: pos, id, charge"),
-    (lambda a: a[0.5], "index 0 is float 0.5; an element read takes integers"),
+    (lambda a: a[0.5], "only integers, slices .* are valid indices, got float 0.5"),
 ])
 def test_clear_refusals_on_every_rank(call, message):
+    # NumPy's classes: a missing field is a ValueError, a float index an IndexError
     a = xdap.from_global(particles(), comm=MPI.COMM_WORLD)
-    with pytest.raises((TypeError, KeyError), match=message):
+    with pytest.raises((TypeError, ValueError, IndexError), match=message):
         call(a)
 
 
@@ -290,7 +291,7 @@ def test_record_fields_in_another_order_on_one_rank_is_one_error():
         for k in swapped.names:
             h[k] = g[k]
         g = h
-    with pytest.raises(ValueError, match="different global arrays|type"):
+    with pytest.raises(ValueError, match="data must be the same on every rank"):
         xdap.from_global(g, comm=comm)
 
 

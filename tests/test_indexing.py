@@ -110,16 +110,16 @@ def test_slice_of_a_block_moves_nothing_and_shares_memory(comm):
     n = 10_000
     a = xdap.from_global(np.arange(n, dtype=float), comm=quiet)
     g = xdap.from_global(G, comm=quiet)
-    saved = xdap.agreement._DEBUG, xdap.kernels.library._DEBUG
-    xdap.agreement._DEBUG = xdap.kernels.library._DEBUG = False
+    saved = xdap.agreement.set_debug(False)
     try:
         Counting.calls.clear()
         b = a[1000:-1000]
         c = a[::-1]
         row = g[:, 3]
-        assert Counting.calls == []              # local work: no MPI call
+        # no data moves: each a[key] agrees on its key, one small vote, and that is all
+        assert Counting.calls == ["Iallreduce"] * (3 if comm.size > 1 else 0)
     finally:
-        xdap.agreement._DEBUG, xdap.kernels.library._DEBUG = saved
+        xdap.agreement.set_debug(saved)
     assert b.local_numpy().size == 0 or np.shares_memory(b.local_numpy(), a.local_numpy())
     np.testing.assert_array_equal(b.to_numpy(), np.arange(1000.0, n - 1000))
     np.testing.assert_array_equal(c.to_numpy(), np.arange(n, dtype=float)[::-1])
@@ -161,7 +161,7 @@ def test_ragged_and_string_rows_slice(comm):
         assert s[1:7].to_global().value == [f"s{i}" for i in range(1, 7)]
     with pytest.raises(IndexError, match="takes a slice of its rows only"):
         r[3, None]
-    with pytest.raises(TypeError, match="rows of different lengths"):
+    with pytest.raises(IndexError, match="takes a slice of its rows only"):
         r[3]
 
 
@@ -174,8 +174,11 @@ def test_bad_keys_are_numpy_errors(comm):
         a[:, 7]
     with pytest.raises(IndexError, match="single ellipsis"):
         a[..., ...]
-    with pytest.raises(TypeError, match="basic keys only"):
+    with pytest.raises(TypeError, match=r"basic keys \(ints, slices, ..., None\) and boolean "
+                                        "masks only"):
         a[[1, 2]] = 0
+    with pytest.raises(IndexError, match="only integers, slices"):
+        a[1.5]
 
 
 @pytest.mark.mpi(ranks=(1, 2))
@@ -210,12 +213,10 @@ def test_boolean_masks_match_numpy(comm):
         for got, want in ((a[a > 0], G[G > 0]), (a[G < 2], G[G < 2]), (a[a > 1e9], G[G > 1e9])):
             assert got.ndim == 1 and got.distribution.maps[0].dist_type == "b"
             np.testing.assert_array_equal(got.to_numpy(), want, err_msg=name)
-    with pytest.raises(ValueError, match=r"the mask has shape \(3,\)"):
+    with pytest.raises(IndexError, match=r"a boolean index of shape \(3,\) does not match"):
         a[np.ones(3, bool)]
-    other = xdap.from_global(G > 0, dist=("c",), comm=comm)
-    if comm.size > 1:
-        with pytest.raises(ValueError, match="the mask is distributed otherwise"):
-            xdap.from_global(G, comm=comm)[other]
+    other = xdap.from_global(G > 0, dist=("c",), comm=comm)     # aligned: moved to a's
+    np.testing.assert_array_equal(xdap.from_global(G, comm=comm)[other].to_numpy(), G[G > 0])
 
 
 @pytest.mark.mpi(ranks=RANKS)
@@ -235,10 +236,10 @@ def test_integer_arrays_match_numpy(comm):
         assert got.distribution.maps[0] == ix.distribution.maps[0]
         np.testing.assert_array_equal(got.to_numpy(), G[[5, 1, 1, 0, -2, 8, 4]], err_msg=name)
         np.testing.assert_array_equal(xdap.take(a, [6, 0], axis=1).to_numpy(), G[:, [6, 0]])
-    with pytest.raises(ValueError, match="out of range"):
+    with pytest.raises(IndexError, match="index 9 is out of bounds"):
         a[[0, 9]]
     r = xdap.from_global([[1.0], [2.0, 3.0]] * 3, type="var * var * float64", comm=comm)
-    with pytest.raises(TypeError, match="takes fixed numeric data"):
+    with pytest.raises(TypeError, match="fixed numeric data"):
         r[[0, 1]]
 
 

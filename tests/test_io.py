@@ -503,7 +503,7 @@ def test_validation_errors(comm):
         assert os.path.exists(stranger)
         expect_error(comm, lambda: a.save(os.path.join(tmp, "no", "such")), "parent directory")
         expect_error(comm, lambda: a.save(os.path.join(tmp, f"r{comm.rank}")),
-                     "different paths") if comm.size > 1 else None
+                     "path must be the same on every rank") if comm.size > 1 else None
         expect_error(comm, lambda: a.save(3.5), "path must be", cls=TypeError)
         path = os.path.join(tmp, "a")
         a.save(path)
@@ -926,7 +926,7 @@ def test_bad_path_on_one_rank_raises_everywhere(comm):
         expect_error(comm, lambda: xdap.load(bad, comm=comm), "path must be", cls=TypeError)
         if comm.size > 1:
             other = path if comm.rank else os.path.join(tmp, "b")
-            expect_error(comm, lambda: xdap.load(other, comm=comm), "different paths")
+            expect_error(comm, lambda: xdap.load(other, comm=comm), "path must be the same on every rank")
 
 
 @pytest.mark.mpi(ranks=RANKS)

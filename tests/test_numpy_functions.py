@@ -83,11 +83,11 @@ def test_one_dimensional_arrays(comm):
 @pytest.mark.mpi(ranks=(1, 2))
 def test_what_numpy_api_refuses(comm):
     m = xdap.from_global(np.ma.array([1.0, 2.0], mask=[0, 1]), comm=comm)
-    with pytest.raises(TypeError, match=r"cumulative_sum: takes fixed numeric data .*\?float64"):
+    with pytest.raises(TypeError, match=r"cumulative_sum: .*fixed numeric data .*\?float64"):
         xdap.cumulative_sum(m)
     with pytest.raises(ValueError, match="axis is required"):
         xdap.cumulative_sum(xdap.from_global(G, comm=comm))
-    with pytest.raises(ValueError, match="axis 3 is out of range"):
+    with pytest.raises(np.exceptions.AxisError, match="axis 3 is out of bounds"):
         xdap.argmax(xdap.from_global(G, comm=comm), axis=3)
     with pytest.raises(TypeError, match="left operand must be a DistArray"):
         xdap.matmul(np.ones(7), xdap.from_global(V, comm=comm))

@@ -257,7 +257,7 @@ def test_errors_raise_on_every_rank(comm):
     if comm.size > 1:
         # one rank asks for something else: every rank raises
         bs = 2 if comm.rank == comm.size - 1 else 1
-        with pytest.raises(ValueError, match="different target distributions"):
+        with pytest.raises(ValueError, match="dist must be the same on every rank"):
             a.redistribute(dist=("c",), block_size=(bs,))
         # membership disagreement: rank 0 claims to be outside, yet is in the target comm
         with pytest.raises(ValueError, match="disagree about membership in the target"):

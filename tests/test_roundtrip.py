@@ -180,5 +180,5 @@ def test_different_dist_on_one_rank_is_refused_everywhere(comm):
                        rf"rank {comm.size - 1} .*\('c',\)"):
         xdap.from_global(np.arange(10.0), dist=dist, comm=comm)
     block = [(3,)] if comm.rank == 1 else [(2,)]
-    with pytest.raises(ValueError, match="per-dimension options must be the same"):
+    with pytest.raises(ValueError, match="dist, grid and per_dim must be the same"):
         xdap.from_global(np.arange(10.0), dist=("c",), block_size=block[0], comm=comm)

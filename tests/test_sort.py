@@ -73,13 +73,13 @@ def test_n_d_along_every_axis(comm):
 
 @pytest.mark.mpi(ranks=(1, 2))
 def test_what_cannot_be_sorted_is_one_clear_error(comm):
-    with pytest.raises(TypeError, match=r"sort: takes fixed numeric data .*\?float64"):
+    with pytest.raises(TypeError, match=r"sort: .*fixed numeric data .*\?float64"):
         xdap.sort(xdap.from_global(np.ma.array([1.0, 2.0], mask=[0, 1]), comm=comm))
     with pytest.raises(TypeError, match="var \\* var"):
         xdap.argsort(xdap.from_global([[1.0], [2.0, 3.0]], type="var * var * float64", comm=comm))
     with pytest.raises(ValueError, match="0-d array has no axis"):
         xdap.sort(xdap.from_global(1.0, comm=comm))
-    with pytest.raises(ValueError, match="axis 2 is out of range"):
+    with pytest.raises(ValueError, match="axis 2 is out of bounds"):
         xdap.sort(xdap.from_global(np.zeros((2, 2)), comm=comm), axis=2)
 
 

@@ -28,14 +28,17 @@ PACKAGE = ROOT / "xdap"
 LAYERS = [
     ("core: what things are", ["xdap.dtypes", "xdap.types", "xdap.maps", "xdap.arraylike",
                                 "xdap.abort", "xdap.watch", "xdap.progress"]),
-    ("core: where they live", ["xdap.comm", "xdap.agreement", "xdap.plans", "xdap.partitions",
+    ("core: where they live", ["xdap.comm", "xdap.agreement", "xdap.contract", "xdap.arguments",
+                               "xdap.plans", "xdap.partitions",
                                "xdap.bitmaps", "xdap.parts", "xdap.rows", "xdap._xndbuf",
                                "xdap.distribution", "xdap.heap"]),
     ("core: how they move", ["xdap.exchange", "xdap.packing", "xdap.transport", "xdap.directory"]),
     ("engines: (Distribution, Parts) in and out",
      ["xdap.codegen", "xdap._apply", "xdap.kernels", "xdap.create", "xdap.movement",
       "xdap.protocols", "xdap.io", "xdap.mesh"]),
-    ("surface: DistArray", ["xdap.array", "xdap.printing", "xdap.pictures", "xdap"]),
+    ("surface: the public functions, by the standard's categories", ["xdap.api"]),
+    ("surface: DistArray and the namespaces", ["xdap.array", "xdap.array_api", "xdap.printing",
+                                                "xdap.pictures", "xdap"]),
     ("applications", ["xdap.cli", "xdap.demo", "xdap.demo_mesh", "xdap.__main__", "xdap.launcher"]),
 ]
 # Bytes move between ranks through one module: the MPI primitives

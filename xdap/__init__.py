@@ -4,6 +4,10 @@ Each MPI rank holds its partition as an xnd container (fixed, ragged or
 optional data); a Distribution maps global to local indices; arrays are
 shared with other libraries through the Distributed Array Protocol.
 
+Every public function declares whether it is local (no MPI call) or
+collective (its arguments agreed on every rank before anything moves):
+``xdap.contract``; they live in ``xdap.api`` by the Array API's categories.
+
 >>> import numpy as np, xdap
 >>> from mpi4py import MPI
 >>> a = xdap.from_global(np.arange(8.0), dist=("c",), comm=MPI.COMM_SELF)
@@ -15,17 +19,25 @@ __version__ = "0.1.0"
 
 import importlib
 
-from .array import (DistArray, arange, empty, from_arrow, from_awkward, from_distarray,
-                    from_function, from_global, from_local, from_partitioned, full, load, zeros)
-from .numpy_api import (argmax, argmin, argsort, broadcast_to, clip, concat, cumulative_prod,
-                        cumulative_sum, expand_dims, flip, matmul, matrix_transpose, nonzero,
-                        permute_dims, reshape, roll,
-                        searchsorted, sort, squeeze, stack, std, take, tril, triu, unique_all,
-                        unique_counts, unique_inverse, unique_values, var, where)
-from .manipulation import (broadcast_arrays, count_nonzero, diff, imag, meshgrid, moveaxis, real,
-                           repeat, take_along_axis, tensordot, tile, unstack, vecdot)
+from .array import DistArray
+from .api.creation import (arange, copy, empty, empty_like, eye, from_function, from_global,
+                           from_local, full, full_like, linspace, meshgrid, ones, ones_like,
+                           tril, triu, zeros, zeros_like)
+from .api.data_types import astype
+from .api.elementwise import clip, imag, real
+from .api.exchange import (from_arrow, from_awkward, from_distarray, from_partitioned, load,
+                           to_global, to_numpy)
+from .api.indexing import take, take_along_axis
+from .api.linear_algebra import matmul, matrix_transpose, tensordot, vecdot
+from .api.manipulation import (broadcast_arrays, broadcast_to, concat, expand_dims, flip,
+                               moveaxis, permute_dims, repeat, reshape, roll, squeeze, stack,
+                               tile, unstack)
+from .api.searching import argmax, argmin, count_nonzero, nonzero, searchsorted, where
+from .api.sets import unique_all, unique_counts, unique_inverse, unique_values
+from .api.sorting import argsort, sort
+from .api.statistical import cumulative_prod, cumulative_sum, std, var
+from .api.utility import diff
 from . import array_api  # noqa: F401 -- a.__array_namespace__() (it registers itself)
-from .array_api import empty_like, full_like, ones_like, zeros_like
 from .partitions import CartesianPartition, Partition
 from .distribution import Distribution, make_distribution
 from .printing import rank_print as print  # noqa: A001 -- xdap.print: rank by rank
@@ -47,7 +59,7 @@ _LAZY = {
     "plot": ("xdap.pictures", "plot"),      # matplotlib: imported only to draw
     "RedistributionWarning": ("xdap.kernels.apply", "RedistributionWarning"),
 }
-_SUBMODULES = ("plans", "codegen", "io", "kernels", "movement", "protocols")
+_SUBMODULES = ("plans", "codegen", "io", "kernels", "movement", "protocols", "api", "contract")
 
 
 def __getattr__(name):
@@ -62,14 +74,24 @@ def __getattr__(name):
     return value
 
 
-__all__ = ["DistArray", "Distribution", "from_global", "from_local", "empty", "zeros", "full",
-           "empty_like", "zeros_like", "ones_like", "full_like",
-           "arange", "from_function", "make_distribution",
+__all__ = ["DistArray", "Distribution", "make_distribution",
+           # creation
+           "from_global", "from_local", "empty", "zeros", "ones", "full", "arange", "linspace",
+           "eye", "from_function", "empty_like", "zeros_like", "ones_like", "full_like", "copy",
+           "tril", "triu", "meshgrid",
+           # exchange and the whole array
            "from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
-           "sort", "argsort", "unique_values", "cumulative_sum", "cumulative_prod", "argmax", "argmin",
-           "nonzero", "broadcast_to", "unique_counts", "unique_inverse", "unique_all",
-           "tril", "triu",
-           "where", "clip", "var", "std", "matmul", "take", "permute_dims", "matrix_transpose",
-           "flip", "expand_dims", "squeeze", "concat", "stack", "roll", "reshape", "searchsorted",
-           "broadcast_arrays", "count_nonzero", "diff", "imag", "meshgrid", "moveaxis", "real",
-           "repeat", "take_along_axis", "tensordot", "tile", "unstack", "vecdot", "Scatter", "plot", "Partition", "CartesianPartition", "print", "__version__"]
+           "to_global", "to_numpy",
+           # elementwise, data types
+           "clip", "real", "imag", "astype",
+           # indexing, manipulation
+           "take", "take_along_axis", "broadcast_arrays", "broadcast_to", "concat",
+           "expand_dims", "flip", "moveaxis", "permute_dims", "repeat", "reshape", "roll",
+           "squeeze", "stack", "tile", "unstack",
+           # searching, sets, sorting, statistics, utility, linear algebra
+           "argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where",
+           "unique_all", "unique_counts", "unique_inverse", "unique_values", "argsort", "sort",
+           "cumulative_prod", "cumulative_sum", "std", "var", "diff", "matmul",
+           "matrix_transpose", "tensordot", "vecdot",
+           # data movement, partitions, printing and pictures
+           "Scatter", "Partition", "CartesianPartition", "print", "plot", "__version__"]

@@ -27,7 +27,8 @@ from mpi4py import MPI
 from . import watch as _watch
 from .comm import resolve
 
-__all__ = ["agreement", "Agreement", "Agreed", "agree", "local_check", "debug"]
+__all__ = ["agreement", "Agreement", "Agreed", "agree", "local_check", "debug", "set_debug",
+           "USER_ERRORS"]
 
 
 _WORDS = 4                       # a 16-byte digest as four 32-bit words
@@ -36,6 +37,23 @@ _ZEROS = array("q", bytes(8 * (1 + 2 * _WORDS)))
 
 
 _COLLECTIVE = "the collective"     # the name under which the entry points are compared
+
+# The errors a bad argument gives, raised alike on every rank with their
+# class kept (NumPy's AxisError is a ValueError and an IndexError); any
+# other exception inside an agreement is a bug, reported as one.
+USER_ERRORS = (ValueError, TypeError, IndexError, BufferError)
+_ERROR_CLASSES = {"AxisError": __import__("numpy").exceptions.AxisError,
+                  "IndexError": IndexError, "TypeError": TypeError, "ValueError": ValueError,
+                  "BufferError": BufferError}
+
+
+def _verdict(error) -> tuple:
+    """(class name, message) of this rank's error, as the others raise it:
+    its own class where it is one of ``_ERROR_CLASSES``, else the nearest."""
+    for name, cls in _ERROR_CLASSES.items():
+        if isinstance(error, cls):
+            return name, str(error)
+    return "ValueError", str(error)
 
 
 def _digest(value) -> bytes:
@@ -68,7 +86,7 @@ class Agreement:
     """One collective entry point's agreement (use ``agreement(...)``).
 
     Inside the ``with`` block a rank checks its arguments -- raising
-    ValueError/TypeError for a bad one -- and calls ``same(name, value)`` for
+    ValueError/TypeError/IndexError for a bad one -- and calls ``same(name, value)`` for
     each argument that must be equal on every rank (any picklable value;
     large ones cost a hash, not a transfer).  With ``share=True`` every rank
     may also ``share(value)`` something small that all ranks receive as
@@ -77,9 +95,10 @@ class Agreement:
     The block's end is ONE collective: an allreduce of a few integers (or,
     with ``share=True``, one allgather).  Afterwards every rank raises the
     same error if any rank failed (the lowest failing rank's message, ending
-    in ``(rank r)``; TypeError if that was a TypeError, else ValueError) or
+    in ``(rank r)``, of its class: ValueError, TypeError, IndexError or
+    NumPy's AxisError) or
     if a ``same`` argument differs (a ValueError naming it and the ranks).
-    An exception other than ValueError/TypeError is a bug: the other ranks
+    An exception other than those is a bug: the other ranks
     are told (so they raise too instead of hanging) and it propagates.
     """
 
@@ -88,15 +107,24 @@ class Agreement:
         self.what = what
         self._share = share
         self._same: dict = {}
+        self._shown: dict = {}
+        self._errors: dict = {}
         self._value = None
         self._meanwhile = None
         self.shared = None
 
-    def same(self, name: str, value) -> None:
+    def same(self, name: str, value, shown=None, error=ValueError) -> None:
         """``value`` must be equal on every rank (one that does not pickle is
         a TypeError of this rank, agreed like any other).  Values are
-        hashed together once, at the end of the block."""
+        hashed together once, at the end of the block.  ``shown``: what an
+        error says each rank passed, where ``value`` is a description of it
+        (``xdap.contract.describe``); ``error``: the class of the error when
+        it differs (a type that differs between ranks is a TypeError)."""
         self._same[name] = value
+        if shown is not None:
+            self._shown[name] = shown
+        if error is not ValueError:
+            self._errors[name] = error
 
     def share(self, value) -> None:
         """Hand every rank this rank's ``value`` (``share=True`` only)."""
@@ -119,14 +147,14 @@ class Agreement:
         return self
 
     def __exit__(self, kind, error, tb):
-        if error is not None and not isinstance(error, (ValueError, TypeError)):
+        if error is not None and not isinstance(error, USER_ERRORS):
             if isinstance(error, Exception):
                 # a bug (or MemoryError): tell the others, then let it propagate
                 self.finish(ValueError(f"internal error on rank {self.comm.rank}: "
                                        f"{type(error).__name__}: {error}"))
             return False
         self.finish(error)
-        return True      # a ValueError/TypeError of this rank was raised by finish()
+        return True      # this rank's error was raised by finish(), agreed
 
     def finish(self, error: BaseException | None = None) -> None:
         """The collective step: combine verdicts and ``same`` digests; raise
@@ -144,7 +172,7 @@ class Agreement:
                               f"({type(e).__name__}: {e})")
         if comm.size == 1:
             if error is not None:
-                self._raise(0, (isinstance(error, TypeError), str(error)), error)
+                self._raise(0, _verdict(error), error)
             self.shared = [self._value] if self._share else None
             if self._meanwhile is not None:
                 self._meanwhile()
@@ -176,7 +204,7 @@ class Agreement:
         first, *words = out.tolist()
         if first != _BIG:                    # the lowest failing rank tells its error
             verdict = comm.bcast(None if error is None or comm.rank != first else
-                                 (isinstance(error, TypeError), str(error)), root=first)
+                                 _verdict(error), root=first)
             self._raise(first, verdict, error)
         if words[:_WORDS] != [-w for w in words[_WORDS:]]:
             self._raise_mismatch(comm.allgather(self._digests()))
@@ -201,28 +229,28 @@ class Agreement:
         out = {_COLLECTIVE: (_digest((self.what, self._share)), repr(self.what or "?"))}
         for name, value in self._same.items():
             try:
-                out[name] = (_digest(value), _short(value))
+                out[name] = (_digest(value), _short(self._shown.get(name, value)))
             except Exception as e:
                 raise TypeError(f"{self._prefix()}{name} cannot be compared across ranks (it "
                                 f"does not pickle: {type(e).__name__}: {e})") from None
         return out
 
     def _raise(self, rank, verdict, own):
-        is_type_error, message = verdict
-        cls = TypeError if is_type_error else ValueError
-        raise self._agreed(cls(f"{message} (rank {rank})")) from own
+        kind, message = verdict
+        raise self.agreed_error(_ERROR_CLASSES[kind](f"{message} (rank {rank})")) from own
 
-    def _agreed(self, error: BaseException) -> BaseException:
-        """Mark an error every rank of this agreement raises alike, so that
-        an uncaught one is printed once (``xdap.abort``)."""
+    def agreed_error(self, error: BaseException) -> BaseException:
+        """Mark an error every rank of this agreement raises alike -- one
+        it raises itself, or one its caller raises from values all ranks
+        received -- so that an uncaught one is printed once (``xdap.abort``)."""
         error.xdap_agreed = Agreed.of(self.comm)
         return error
 
     def _raise_mismatch(self, per_rank: list):
         try:
             self._mismatch(per_rank)
-        except ValueError as e:
-            raise self._agreed(e) from None
+        except (ValueError, TypeError) as e:
+            raise self.agreed_error(e) from None
 
     def _mismatch(self, per_rank: list):
         calls = [s[_COLLECTIVE] for s in per_rank]
@@ -238,7 +266,8 @@ class Agreement:
             differ = [r for r, v in enumerate(values) if v[0] != values[0][0]]
             if differ:
                 r = differ[0]
-                raise ValueError(f"{self._prefix()}{name} must be the same on every rank: "
+                raise self._errors.get(name, ValueError)(
+                    f"{self._prefix()}{name} must be the same on every rank: "
                                  f"rank 0 passed {values[0][1]}, rank {r} {values[r][1]}"
                                  + (f" (ranks {', '.join(map(str, differ))} differ from rank 0)"
                                     if len(differ) > 1 else ""))
@@ -268,7 +297,17 @@ class Agreed:
 def _short(value, width: int = 60) -> str:
     """A value as an error message shows it: its repr, cut to ``width``."""
     try:
-        text = repr(value)
+        if hasattr(type(value), "__xdap_wrap__"):      # a DistArray: what ranks compare
+            d = value.distribution
+            text = (f"an array {value.parts.info.global_type(d.global_shape)}, "
+                    f"dist ({', '.join(m.spec for m in d.maps)}) over {d.grid}")
+            width = max(width, 120)
+        elif hasattr(value, "maps") and hasattr(value, "fingerprint"):     # a Distribution
+            text = (f"dist ({', '.join(m.spec for m in value.maps)}) over {value.grid} of "
+                    f"shape {value.global_shape} <{value.fingerprint().hex()[:8]}>")
+            width = max(width, 120)
+        else:
+            text = repr(value)
     except Exception:
         text = f"a {type(value).__name__}"
     if isinstance(value, bytes) and len(value) == 16:
@@ -302,6 +341,15 @@ def debug() -> bool:
 
 
 _DEBUG = os.environ.get("XDAP_DEBUG", "0") not in ("", "0") or bool(_watch.LIMIT)
+
+
+def set_debug(on: bool) -> bool:
+    """Turn debug mode on or off in this process from now on (the same on
+    every rank: it decides which calls vote); returns what it was.  For
+    tests that try local calls both ways."""
+    global _DEBUG
+    before, _DEBUG = _DEBUG, bool(on)
+    return before
 
 
 class _Local:

@@ -24,7 +24,7 @@ implements this protocol, as NumPy's ufuncs see any object with
 """
 from __future__ import annotations
 
-__all__ = ["is_distributed", "unwrap", "wrap_like"]
+__all__ = ["is_distributed", "unwrap", "wrap_like", "register", "new"]
 
 
 def is_distributed(x) -> bool:
@@ -40,3 +40,19 @@ def unwrap(x) -> tuple:
 def wrap_like(x, distribution, parts, same_rows: bool = False, agreed: bool = False):
     """A new array of ``x``'s kind over ``(distribution, parts)``."""
     return x.__xdap_wrap__(distribution, parts, same_rows, agreed=agreed)
+
+
+_KIND: list = []
+
+
+def register(cls) -> None:
+    """Make ``cls`` the kind of array that ``new`` makes (``xdap.DistArray``
+    registers itself)."""
+    _KIND[:] = [cls]
+
+
+def new(pair):
+    """An array of the registered kind over an engine's agreed
+    ``(Distribution, Parts)`` (None stays None: a rank outside a target
+    communicator) -- for calls that have no array operand to be like."""
+    return _KIND[0]._agreed(pair)

@@ -159,8 +159,8 @@ class Distribution:
         >>> Distribution.detached([BlockMap(6, 2), BlockMap(3, 1)]).row_blocks
         True
         """
-        return bool(self.maps) and self.maps[0].dist_type == "b" and \
-            not self.maps[0].padded and all(m.whole for m in self.maps[1:])
+        return bool(self.maps) and self.maps[0].ranges and not self.maps[0].padded and \
+            not self.maps[0].shared_owned and all(m.whole for m in self.maps[1:])
 
     # -- grid ---------------------------------------------------------------
     @property

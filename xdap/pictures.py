@@ -37,7 +37,7 @@ display or backend is needed; ``ax.figure.savefig("x.png")`` writes it.
 from __future__ import annotations
 
 import numpy as np
-from .agreement import agreement
+from .contract import collective
 
 __all__ = ["plot", "owner_grid", "plot_store", "MAX_CELLS"]
 
@@ -86,44 +86,48 @@ def owner_grid(d, coords) -> np.ndarray:
     return at[tuple(mesh)]
 
 
+@collective(own=("ax", "points", "polygons", "outline"))
 def plot(a, ax=None, *, points=None, polygons=None, outline=None, max_cells: int = MAX_CELLS,
          title=None):
     """Draw who owns what of DistArray ``a`` (collective; see the module
     docstring). Returns the Axes on rank 0, None elsewhere."""
+    if not hasattr(type(a), "__xdap_wrap__"):
+        raise TypeError(f"plot: a must be a DistArray, got {type(a).__name__}")
     comm = a.comm
     d, p = a.distribution, a.parts
-    with agreement(comm, "plot") as ag:
-        ag.same("max_cells", max_cells)
-        ag.same("points given", points is not None)
-        ag.same("polygons given", polygons is not None)
-        if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 1:
-            raise TypeError(f"plot: max_cells must be an int >= 1, got {max_cells!r}")
-        n = p.nrows if p.info.ragged else (p.values.shape[0] if p.values.ndim else 0)
-        if points is not None and polygons is not None:
-            raise ValueError("plot: pass points= or polygons=, not both")
-        if polygons is None and outline is not None:
-            raise ValueError("plot: outline= goes with polygons=")
-        if points is None and not d.maps:
-            raise ValueError("plot: a 0-d array has nothing to draw")
-        if polygons is not None:
-            polygons = np.asarray(polygons, dtype=np.float64)
-            if polygons.ndim != 3 or polygons.shape[0] != n or polygons.shape[2] != 2:
-                raise ValueError(f"plot: polygons must be (n, m, 2) vertices, one polygon per "
-                                 f"local element ({n} here), got shape {polygons.shape} on "
-                                 f"rank {comm.rank}")
-            outline = np.zeros(n, bool) if outline is None else np.asarray(outline, bool)
-            if outline.shape != (n,):
-                raise ValueError(f"plot: outline must be one bool per local element ({n} here), "
-                                 f"got shape {outline.shape} on rank {comm.rank}")
-        if points is not None:
-            points = np.asarray(points, dtype=np.float64)
-            if points.ndim != 2 or points.shape[0] != n or points.shape[1] < 2:
-                raise ValueError(f"plot: points must be this rank's coordinates, one row of 2 or "
-                                 f"more per local element ({n} here), got shape {points.shape} "
-                                 f"on rank {comm.rank}")
-        elif polygons is None and not p.info.ragged and len(d.maps) > 2:
-            raise ValueError(f"plot: draws 1-D and 2-D arrays, this one is "
-                             f"{len(d.maps)}-D (plot a 2-D slice or pass points=)")
+    if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 1:
+        raise TypeError(f"plot: max_cells must be an int >= 1, got {max_cells!r}")
+    n = p.nrows if p.info.ragged else (p.values.shape[0] if p.values.ndim else 0)
+    if points is not None and polygons is not None:
+        raise ValueError("plot: pass points= or polygons=, not both")
+    if polygons is None and outline is not None:
+        raise ValueError("plot: outline= goes with polygons=")
+    if points is None and not d.maps:
+        raise ValueError("plot: a 0-d array has nothing to draw")
+    if polygons is not None:
+        polygons = np.asarray(polygons, dtype=np.float64)
+        if polygons.ndim != 3 or polygons.shape[0] != n or polygons.shape[2] != 2:
+            raise ValueError(f"plot: polygons must be (n, m, 2) vertices, one polygon per "
+                             f"local element ({n} here), got shape {polygons.shape} on "
+                             f"rank {comm.rank}")
+        outline = np.zeros(n, bool) if outline is None else np.asarray(outline, bool)
+        if outline.shape != (n,):
+            raise ValueError(f"plot: outline must be one bool per local element ({n} here), "
+                             f"got shape {outline.shape} on rank {comm.rank}")
+    if points is not None:
+        points = np.asarray(points, dtype=np.float64)
+        if points.ndim != 2 or points.shape[0] != n or points.shape[1] < 2:
+            raise ValueError(f"plot: points must be this rank's coordinates, one row of 2 or "
+                             f"more per local element ({n} here), got shape {points.shape} "
+                             f"on rank {comm.rank}")
+    elif polygons is None and not p.info.ragged and len(d.maps) > 2:
+        raise ValueError(f"plot: draws 1-D and 2-D arrays, this one is "
+                         f"{len(d.maps)}-D (plot a 2-D slice or pass points=)")
+    # points, polygons and outline are each rank's own: whether they are given is agreed
+    yield {"a": a, "whether points are given": points is not None,
+           "whether polygons are given": polygons is not None,
+           "whether outline is given": outline is not None, "max_cells": max_cells,
+           "title": title}
     if points is not None:
         return _plot_points(a, d, ax, points, title, max_cells)
     if polygons is not None:

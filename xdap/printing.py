@@ -14,17 +14,25 @@ from __future__ import annotations
 import sys
 
 from . import comm as _comm
+from .arguments import rank
+from .contract import collective
 
 __all__ = ["rank_print", "show", "partition_text"]
 
 
+@collective(name="print", own=("objects", "file"))
 def rank_print(*objects, comm=None, sep: str = " ", end: str = "\n", file=None,
                root: int = 0) -> None:
     """Print ``objects`` from every rank of ``comm``, rank by rank, on
-    ``root`` (collective). Each rank's text is prefixed with ``[rank r]``;
-    a text of several lines keeps its lines together."""
+    ``root`` (collective: the root and the separators are agreed; the
+    objects are each rank's own). Each rank's text is prefixed with
+    ``[rank r]``; a text of several lines keeps its lines together."""
     comm = _comm.resolve(comm)
+    root = rank("print", comm, root)
+    if not isinstance(sep, str) or not isinstance(end, str):
+        raise TypeError("print: sep and end must be strings")
     text = sep.join(str(o) for o in objects)
+    yield dict(comm=comm, sep=sep, end=end, root=root)
     texts = comm.gather(text, root=root)
     if comm.rank == root:
         out = file if file is not None else sys.stdout
@@ -36,9 +44,14 @@ def rank_print(*objects, comm=None, sep: str = " ", end: str = "\n", file=None,
         out.flush()
 
 
+@collective(own=("file",))
 def show(a, file=None, root: int = 0) -> None:
     """Print the array ``a`` rank by rank (collective): its one-line
     description, then each rank's partition under its rank number."""
+    if not hasattr(type(a), "__xdap_wrap__"):
+        raise TypeError(f"show: a must be a DistArray, got {type(a).__name__}")
+    root = rank("show", a.comm, root)
+    yield dict(a=a, root=root)
     if a.comm.rank == root:
         out = file if file is not None else sys.stdout
         desc = repr(a)

@@ -32,6 +32,7 @@ import numpy as np
 from xnd import xnd
 
 from ..agreement import agreement, debug
+from ..contract import nested
 from ..arraylike import is_distributed, unwrap, wrap_like
 from ..parts import Parts, as_container, container, parts, parts_of
 from ..types import dtype_from_numpy, is_numeric, numpy_dtype, type_info
@@ -166,15 +167,7 @@ def broadcast_operands(args, out=None):
     ``RedistributionWarning`` (on rank 0, once per call site); redistribute
     operands alike beforehand to avoid it.  0-d DistArrays are their one
     value."""
-    shapes = [a.distribution.global_shape if is_distributed(a) else np.shape(a)
-              for a in args if is_distributed(a) or isinstance(a, (np.ndarray, list))]
-    if out is not None:
-        shapes.append(out.distribution.global_shape)
-    try:
-        shape = np.broadcast_shapes(*shapes)
-    except ValueError:
-        raise ValueError(f"operands could not be broadcast together with global shapes "
-                         f"{' '.join(map(str, shapes))}") from None
+    shape = broadcast_shape_of(args, out)
     lead = _leading(args, shape, out)
     d = lead.distribution
     converted = []
@@ -209,6 +202,34 @@ def broadcast_operands(args, out=None):
     return tuple(converted)
 
 
+def broadcast_shape_of(args, out=None) -> tuple:
+    """The shape elementwise ``args`` broadcast to (NumPy's rule on the
+    global shapes), checked: they broadcast, and one DistArray operand has
+    that shape or stretches to it along undistributed size-1 dims -- else
+    the ValueError every rank raises alike (decided from agreed shapes)."""
+    shapes = [a.distribution.global_shape if is_distributed(a) else np.shape(a)
+              for a in args if is_distributed(a) or isinstance(a, (np.ndarray, list))]
+    if out is not None:
+        shapes.append(out.distribution.global_shape)
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"operands could not be broadcast together with global shapes "
+                         f"{' '.join(map(str, shapes))}") from None
+    if not any(is_distributed(a) and (a.distribution.global_shape == shape or _stretches(a, shape))
+               for a in args):
+        raise ValueError(f"no DistArray operand has the broadcast shape {shape} or stretches "
+                         "to it along undistributed dims; give one operand the result's shape "
+                         "and distribution")
+    return shape
+
+
+def _stretches(a, shape) -> bool:
+    return a.ndim == len(shape) and not a.parts.info.ragged and all(
+        n == m or (n == 1 and mp.grid_size == 1 and not mp.padded)
+        for n, m, mp in zip(a.distribution.global_shape, shape, a.distribution.maps))
+
+
 def _redistributed(a, d):
     """``a`` moved to ``d`` (same global shape): collective, one exchange."""
     from ..movement.redistribute import move
@@ -227,9 +248,7 @@ def _leading(args, shape, out):
         if is_distributed(a) and a.distribution.global_shape == shape:
             return a
     for a in args:            # size-1, undistributed dims stretch locally
-        if is_distributed(a) and a.ndim == len(shape) and not a.parts.info.ragged and all(
-                n == m or (n == 1 and mp.grid_size == 1 and not mp.padded)
-                for n, m, mp in zip(a.distribution.global_shape, shape, a.distribution.maps)):
+        if is_distributed(a) and _stretches(a, shape):
             return _stretched(a, shape)
     raise ValueError(f"no DistArray operand has the broadcast shape {shape} or stretches to "
                      "it along undistributed dims; give one operand the result's shape and "
@@ -421,7 +440,7 @@ def local_call(comm, name, args, out=None, check=None):
     this rank's checks, no communication -- or, in debug mode
     (``xdap.agreement.debug()``), the full agreement, so that ranks calling
     different kernels or passing different operands are caught."""
-    if comm.size > 1 and debug():
+    if comm.size > 1 and debug() and not nested():
         return _agreed_call(comm, name, args, out, check)
     (check or check_operands)(args, out)
     return _ALONE

@@ -22,7 +22,7 @@ from __future__ import annotations
 from xnd import xnd as _xnd
 
 from ..parts import container
-from ..agreement import debug
+from .. import agreement as _agreement  # debug mode: every call goes through apply's checks
 from .signature import parse
 from .allocate import AllocatingKernel
 from .apply import (_derived, _refuse_non_numeric, _scalar, apply, fast, local_apply,
@@ -112,7 +112,7 @@ class Kernel:
         state = self.__dict__
         if "fast" not in state:
             _bind_kernel(state, self.__gufunc__)
-        if state["fast"] is not None and not _DEBUG:
+        if state["fast"] is not None and not _agreement._DEBUG:
             # an elementwise kernel: the library functions' own DistArray path
             if len(args) == 2:
                 result = _distributed(state["fast"], state["retry"], args[0], args[1], out)
@@ -209,7 +209,7 @@ def _make_binary(name):
             except ValueError:
                 _refuse_non_numeric([x, y])
                 raise
-        elif not _DEBUG:
+        elif not _agreement._DEBUG:
             result = _distributed(f, state["retry"], x, y, out)
             if result is not None:
                 return result
@@ -289,7 +289,6 @@ def _bind_kernel(state, func, elementwise=None):
     state["fast"] = fast(func) if elementwise else None
 
 
-_DEBUG = debug()       # debug mode: every DistArray call goes through apply's checks
 
 for _n in UNARY:
     globals()[_n] = _make_unary(_n)

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..agreement import agreement
 from ..packing import Form, no_rows
 from ..parts import Parts
 from ..rows import take_block, take_rows
 from ..transport import BlockExchange, Route, Transfer, compress, move, send_lists
 
-__all__ = ["to_global", "scatter_from_root", "read_element"]
+__all__ = ["to_global", "scatter_from_root", "element_parts"]
 
 
 def _method(d) -> str:
@@ -153,49 +152,36 @@ def _gather_rows(d, p: Parts, root) -> Parts | None:
 # one element, read by every rank
 # --------------------------------------------------------------------------
 
-def read_element(d, p: Parts, index) -> object:
-    """The element at the global ``index`` (one int per dimension), on every
-    rank (collective): its canonical holder sends it to every rank (one
-    small exchange). A NumPy scalar (a ``np.void`` record for records), or None
-    where the element is missing. Every rank raises the same error for an
-    index that is bad or differs between ranks.
+def element_parts(d, p: Parts, index) -> Parts:
+    """The element at the global ``index`` (one non-negative int per
+    dimension, checked and agreed by the caller) as 0-d Parts on every rank
+    (collective: its canonical holder sends it to every rank -- one small
+    exchange; a missing ``?T`` element stays missing): what ``a[i, j]``
+    holds, a 0-d array.
 
     >>> from mpi4py import MPI
     >>> from xdap.create import from_global
     >>> d, p = from_global(np.arange(12.0).reshape(3, 4), dist=("c", "b"), comm=MPI.COMM_SELF)
-    >>> read_element(d, p, (2, 1))
-    np.float64(9.0)
+    >>> element_parts(d, p, (2, 1)).values
+    array(9.)
     """
-    got = _element_row(d, p, index)
-    if p.info.optional and not got.valid_mask()[0]:
-        return None
-    # (the named NumPy type: xnd's 'q' buffers read as longlong, not int64)
-    dtype = p.info.numpy_dtype if p.info.numeric else p.values.dtype
-    return np.frombuffer(np.ascontiguousarray(got.values[0]).tobytes(), dtype)[0]
-
-
-def element_parts(d, p: Parts, index) -> Parts:
-    """The element at the global ``index`` as 0-d Parts on every rank
-    (collective, as ``read_element``; a missing ``?T`` element stays
-    missing) -- what ``a[0, ...]`` holds: a 0-d array, not a scalar."""
     got = _element_row(d, p, index)
     return Parts(p.info.with_shape(()), got.values.reshape(()), got.validity)
 
 
 def _element_row(d, p: Parts, index) -> Parts:
-    """The element at ``index`` as one row on every rank: agreed, then sent
-    by its canonical holder (one small exchange)."""
+    """The element at ``index`` as one row on every rank, sent by its
+    canonical holder: the lowest rank holding it canonically -- found from
+    the maps where they are complete, by one allgather where a map is
+    distributed (each rank knows only its own indices)."""
     comm = d.comm
-    where = None
-    with agreement(comm, "element read", share=True) as ag:
-        if p.info.ragged:
-            raise TypeError(f"a[i]: a ragged array ({p.info.type_string()}) has rows of "
-                            "different lengths; read rows with a.to_global() or xdap.Scatter")
-        index = _element_index(index, d.global_shape)
-        ag.same("the index", index)
+    if all(m.complete for m in d.maps):
+        owner = [int(m.owners(np.array([g], np.int64))[0][0]) for m, g in zip(d.maps, index)]
+        holder = int(np.flatnonzero((d.rank_coords == owner).all(axis=1))[0]) if d.maps else 0
+        where = _canonical_position(d, index) if comm.rank == holder else None
+    else:
         where = _canonical_position(d, index)
-        ag.share(where is not None)
-    holder = [r for r, has in enumerate(ag.shared) if has][0]
+        holder = [r for r, has in enumerate(comm.allgather(where is not None)) if has][0]
     comm_size = comm.size
     row = no_rows(Form(p.info.with_shape((0,)), ()))
     if where is not None:     # the element as one row, its validity with it
@@ -205,25 +191,6 @@ def _element_row(d, p: Parts, index) -> Parts:
     route = Route(comm, None, counts, np.eye(comm_size, dtype=np.int64)[holder],
                   send_starts=np.zeros(comm_size, np.int64))
     return move(route, row)[0]
-
-
-def _element_index(index, shape) -> tuple:
-    key = index if isinstance(index, tuple) else (index,)
-    if len(key) != len(shape):
-        raise ValueError(f"a[{index!r}]: the array has {len(shape)} dimension(s), so an "
-                         f"element needs {len(shape)} integer(s)")
-    out = []
-    for k, (i, n) in enumerate(zip(key, shape)):
-        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
-            raise TypeError(f"a[{index!r}]: index {k} is {type(i).__name__} {i!r}; an element "
-                            "read takes integers (slices and arrays: a.to_numpy()[...] or "
-                            "xdap.Scatter)")
-        i = int(i)
-        if not -n <= i < n:
-            raise ValueError(f"a[{index!r}]: index {i} is out of bounds for dimension {k} "
-                             f"of size {n}")
-        out.append(i + n if i < 0 else i)
-    return tuple(out)
 
 
 def _canonical_position(d, index):

@@ -41,7 +41,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import plans
-from ..agreement import agree, agreement
+from .. import arguments
+from ..agreement import agree
+from ..arraylike import is_distributed
+from ..contract import collective
 from ..arraylike import unwrap
 from ..bitmaps import pack_validity
 from ..rows import leaf_counts, leaf_ranges
@@ -228,27 +231,30 @@ def _check_ghost_rows(d, p, plan, what):
     agree(d.comm, error)
 
 
-def _agreed(d, p, what, **options):
-    """The agreement of a halo call (collective): the array's layout and
-    type, its writeability and ``options`` -- one rank passing another
-    array, a read-only one or another mode is the same error on every rank."""
-    with agreement(d.comm, what) as ag:
-        ag.same("the array's distribution", d.fingerprint())
-        ag.same("the array's element type", p.info.leaf)
-        for name, value in options.items():
-            ag.same(name, value)
-        if not p.values.flags.writeable:
-            raise ValueError(f"{what}: the array's local buffer is read-only")
-        if p.validity is not None and not np.asarray(p.validity).flags.writeable:
-            raise ValueError(f"{what}: the array's validity bitmap is read-only")
-        if d.maps[0].ghosts_by_index and (any(g != 1 for g in d.grid[1:]) or p.info.optional
-                                           or p.info.ragged):
-            raise TypeError(f"{what}: the ghost entries of an unstructured dimension are "
-                            "updated for fixed, non-optional data distributed along dimension "
-                            f"0 only, got '{p.info.global_type(d.global_shape)}' on the grid "
-                            f"{d.grid}")
-        if options.get("mode", "add") not in ("add", "replace"):
-            raise ValueError(f"{what}: mode must be 'add' or 'replace', got {options['mode']!r}")
+def check_halo(d, p, what, mode="add", clear=False):
+    """The checks of a halo call on ``(d, p)``: a distributed array whose
+    buffers can be written, a layout whose ghosts it updates, a known
+    ``mode``; returns ``(mode, clear)`` normalized."""
+    d.require_dims(what)
+    mode = arguments.choice(what, "mode", mode, ("add", "replace"))
+    clear = arguments.flag(what, "clear", clear)
+    if not p.values.flags.writeable:
+        raise ValueError(f"{what}: the array's local buffer is read-only")
+    if p.validity is not None and not np.asarray(p.validity).flags.writeable:
+        raise ValueError(f"{what}: the array's validity bitmap is read-only")
+    if d.maps[0].ghosts_by_index and (any(g != 1 for g in d.grid[1:]) or p.info.optional
+                                       or p.info.ragged):
+        raise TypeError(f"{what}: the ghost entries of an unstructured dimension are "
+                        "updated for fixed, non-optional data distributed along dimension "
+                        f"0 only, got '{p.info.global_type(d.global_shape)}' on the grid "
+                        f"{d.grid}")
+    return mode, clear
+
+
+def _array(what, a):
+    if not is_distributed(a):
+        raise TypeError(f"{what}: a must be a DistArray, got {type(a).__name__}")
+    return unwrap(a)
 
 
 def _ghosts(d, p, what):
@@ -280,14 +286,20 @@ def _bound(d, p, plan) -> NeighbourExchange:
                                         release=NeighbourExchange.release)
 
 
+@collective(name="exchange_halos")
 def exchange(d, p) -> None:
     """Fill the ghost cells of ``(d, p)`` from their owners, in place
     (collective): the communication padding of padded blocks, and the ghost
     entries of an unstructured dim 0 (indices held by several ranks; the
     owner's value wins).  Optional data: the validity travels with the
     values, in the same messages (as bytes: one copy of the bitmap)."""
-    d.require_dims("exchange_halos")
-    _agreed(d, p, "exchange_halos")
+    check_halo(d, p, "exchange_halos")
+    yield dict(d=d, p=p.info.global_type(d.global_shape))
+    exchange_agreed(d, p)
+
+
+def exchange_agreed(d, p) -> None:
+    """``exchange`` of an agreed array (no vote)."""
     if d.maps[0].ghosts_by_index:
         at, scatter = _ghosts(d, p, "exchange_halos")
         p.values[at] = scatter.forward(p)
@@ -299,10 +311,16 @@ def exchange(d, p) -> None:
     _exchange(plan, d.comm).forward_parts(p)
 
 
+@collective
 def exchange_halos(a):
     """Fill the ghost cells of the array ``a``'s padded block dimensions
-    from their owners, in place (collective); returns ``a``."""
-    exchange(*unwrap(a))
+    (and the ghost entries of an unstructured dim 0) from their owners, in
+    place (collective: the array -- its distribution, type, writeable
+    buffers -- is agreed first); returns ``a``."""
+    d, p = _array("exchange_halos", a)
+    check_halo(d, p, "exchange_halos")
+    yield dict(a=a)
+    exchange_agreed(d, p)
     return a
 
 
@@ -327,9 +345,9 @@ class BoundHalos:
     """
 
     def __init__(self, d, p):
-        d.require_dims("bind_halos")
-        _agreed(d, p, "bind_halos")
         self.parts = p
+        self._open = True
+        self._started = False
         self._mask = self._scatter = None
         if d.maps[0].ghosts_by_index:
             at, scatter = _ghosts(d, p, "bind_halos")
@@ -344,8 +362,21 @@ class BoundHalos:
             self._mask = np.empty(p.values.shape, np.uint8)
             self._ex.bind(p.values, self._mask)
 
+    def _state(self, what, started):
+        if not self._open:
+            raise ValueError(f"BoundHalos.{what}: the exchange was closed (bind the array "
+                             "again: a.bind_halos())")
+        if self._started != started:
+            raise ValueError(f"BoundHalos.{what}: " + (
+                "the exchange is already started (wait() first)" if self._started else
+                "no exchange was started (start() first)"))
+
     def start(self) -> None:
-        """Start filling the ghost cells (local copies are made now)."""
+        """Start filling the ghost cells (local copies are made now).  A
+        second start before ``wait``, or any call after ``close``, is a
+        ValueError."""
+        self._state("start", False)
+        self._started = True
         if self._scatter is not None:
             self._scatter.start()
             return
@@ -355,6 +386,8 @@ class BoundHalos:
 
     def wait(self) -> None:
         """Complete the exchange: the ghost cells hold their owners' values."""
+        self._state("wait", True)
+        self._started = False
         if self._scatter is not None:
             self.parts.values[self._at] = self._scatter.wait()
             return
@@ -368,19 +401,25 @@ class BoundHalos:
         return self
 
     def close(self) -> None:
-        """Free the persistent requests now (else: when the object goes)."""
-        if self._scatter is None:
+        """Free the persistent requests now (else: when the object goes);
+        closing twice is harmless, using it after is a ValueError."""
+        if self._open and self._scatter is None:
             self._ex.release()
+        self._open = False
 
     def __del__(self):
-        if getattr(self, "_scatter", True) is None:
+        if getattr(self, "_open", False) and getattr(self, "_scatter", True) is None:
             self._ex.release()
 
 
+@collective
 def bind_halos(a) -> BoundHalos:
-    """The halo exchange of ``a`` bound once (collective; see
-    ``BoundHalos``).  ``a.bind_halos()`` is the same."""
-    return BoundHalos(*unwrap(a))
+    """The halo exchange of ``a`` bound once (collective: the array is
+    agreed now; see ``BoundHalos``).  ``a.bind_halos()`` is the same."""
+    d, p = _array("bind_halos", a)
+    check_halo(d, p, "bind_halos")
+    yield dict(a=a)
+    return BoundHalos(d, p)
 
 
 def _add(bufs, region, got):
@@ -399,12 +438,18 @@ def _add_valid(bufs, region, got):
     np.bitwise_or(bufs[1][region], got[1], out=bufs[1][region])
 
 
+@collective
 def accumulate_halos(a, mode: str = "add", clear: bool = False):
-    """``accumulate`` on the array ``a`` (in place, collective); returns ``a``."""
-    accumulate(*unwrap(a), mode, clear)
+    """``accumulate`` on the array ``a`` (in place, collective: the array
+    and the options are agreed first); returns ``a``."""
+    d, p = _array("accumulate_halos", a)
+    mode, clear = check_halo(d, p, "accumulate_halos", mode, clear)
+    yield dict(a=a, mode=mode, clear=clear)
+    accumulate_agreed(d, p, mode, clear)
     return a
 
 
+@collective(name="accumulate_halos")
 def accumulate(d, p, mode: str = "add", clear: bool = False) -> None:
     """The reverse exchange, in place (collective).
 
@@ -418,8 +463,13 @@ def accumulate(d, p, mode: str = "add", clear: bool = False) -> None:
     Optional data: an NA ghost contributes nothing ("add") or makes its
     owner NA ("replace"); a valid ghost makes an NA owner valid.
     """
-    d.require_dims("accumulate_halos")
-    _agreed(d, p, "accumulate_halos", mode=mode, clear=bool(clear))
+    mode, clear = check_halo(d, p, "accumulate_halos", mode, clear)
+    yield dict(d=d, p=p.info.global_type(d.global_shape), mode=mode, clear=clear)
+    accumulate_agreed(d, p, mode, clear)
+
+
+def accumulate_agreed(d, p, mode: str, clear: bool) -> None:
+    """``accumulate`` of agreed arguments (no vote)."""
     if d.maps[0].ghosts_by_index:            # ghost entries of an unstructured dim
         at, scatter = _ghosts(d, p, "accumulate_halos")
         scatter.reverse(p.values[at], into=p, mode=mode, refresh=False)

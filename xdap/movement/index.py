@@ -31,7 +31,7 @@ copy of the selected rows); the key cannot reach inside a row.
 >>> from mpi4py import MPI
 >>> from xdap.create import from_global
 >>> d, p = from_global(np.arange(12.0).reshape(3, 4), comm=MPI.COMM_SELF)
->>> d2, p2 = basic_index(d, p, (slice(1, None), -1))
+>>> d2, p2 = basic_index(d, p, normalize_key((slice(1, None), -1), d.global_shape))
 >>> d2.global_shape, p2.values.tolist()
 ((2,), [7.0, 11.0])
 """
@@ -42,14 +42,14 @@ import operator
 import numpy as np
 
 from .. import plans
-from ..agreement import agreement, debug
 from ..distribution import Distribution, make_distribution
 from ..maps import BlockMap
 from ..parts import Parts
 from ..bitmaps import pack_validity
 from ..rows import take_rows
 
-__all__ = ["basic_index", "normalize_key", "is_basic_key", "assign", "mask_index", "take_rows_at"]
+__all__ = ["basic_index", "normalize_key", "is_basic_key", "canonical", "selection_shape",
+           "check_assignment", "assign", "mask_index", "take_rows_at"]
 
 
 def is_basic_key(key) -> bool:
@@ -78,8 +78,8 @@ def normalize_key(key, shape) -> list:
     if consuming > len(shape):
         raise IndexError(f"too many indices for a DistArray of {len(shape)} dims: "
                          f"{consuming} were given")
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
+    if any(k is Ellipsis for k in items):
+        at = next(j for j, k in enumerate(items) if k is Ellipsis)
         items[at:at + 1] = [slice(None)] * (len(shape) - consuming)
     else:
         items += [slice(None)] * (len(shape) - consuming)
@@ -101,35 +101,24 @@ def normalize_key(key, shape) -> list:
 
 
 
-def basic_index(d: Distribution, p: Parts, key):
-    """``a[key]`` for basic keys: ``(Distribution, Parts)`` of the result,
-    or a NumPy scalar when every dim takes an integer (see the module
-    docstring for what moves).  Collective only where data must move."""
-    items = key if isinstance(key, tuple) else (key,)
-    if d.ndim and len(items) == d.ndim and all(_is_int(k) for k in items):
-        from .gather import read_element
-        return read_element(d, p, items)        # collective: it agrees on the index
-    if d.comm is not None and d.comm.size > 1 and debug():
-        with agreement(d.comm, "a[key]") as ag:  # debug mode: divergent keys caught
-            ag.same("the key", _canonical(key))
-    steps = normalize_key(key, d.global_shape)   # NumPy's IndexError, alike on every rank
+def basic_index(d: Distribution, p: Parts, steps):
+    """``a[key]`` for a basic key already normalized (``normalize_key``)
+    and agreed on every rank: ``(Distribution, Parts)`` of the result (see
+    the module docstring for what moves; every decision reads the agreed
+    distribution and key, so every rank makes the same one).  A key of
+    integers on every dim is an element read: see ``gather.element_parts``."""
     if p.info.ragged or p.info.boxed:
         if any(s[0] != "slice" for s in steps):
-            raise IndexError(f"a[{key!r}]: {p.info.type_string()} data takes a slice of its "
-                             "rows only (no integers, None or indices inside a row)")
+            raise IndexError(f"{p.info.type_string()} data takes a slice of its rows only (no "
+                             "integers, None or indices inside a row)")
     # 1. dims that must move first: cyclic/unstructured dims a key selects from become blocks
     moved = [s[1] for s in steps if s[0] != "new" and not d.maps[s[1]].whole
-             and d.maps[s[1]].dist_type != "b"
+             and not d.maps[s[1]].ranges
              and not (s[0] == "slice" and len(s[2]) == d.maps[s[1]].size and s[2].step == 1)]
     if moved:
         d, p = _to_blocks(d, p, moved)
     # 2. integers on distributed dims: slice them to one slab now, drop after
     drops = [s[1] for s in steps if s[0] == "int" and not d.maps[s[1]].whole]
-    if (moved or drops) and d.comm.size > 1:
-        # data will move: the ranks agree on the key first (a rank whose key
-        # needs no movement would not join the exchange the others start)
-        with agreement(d.comm, "a[key]") as ag:
-            ag.same("the key", _canonical(key))
     steps = [("slice", s[1], range(s[2], s[2] + 1)) if s[0] == "int" and s[1] in drops else s
              for s in steps]
     d, p = _local_select(d, p, steps)
@@ -138,11 +127,10 @@ def basic_index(d: Distribution, p: Parts, key):
     return d, p
 
 
-def _canonical(key) -> tuple:
-    """The key in plain Python values, as ranks compare it."""
-    items = key if isinstance(key, tuple) else (key,)
-    return tuple(("slice", k.start, k.stop, k.step) if isinstance(k, slice) else
-                 operator.index(k) if _is_int(k) else repr(k) for k in items)
+def canonical(steps) -> tuple:
+    """Normalized steps in plain Python values, as ranks compare them."""
+    return tuple(("slice", s[1], s[2].start, s[2].stop, s[2].step) if s[0] == "slice" else s
+                 for s in steps)
 
 
 def _position(steps, dim) -> int:
@@ -164,9 +152,9 @@ def _position(steps, dim) -> int:
 def _to_blocks(d, p, dims):
     """Redistribute ``dims`` to regular blocks over their grid sizes (the
     other dims, and every rank's grid position, unchanged)."""
-    from .redistribute import move
+    from .redistribute import move_agreed
     maps = [BlockMap(m.size, m.grid_size) if j in dims else m for j, m in enumerate(d.maps)]
-    return move(d, p, Distribution(maps, d.comm, d.rank_coords))
+    return move_agreed(d, p, Distribution(maps, d.comm, d.rank_coords))
 
 
 def _drop_distributed(d, p, dims):
@@ -179,8 +167,8 @@ def _drop_distributed(d, p, dims):
         return Distribution([], d.comm, None), element_parts(d, p, (0,) * d.ndim)
     spec = tuple("n" if j in dims else "b" for j in range(d.ndim))
     target = make_distribution(d.global_shape, spec, comm=d.comm)
-    from .redistribute import move
-    d, p = move(d, p, target)
+    from .redistribute import move_agreed
+    d, p = move_agreed(d, p, target)
     return _squeeze(d, p, dims)
 
 
@@ -296,34 +284,94 @@ def _clip(sel: range, lo: int, hi: int) -> range:
     return range(first, stop, sel.step) if first >= lo and first > sel.stop else range(0)
 
 
-def assign(d: Distribution, p: Parts, key, value) -> None:
-    """``a[key] = value`` for basic keys, in place: every rank writes the
-    selected elements it holds (owned and ghost copies alike).
+def selection_shape(steps) -> tuple:
+    """The shape ``a[key]`` has (new axes included, integer dims dropped)."""
+    return tuple(1 if s[0] == "new" else len(s[2]) for s in steps if s[0] != "int")
 
-    value   a Python or NumPy scalar, a NumPy array (the same on every rank,
-            broadcast to the selection's shape as NumPy does), or a
-            DistArray of the selection's shape.  Scalars and NumPy values
-            are local work (no MPI call); a DistArray value is moved to the
-            selection's distribution first (collective; nothing moves when
-            it already has it, as ``a[1:-1] = b[1:-1]`` for two arrays of
-            one block distribution) -- or, where the selection has no
-            distribution of its own (an integer on a distributed dim, a
-            cyclic dim: ``a[i, :] = b``), copied whole to every rank
-            (collective; O(size of b) a rank).  Fixed, non-optional types only.
-    """
+
+def check_assignment(d: Distribution, p: Parts, steps, value):
+    """The checks of ``a[key] = value`` for normalized ``steps``, the same
+    on every rank whatever it holds of the selection (NumPy refuses a bad
+    value for an empty selection too): returns ``(kind, value)`` -- kind
+    ``"scalar"`` (a NumPy scalar of the array's dtype), ``"numpy"`` (an
+    array of the selection's shape and the array's dtype) or ``"array"``
+    (a DistArray of the selection's shape, or 0-d).  Conversions follow
+    NumPy's same-kind rule, and a scalar that would change is refused
+    (``int8_array[0] = 300``, ``int_array[0] = 2.5``)."""
+    from .. import arguments
     if p.info.ragged or p.info.boxed or p.validity is not None:
         raise TypeError(f"a[...] = v: {p.info.type_string()} data is not assigned by index "
                         "(fixed, non-optional types only; build a new array instead)")
     if not p.values.flags.writeable:
         raise ValueError("a[...] = v: the array is read-only")
-    steps = normalize_key(key, d.global_shape)
+    dt = p.values.dtype
+    shape = selection_shape(steps)
+    if hasattr(type(value), "__xdap_wrap__"):
+        info = value.parts.info
+        if info.ragged or info.boxed or not info.numeric:
+            raise TypeError(f"a[...] = b: b is {info.type_string()} data; the values assigned "
+                            "by index are fixed numbers")
+        if info.optional:
+            raise TypeError("a[...] = b: b has missing values (?T); fill them first")
+        _same_kind(info.numpy_dtype, dt)
+        selected = tuple(len(s[2]) for s in steps if s[0] == "slice")
+        if value.ndim and tuple(value.distribution.global_shape) != selected:
+            raise ValueError(f"a[...] = b: b has shape {value.distribution.global_shape}, the "
+                             f"selection {shape} (a DistArray value must have the selection's "
+                             "shape, or be 0-d)")
+        if value.ndim == 0:
+            return "scalar", arguments.value_of("a[...] = b", "b", value, dt)
+        return "array", value
+    if isinstance(value, (np.ndarray, list, tuple)):
+        v = np.asarray(value)
+        if v.dtype.kind not in "biufc":
+            raise TypeError(f"a[...] = v: v holds {v.dtype} values, not numbers")
+        if v.ndim == 0:
+            return "scalar", arguments.value_of("a[...] = v", "v", v[()], dt)
+        _same_kind(v.dtype, dt)
+        try:
+            v = np.broadcast_to(v, shape)
+        except ValueError:
+            raise ValueError(f"a[...] = v: could not broadcast a value of shape {v.shape} "
+                             f"into the selection's shape {shape}") from None
+        return "numpy", v.astype(dt)
+    return "scalar", arguments.value_of("a[...] = v", "v", value, dt)
+
+
+def _same_kind(src, dst):
+    if not np.can_cast(src, dst, casting="same_kind"):
+        raise TypeError(f"a[...] = v: cannot assign {src} values to a {dst} array without "
+                        "changing them (NumPy's same-kind rule; convert with astype first)")
+
+
+def assign(d: Distribution, p: Parts, steps, kind: str, value) -> None:
+    """``a[key] = value`` in place, for normalized ``steps`` and a value
+    ``check_assignment`` returned, agreed on every rank: every rank writes
+    the selected elements it holds (owned and ghost copies alike).
+
+    A scalar or a NumPy value is local work (no MPI call); a DistArray
+    value is moved to the selection's distribution first (collective;
+    nothing moves when it already has it, as ``a[1:-1] = b[1:-1]`` for two
+    arrays of one block distribution) -- or, where the selection has no
+    distribution of its own (an integer on a distributed dim, a cyclic
+    dim: ``a[i, :] = b``), copied whole to every rank (collective; O(size
+    of b) a rank).  Which happens is decided from the agreed
+    distributions and key.
+    """
     consumed = [s for s in steps if s[0] != "new"]
     shape = tuple(len(s[2]) for s in steps if s[0] == "slice")
+    if kind == "array" and not _moves_to(d, steps):
+        # the selection has no distribution b can move to: b's values on every rank
+        from .gather import to_global
+        value = np.asarray(to_global(value.distribution, value.parts, None).values)
+        kind = "numpy"
+    local = None
+    if kind == "array":
+        local = _distributed_value(d, steps, value)
     positions, picks = [], []
-    for s in consumed:
-        kind, j, sel = s
+    for k, j, sel in consumed:
         g = np.asarray(d.global_indices(j))
-        if kind == "int":
+        if k == "int":
             positions.append(np.flatnonzero(g == sel))
             picks.append(None)
             continue
@@ -334,57 +382,31 @@ def assign(d: Distribution, p: Parts, key, value) -> None:
         positions.append(np.flatnonzero(inside))
         picks.append(off[inside] // sel.step)
     if any(len(q) == 0 for q in positions):
-        where = None
-    else:
-        where = np.ix_(*positions)
-    distributed = hasattr(type(value), "__xdap_wrap__")
-    if distributed and (value.parts.info.ragged or value.parts.info.boxed):
-        raise TypeError(f"a[...] = b: b is {value.parts.info.type_string()} data; the "
-                        "values assigned by index are fixed numbers")
-    if distributed and value.ndim and not _moves_to(d, steps):
-        # the selection has no distribution b can move to (an integer on a
-        # distributed dim, a cyclic dim): b's values on every rank (collective)
-        from .gather import to_global
-        if value.parts.info.optional:
-            raise TypeError("a[...] = b: b has missing values (?T); fill them first")
-        value = np.asarray(to_global(value.distribution, value.parts, None).values)
-        distributed = False                     # now a NumPy value, the same on every rank
-    if distributed:
-        local = _distributed_value(d, p, steps, value, shape)
-    elif isinstance(value, np.ndarray) or isinstance(value, (list, tuple)):
-        v = np.asarray(value)
-        new_shape = tuple(1 if s[0] == "new" else len(s[2]) for s in steps if s[0] != "int")
-        try:
-            v = np.broadcast_to(v, new_shape).reshape(shape)
-        except ValueError:
-            raise ValueError(f"a[...] = v: could not broadcast a value of shape {v.shape} "
-                             f"into the selection's shape {new_shape}") from None
+        return
+    where = np.ix_(*positions)
+    if kind == "numpy":
+        v = np.reshape(value, shape)
         local = v[np.ix_(*[q for q in picks if q is not None])] if shape else v
-    else:
-        local = value                          # a scalar: NumPy converts (or refuses)
-    if where is not None:
-        if np.ndim(local):           # integer dims are length-1 dims of `where`
-            local = np.reshape(local, tuple(len(q) for q in positions))
-        p.values[where] = local
+    elif kind == "scalar":
+        local = value
+    if np.ndim(local):           # integer dims are length-1 dims of `where`
+        local = np.reshape(local, tuple(len(q) for q in positions))
+    p.values[where] = local
 
 
 def _moves_to(d, steps) -> bool:
     """Whether a DistArray value can move to the selection's own
-    distribution: every selected dim block or whole, no integer on a
+    distribution: every selected dim a block or whole, no integer on a
     distributed dim.  Decided from the agreed distribution."""
     return not any(s[0] != "new" and not d.maps[s[1]].whole and
-                   (d.maps[s[1]].dist_type != "b" or s[0] == "int") for s in steps)
+                   (not d.maps[s[1]].ranges or s[0] == "int") for s in steps)
 
 
-def _distributed_value(d, p, steps, value, shape):
-    """A DistArray value as this rank's block of the selection (moved to
-    the selection's distribution: collective)."""
-    if value.ndim == 0:                     # its one value is on every rank
-        return value.local_numpy()
-    if tuple(value.distribution.global_shape) != shape:
-        raise ValueError(f"a[...] = b: b has shape {value.distribution.global_shape}, the "
-                         f"selection {shape}")
-    # the selection's distribution: its dims, in a's grid positions
+def _distributed_value(d, steps, value):
+    """A DistArray value as this rank's block of the selection, its
+    elements in ascending global order along every dim (the order of this
+    rank's buffer): moved to the selection's distribution (collective), a
+    dim selected with a negative step reversed back."""
     sel_steps = [s for s in steps if s[0] == "slice"]
     coords = d.rank_coords
     maps, cols = [], []
@@ -393,11 +415,13 @@ def _distributed_value(d, p, steps, value, shape):
         maps.append(m)
         cols.append(position(coords[:, j]))
     target = Distribution(maps, d.comm, np.stack(cols, axis=1) if maps else None)
-    from .redistribute import move
+    from .redistribute import move_agreed
     vd, vp = value.distribution, value.parts
     if vd != target:
-        vd, vp = move(vd, vp, target)
-    return vp.values
+        vd, vp = move_agreed(vd, vp, target)
+    local = vp.values
+    backwards = tuple(k for k, (_, _, sel) in enumerate(sel_steps) if sel.step < 0)
+    return np.flip(local, backwards) if backwards else local
 
 
 def mask_index(d: Distribution, p: Parts, mask_d: Distribution, mask: np.ndarray):
@@ -417,9 +441,10 @@ def mask_index(d: Distribution, p: Parts, mask_d: Distribution, mask: np.ndarray
         raise TypeError(f"a[mask]: {p.info.type_string()} data takes a slice of its rows only")
     comm = d.comm
     if not d.row_blocks and d.ndim:
-        from .redistribute import move
+        from .redistribute import move_agreed
         target = make_distribution(d.global_shape, ("b",) + ("n",) * (d.ndim - 1), comm=comm)
-        (d, p), (_, mp) = move(d, p, target), move(mask_d, Parts.of_array(mask), target)
+        (d, p), (_, mp) = move_agreed(d, p, target), move_agreed(mask_d, Parts.of_array(mask),
+                                                                  target)
         mask = mp.values
     values = p.values[mask]
     validity = None if p.validity is None else pack_validity(p.valid_mask()[mask])
@@ -440,9 +465,9 @@ def take_rows_at(d: Distribution, p: Parts, needed: np.ndarray) -> Parts:
     is made whole first).  Fixed, non-optional types."""
     from .scatter import Scatter
     if any(g != 1 for g in d.grid[1:]):
-        from .redistribute import move
-        d, p = move(d, p, make_distribution(d.global_shape, ("b",) + ("n",) * (d.ndim - 1),
-                                            comm=d.comm))
+        from .redistribute import move_agreed
+        d, p = move_agreed(d, p, make_distribution(d.global_shape,
+                                                   ("b",) + ("n",) * (d.ndim - 1), comm=d.comm))
     needed = np.asarray(needed)
     if needed.dtype.kind in "iu" and needed.size:
         needed = np.where(needed < 0, needed + d.global_shape[0], needed)

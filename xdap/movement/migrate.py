@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..agreement import agreement
+from ..contract import collective
 from ..arraylike import is_distributed, unwrap, wrap_like
 from ..distribution import Distribution
 from ..maps import DistributedUnstructuredMap, index_digest, unstructured_fingerprint
@@ -33,7 +34,7 @@ from ..parts import Parts
 from ..progress import bar
 from ..transport import Route, move
 
-__all__ = ["migrate", "MigrationPlan"]
+__all__ = ["migrate", "migrate_array", "migrate_agreed", "check_destinations", "MigrationPlan"]
 
 
 class MigrationPlan:
@@ -55,7 +56,8 @@ class MigrationPlan:
             d, q = unwrap(x)
             return wrap_like(x, self.target_for(d), self.apply(d, q), agreed=True)
         d, q = x, p
-        with agreement(d.comm, "MigrationPlan.apply"):
+        with agreement(d.comm, "MigrationPlan.apply") as ag:
+            ag.same("the array", (d.fingerprint(), q.info.global_type(d.global_shape)))
             self._check(d)
         return move(self.route, q)[0]
 
@@ -78,30 +80,62 @@ class MigrationPlan:
         return Distribution((self.target.maps[0],) + tuple(d.maps[1:]), self.target.comm)
 
 
+def check_destinations(d, p: Parts, dest) -> np.ndarray:
+    """``dest`` checked for ``(d, p)``: one rank per local row along dim 0,
+    integers in range; as int64."""
+    d.require_dims("migrate")
+    comm = d.comm
+    if any(g != 1 for g in d.grid[1:]):
+        raise ValueError(f"migrate: rows move whole, so only dimension 0 may be "
+                         f"distributed; the grid is {d.grid}")
+    dest = np.asarray(dest)
+    n = p.shape[0]
+    if dest.shape != (n,):
+        raise ValueError(f"migrate: dest needs one rank per local row ({n}), got shape "
+                         f"{dest.shape}")
+    if dest.size and dest.dtype.kind not in "iu":
+        raise TypeError(f"migrate: dest must hold integer ranks, got dtype {dest.dtype}")
+    if dest.size and dest.dtype.kind == "u" and dest.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"migrate: dest names rank {int(dest.max())}, out of range "
+                         f"[0, {comm.size})")
+    dest = dest.astype(np.int64)
+    if dest.size and (dest.min() < 0 or dest.max() >= comm.size):
+        bad = int(dest[(dest < 0) | (dest >= comm.size)][0])
+        raise ValueError(f"migrate: dest names rank {bad}, out of range [0, {comm.size})")
+    return dest
+
+
+@collective(name="migrate", own=("dest",))
 def migrate(d, p: Parts, dest) -> tuple:
     """``((Distribution, Parts), MigrationPlan)`` of the rows of ``(d, p)``
     moved to the ranks ``dest`` names, one per local row along dim 0 (the
     output of a graph partitioner).  Only dim 0 may be distributed; rows
     this rank holds as copies are not sent (their ``dest`` is checked, not
     used).  Collective; copies.  Every rank raises the same error for a bad
-    ``dest``: wrong length or dtype, or a rank out of range."""
-    d.require_dims("migrate")
+    ``dest`` (wrong length or dtype, a rank out of range) or for ranks
+    passing arrays of other distributions or types."""
+    dest = check_destinations(d, p, dest)
+    # dest differs by design (each rank's rows): its checks are in the vote
+    yield dict(d=d, p=p.info.global_type(d.global_shape))
+    return migrate_agreed(d, p, dest)
+
+
+@collective(name="migrate", own=("dest",))
+def migrate_array(a, dest) -> tuple:
+    """``migrate`` of the array ``a``: ``(the migrated array, plan)``."""
+    if not is_distributed(a):
+        raise TypeError(f"migrate: a must be a DistArray, got {type(a).__name__}")
+    d, p = unwrap(a)
+    dest = check_destinations(d, p, dest)
+    yield dict(a=a)
+    pair, plan = migrate_agreed(d, p, dest)
+    return wrap_like(a, *pair, agreed=True), plan
+
+
+def migrate_agreed(d, p: Parts, dest: np.ndarray) -> tuple:
+    """``migrate`` of checked, agreed arguments."""
     comm = d.comm
-    with agreement(comm, "migrate") as ag:
-        if any(g != 1 for g in d.grid[1:]):
-            raise ValueError(f"migrate: rows move whole, so only dimension 0 may be "
-                             f"distributed; the grid is {d.grid}")
-        dest = np.asarray(dest)
-        n = p.shape[0]
-        if dest.shape != (n,):
-            raise ValueError(f"migrate: dest needs one rank per local row ({n}), got shape "
-                             f"{dest.shape}")
-        if dest.size and dest.dtype.kind not in "iu":
-            raise TypeError(f"migrate: dest must hold integer ranks, got dtype {dest.dtype}")
-        dest = dest.astype(np.int64)
-        if dest.size and (dest.min() < 0 or dest.max() >= comm.size):
-            bad = int(dest[(dest < 0) | (dest >= comm.size)][0])
-            raise ValueError(f"migrate: dest names rank {bad}, out of range [0, {comm.size})")
+    n = p.shape[0]
     m = d.maps[0]
     own = np.arange(n)[m.canonical_positions(d.coords[0])]
     route = Route.to_ranks(comm, dest[own], rows=own)    # counts learned as the rows move

@@ -37,18 +37,19 @@ import functools
 
 import numpy as np
 
-from .. import plans
+from .. import arguments, plans
 from ..agreement import agreement
-from ..arraylike import unwrap, wrap_like
-from ..comm import MPI
+from ..arraylike import is_distributed, unwrap, wrap_like
+from ..comm import MPI, resolve
+from ..contract import collective
 from ..distribution import Distribution, make_distribution
 from ..parts import EMPTY_VAR_DIMS, Parts
 from ..transport import METHODS, BlockExchange, Route, move as move_rows
 from .plan import (RedistributionPlan, as_positions, index_len, plan_ranks, redistribution_plan,
                    runs)
 
-__all__ = ["redistribute", "move", "executor", "bind_redistribute", "BoundRedistribution",
-           "METHODS"]
+__all__ = ["redistribute", "move", "move_agreed", "executor", "bind_redistribute",
+           "BoundRedistribution", "METHODS"]
 
 def _avg_run_bytes(plan: RedistributionPlan, itemsize: int) -> float:
     """Mean length in bytes of the contiguous runs MPI would copy (innermost
@@ -116,6 +117,7 @@ def executor(src: Distribution, dst: Distribution, comm, dst_ranks=None, rows: b
                                       release=BlockExchange.free)
 
 
+@collective(over="a", name="redistribute")
 def redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto", **per_dim):
     """``a`` in another distribution, as a new array of ``a``'s kind
     (collective on ``a.comm``; copies); None on ranks outside ``comm``.
@@ -123,10 +125,16 @@ def redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto", **
 
     ``a.redistribute(...)`` is this function on a DistArray.
     """
-    out = move(*unwrap(a), dist, grid, comm, method=method, **per_dim)
+    if not is_distributed(a):
+        raise TypeError(f"redistribute: a must be a DistArray, got {type(a).__name__}")
+    d, p = unwrap(a)
+    agreed, target = _target_args(d, p, dist, grid, comm, method, per_dim)
+    yield dict(agreed, a=a)
+    out = _moving(d, p, target, dist, grid, comm, method, per_dim)(p)
     return None if out is None else wrap_like(a, *out, agreed=True)
 
 
+@collective(over="d", name="redistribute")
 def move(d: Distribution, p: Parts, dist=None, grid=None, comm=None, *, method: str = "auto",
          **per_dim):
     """The data ``(d, p)`` in another distribution: the target's
@@ -145,27 +153,62 @@ def move(d: Distribution, p: Parts, dist=None, grid=None, comm=None, *, method: 
     method    "auto", "datatypes" (one Alltoallw, no packing) or "packed"
               (numpy packing + one Alltoallv)
 
-    Plans and their MPI datatypes are cached on both distributions'
-    fingerprints (``xdap.plans``): a second call with the same source and
-    target reuses them.  Invalid targets raise the same ValueError/TypeError
-    on every rank.
+    The source (its distribution and type) and the target are agreed on
+    every rank first: one vote, plus one allgather of the members' targets
+    when ``comm`` names a subset.  Plans and their MPI datatypes are cached
+    on both distributions' fingerprints (``xdap.plans``): a second call
+    with the same source and target reuses them.  Invalid targets raise
+    the same ValueError/TypeError on every rank.
     """
-    return _moving(d, p, dist, grid, comm, method, per_dim)(p)
+    agreed, target = _target_args(d, p, dist, grid, comm, method, per_dim)
+    yield dict(agreed, d=d, p=p.info.global_type(d.global_shape))
+    return _moving(d, p, target, dist, grid, comm, method, per_dim)(p)
 
 
-def _moving(d, p, dist, grid, comm, method, per_dim) -> "_Move":
-    """The agreed target and its executor (collective; see ``move``)."""
+def move_agreed(d: Distribution, p: Parts, target: Distribution):
+    """``(d, p)`` moved to ``target`` -- a distribution of ``d``'s shape on
+    ``d.comm`` that every rank computed from agreed values (an engine's own
+    layout change): no vote, the exchange alone."""
+    return _moving(d, p, target, None, None, None, "auto", {})(p)
+
+
+def _target_args(d, p, dist, grid, comm, method, per_dim):
+    """The checks of a redistribution: the agreed values, and the target
+    (None when ``comm`` names a subset: its members agree on it after)."""
     d.require_dims("redistribute")
+    method = arguments.choice("redistribute", "method", method, METHODS)
+    if comm is not None:
+        if comm != MPI.COMM_NULL:
+            resolve(comm)                   # a communicator, or this rank's TypeError
+        return dict(dist=None, grid=None, comm="a subset", method=method, per_dim=None), None
+    target = _target_distribution(p.info, d.global_shape, dist, grid, d.comm, None, per_dim)
+    _check_rows(p.info, target, None)
+    return dict(dist=target, grid=None, comm=None, method=method, per_dim=None), target
+
+
+def _check_rows(info, target, ranks):
+    if info.ragged and not EMPTY_VAR_DIMS:
+        empty = [r if ranks is None else ranks[r] for r in range(target.size)
+                 if target.local_shape_of(r)[0] == 0]
+        if empty:     # decided from the agreed target: the same on every rank
+            raise ValueError(f"redistribute: the target gives no rows to rank(s) {empty} of "
+                             f"a.comm; an unpatched ndtypes 0.2.0.dev3 cannot represent an "
+                             f"empty ragged partition (tools/patch_stack.py)")
+
+
+def _moving(d, p, target, dist, grid, comm, method, per_dim) -> "_Move":
+    """The agreed target and its executor: ``target`` itself when every
+    rank computed it from agreed values, else (``comm`` a subset) the
+    members' targets agreed in one allgather."""
+    if target is not None:
+        return _Move(executor(d, target, d.comm, None, rows=p.info.ragged), target, True,
+                     method)
     A = d.comm
-    inside = not (comm is not None and comm == MPI.COMM_NULL)
-    target = None
+    inside = not comm == MPI.COMM_NULL
     shape = d.global_shape
     # Local checks and every member's target fingerprint travel in ONE
     # collective; the decisions below read only what all ranks received.
     with agreement(A, "redistribute", share=True) as ag:
-        ag.same("method", method)
-        if method not in METHODS:
-            raise ValueError(f"redistribute: method must be one of {METHODS}, got {method!r}")
         if inside:
             target = _target_distribution(p.info, shape, dist, grid, A, comm, per_dim)
             B = target.comm
@@ -180,28 +223,28 @@ def _moving(d, p, dist, grid, comm, method, per_dim) -> "_Move":
     shared = ag.shared
     members = [r for r, f in enumerate(shared) if f is not None]
     if not members:
-        raise ValueError("redistribute: no rank is in the target communicator "
-                         "(every rank passed MPI.COMM_NULL)")
+        raise ag.agreed_error(ValueError("redistribute: no rank is in the target communicator "
+                                    "(every rank passed MPI.COMM_NULL)"))
     first = shared[members[0]]
     if any(shared[r] != first for r in members):
-        raise ValueError("redistribute: the ranks of the target communicator passed "
-                         "different target distributions (all must pass the same)")
+        raise ag.agreed_error(ValueError("redistribute: the ranks of the target communicator "
+                                    "passed different target distributions (all must pass "
+                                    "the same)"))
     if sorted(members) != sorted(first[1]):
-        raise ValueError(f"redistribute: ranks {sorted(set(first[1]) ^ set(members))} of "
-                         f"a.comm disagree about membership in the target communicator "
-                         f"(pass MPI.COMM_NULL exactly on the ranks outside it)")
+        raise ag.agreed_error(ValueError(
+            f"redistribute: ranks {sorted(set(first[1]) ^ set(members))} of a.comm disagree "
+            "about membership in the target communicator (pass MPI.COMM_NULL exactly on the "
+            "ranks outside it)"))
     dst = target
     if len(members) != A.size:          # the ranks outside learn the target's layout
         desc = A.bcast(None if A.rank != members[0] else
                        (target.maps, None if target.c_order else target.rank_coords),
                        root=members[0])
         dst = target if inside else Distribution.detached(*desc)
-    if p.info.ragged and not EMPTY_VAR_DIMS:
-        empty = [first[1][i] for i in range(dst.size) if dst.local_shape_of(i)[0] == 0]
-        if empty:     # decided from the agreed target: the same on every rank
-            raise ValueError(f"redistribute: the target gives no rows to rank(s) {empty} of "
-                             f"a.comm; an unpatched ndtypes 0.2.0.dev3 cannot represent an "
-                             f"empty ragged partition (tools/patch_stack.py)")
+    try:
+        _check_rows(p.info, dst, first[1])
+    except ValueError as e:
+        raise ag.agreed_error(e) from None
     mover = executor(d, dst, A, first[1], rows=p.info.ragged)
     return _Move(mover, target, inside, method)
 
@@ -228,11 +271,9 @@ class BoundRedistribution:
     agreement, nothing allocated for fixed data -- and returns it (None on
     ranks outside a target communicator)."""
 
-    def __init__(self, a, dist=None, grid=None, comm=None, *, method="auto", **per_dim):
-        d, p = unwrap(a)
+    def __init__(self, a, move, pair):
         self._source = a
-        self._move = _moving(d, p, dist, grid, comm, method, per_dim)
-        pair = self._move(p)
+        self._move = move
         self.target = None if pair is None else wrap_like(a, *pair, agreed=True)
 
     def __call__(self):
@@ -247,6 +288,7 @@ class BoundRedistribution:
         return self.target
 
 
+@collective(over="a")
 def bind_redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto", **per_dim):
     """``a``'s redistribution bound once (collective: the target is agreed
     and the first move made now; see ``BoundRedistribution``).  The
@@ -261,7 +303,13 @@ def bind_redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto
     >>> r().to_numpy().tolist()
     [7.0, 7.0, 7.0, 7.0]
     """
-    return BoundRedistribution(a, dist, grid, comm, method=method, **per_dim)
+    if not is_distributed(a):
+        raise TypeError(f"bind_redistribute: a must be a DistArray, got {type(a).__name__}")
+    d, p = unwrap(a)
+    agreed, target = _target_args(d, p, dist, grid, comm, method, per_dim)
+    yield dict(agreed, a=a)
+    mover = _moving(d, p, target, dist, grid, comm, method, per_dim)
+    return BoundRedistribution(a, mover, mover(p))
 
 
 def _target_distribution(info, shape, dist, grid, source_comm, comm, per_dim) -> Distribution:

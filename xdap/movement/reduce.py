@@ -40,7 +40,9 @@ import math
 
 import numpy as np
 from xnd import xnd
-from ..arraylike import unwrap, wrap_like
+from .. import arguments
+from ..arraylike import is_distributed, unwrap, wrap_like
+from ..contract import collective
 from ..comm import MPI
 from ..distribution import Distribution
 from ..maps import DistributedUnstructuredMap, UnstructuredMap
@@ -49,9 +51,8 @@ from ..rows import expand_ranges, leaf_ranges
 from ..bitmaps import pack_validity
 from ..types import TypeInfo, dtype_from_numpy
 from .collectives import grid_team
-from ..agreement import agreement
 
-__all__ = ["reduce", "reduce_parts", "OPS"]
+__all__ = ["reduce", "reduce_parts", "reduce_agreed", "check_reduction", "OPS"]
 
 OPS = ("sum", "prod", "min", "max", "mean", "count", "any", "all")
 
@@ -208,42 +209,42 @@ def _select(v, sel):
 
 
 def _norm_axis(axis, ndim):
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    out = []
-    for a in axes:
-        if not isinstance(a, (int, np.integer)) or isinstance(a, bool) or not -ndim <= a < ndim:
-            raise ValueError(f"reduce: axis {a!r} out of range for a {ndim}-d array")
-        out.append(int(a) % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"reduce: repeated axis in {axis!r}")
-    return tuple(sorted(out))
+    return arguments.axes("reduce", ndim, axis)
 
 
 # --------------------------------------------------------------------------
 # the entry point
 # --------------------------------------------------------------------------
 
+@collective
 def reduce(a, op: str, axis=None):
     """Reduce the array ``a`` with ``op`` (one of OPS) over ``axis`` (None =
     all, an int or a tuple).  Collective.  Returns an xnd scalar on every
     rank when every axis is reduced, else an array of ``a``'s kind over the
     remaining axes (its ranks along the reduced grid axes hold the same,
     replicated values)."""
-    out = reduce_parts(*unwrap(a), op, axis)
+    if not is_distributed(a):
+        raise TypeError(f"reduce: a must be a DistArray, got {type(a).__name__}")
+    axes = check_reduction(a.parts.info, op, axis)
+    yield dict(a=a, op=op, axis=axes)
+    out = reduce_agreed(*unwrap(a), op, axes)
     return wrap_like(a, *out, agreed=True) if isinstance(out, tuple) else out
 
 
+@collective
 def reduce_parts(d: Distribution, p: Parts, op: str, axis=None):
     """``reduce`` on the core pair: an xnd scalar, or the result's
     ``(Distribution, Parts)``.  The operation and the axes are agreed first
     (one small collective): a bad or different one on any rank is the same
     error on every rank."""
-    with agreement(d.comm, "reduce") as ag:
-        axes = _validate(p.info, op, axis)
-        ag.same("the operation", op)
-        ag.same("axis", axes)
+    axes = check_reduction(p.info, op, axis)
+    yield dict(d=d, p=p.info.global_type(d.global_shape), op=op, axis=axes)
+    return reduce_agreed(d, p, op, axes)
+
+
+def reduce_agreed(d: Distribution, p: Parts, op: str, axes: tuple):
+    """The reduction itself, on arguments every rank agreed (``axes`` as
+    ``check_reduction`` returns them)."""
     if p.info.ragged:
         if axes == (1,) and p.info.var_ndim == 2:
             return d, _ragged_rows(p, op)
@@ -251,8 +252,10 @@ def reduce_parts(d: Distribution, p: Parts, op: str, axis=None):
     return _fixed(d, p, op, axes)
 
 
-def _validate(info, op, axis):
-    """The reduced axes, or this rank's error (agreed by ``reduce_parts``)."""
+def check_reduction(info, op, axis) -> tuple:
+    """The reduced axes of ``op`` over ``axis`` on data of ``info``, or
+    the error: an unknown operation, an axis out of range or repeated, an
+    element type without that arithmetic."""
     if not isinstance(op, str) or op not in OPS:
         raise ValueError(f"reduce: unknown operation {op!r}; use one of {', '.join(OPS)}")
     if info.text:

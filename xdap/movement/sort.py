@@ -54,8 +54,8 @@ def sort_parts(d: Distribution, p: Parts, indices: bool = False):
     comm = d.comm
     m = d.maps[0]
     if m.shared_owned:             # an index owned twice would be sorted twice
-        from .redistribute import move as redistribute
-        d, p = redistribute(d, p, make_distribution(d.global_shape, ("b",), comm=comm))
+        from .redistribute import move_agreed
+        d, p = move_agreed(d, p, make_distribution(d.global_shape, ("b",), comm=comm))
         m = d.maps[0]
     owned = m.owned_local_slice(d.coords[0])
     own = p.values[owned]
@@ -161,8 +161,8 @@ def unique_parts(d: Distribution, p: Parts, counts: bool = False):
     own = p.values[tuple(m.owned_local_slice(c) for m, c in zip(d.maps, d.coords))] \
         if d.maps else p.values[None][:int(comm.rank == 0)]     # a 0-d array's one element
     if any(m.shared_owned for m in d.maps):
-        from .redistribute import move as redistribute
-        d, p = redistribute(d, p, make_distribution(d.global_shape, ("b",), comm=comm))
+        from .redistribute import move_agreed
+        d, p = move_agreed(d, p, make_distribution(d.global_shape, ("b",), comm=comm))
         own = p.values
     flat = np.ascontiguousarray(own).reshape(-1)
     sizes = np.empty(P, np.int64)

@@ -1,0 +1,358 @@
+"""What distributed arrays add to the standard: exchange with other
+libraries and files, and the whole array on a rank.
+
+- imports (collective): ``from_distarray`` (DAP 0.9.0 / 0.10.0),
+  ``from_partitioned``, ``from_arrow``, ``from_awkward``, ``load``;
+- exports of this rank's part (local work, zero-copy): ``__distarray__``,
+  ``partitioned``, ``to_arrow``, ``to_awkward``, ``local_numpy``;
+- the whole array (collective, copies): ``to_global``, ``to_numpy``;
+  ``save``.
+
+The imports agree on what every rank passes alike (the communicator, a
+path, a target distribution) and then check what each rank passes by
+design -- its own DAP dict, tiles, Arrow array -- in the importer's own
+verdict before data moves (``xdap.protocols``, ``xdap.io``).
+
+>>> import numpy as np, xdap
+>>> from mpi4py import MPI
+>>> a = xdap.from_global(np.arange(4.0), comm=MPI.COMM_SELF)
+>>> xdap.from_distarray(a.__distarray__(), comm=MPI.COMM_SELF).to_numpy().tolist()
+[0.0, 1.0, 2.0, 3.0]
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .. import arguments
+from ..arraylike import new
+from ..comm import resolve
+from ..contract import collective, local, part
+from ..parts import container
+
+__all__ = ["from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
+           "to_global", "to_numpy", "save", "distarray", "partitioned", "partitioned_property",
+           "to_arrow", "to_awkward", "local_numpy", "numpy_array", "dlpack", "dlpack_device",
+           "to_device"]
+
+
+# -- imports -------------------------------------------------------------------------
+@collective(own=("obj",))
+def from_distarray(obj, comm=None):
+    """Import a DAP 0.9.0 / 0.10.0 export (collective; zero-copy where the
+    buffer is C-contiguous, a copy otherwise); see ``xdap.protocols.dap``.
+
+    ``obj`` is an object with ``__distarray__()`` or the dict itself, on every
+    rank of ``comm`` (default ``MPI.COMM_WORLD``). Every rule of the protocol
+    is checked across ranks; a violation on any rank raises the same
+    ValueError/TypeError on every rank, naming the rule, rank and value.
+    """
+    comm = resolve(comm)
+    # obj is each rank's own dict: the importer's verdict checks it against the others'
+    yield dict(comm=comm)
+    from ..protocols import dap
+    return new(dap.import_dap(obj, comm))
+
+
+@collective(own=("obj",))
+def from_partitioned(obj, comm=None):
+    """Import a ``__partitioned__`` export (collective); see
+    ``xdap.protocols.partitioned.import_partitioned`` for the accepted forms.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> d = {"shape": (4,), "partition_tiling": (1,), "partitions": {
+    ...      (0,): {"start": (0,), "shape": (4,), "data": np.arange(4.0), "location": [0]}},
+    ...      "locals": [(0,)], "get": lambda x: x}
+    >>> xdap.from_partitioned(d, comm=MPI.COMM_SELF).to_global().value
+    [0.0, 1.0, 2.0, 3.0]
+    """
+    comm = resolve(comm)
+    yield dict(comm=comm)
+    from ..protocols import partitioned
+    return new(partitioned.import_partitioned(obj, comm))
+
+
+@collective(own=("arr",))
+def from_arrow(arr, comm=None, type=None):
+    """A DistArray whose rows are every rank's Arrow array, stacked in rank
+    order (collective; zero-copy); see ``xdap.protocols.arrow.stack_arrow``.
+
+    >>> import pyarrow as pa, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_arrow(pa.array([[1.0], [2.0, 3.0]]), comm=MPI.COMM_SELF)
+    >>> a.global_shape, a.to_global().value
+    ((2, None), [[1.0], [2.0, 3.0]])
+    """
+    comm = resolve(comm)
+    if type is not None and not isinstance(type, str):
+        raise TypeError(f"from_arrow: type must be an ndtypes string, got {type!r}")
+    yield dict(comm=comm, type=type)
+    from ..protocols import arrow
+    return new(arrow.stack_arrow(arr, comm, type))
+
+
+@collective(own=("arr",))
+def from_awkward(arr, comm=None, type=None):
+    """A DistArray of every rank's awkward array, rows stacked in rank order
+    (collective; zero-copy); see ``xdap.protocols.awkward.stack_awkward``."""
+    comm = resolve(comm)
+    if type is not None and not isinstance(type, str):
+        raise TypeError(f"from_awkward: type must be an ndtypes string, got {type!r}")
+    yield dict(comm=comm, type=type)
+    from ..protocols import awkward
+    return new(awkward.stack_awkward(arr, comm, type))
+
+
+def _path(name, path) -> str:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name}: path must be a str or os.PathLike, got {type(path).__name__}")
+    return os.fspath(path)
+
+
+@collective
+def load(path, comm=None, dist=None, grid=None, **per_dim):
+    """Load a save written by ``DistArray.save`` (collective); see
+    ``xdap.io.load``.  The path and the target distribution are agreed;
+    the store is checked as untrusted input before anything is read.
+
+    >>> import tempfile, os, numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(6.0), comm=MPI.COMM_SELF)
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.xdap")
+    >>> a.save(path)
+    >>> xdap.load(path, comm=MPI.COMM_SELF).to_global().value
+    [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    """
+    comm = resolve(comm)
+    path = _path("load", path)
+    yield dict(path=path, comm=comm, dist=dist, grid=grid, per_dim=per_dim)
+    from .. import io
+    return new(io.load(path, comm, dist, grid, **per_dim))
+
+
+# -- the whole array ---------------------------------------------------------------
+def _root(name, x, root):
+    if root is None:
+        return None
+    return arguments.rank(name, x.comm, root)
+
+
+@collective
+def to_global(x, root=None):
+    """The whole array as an xnd container on every rank, or on ``root``
+    only (None elsewhere). Collective; copies (buffers, no pickles).
+
+    Owned values only: communication padding is not read; an index held
+    by several ranks (unstructured, not one-to-one) is taken from its
+    owner.
+    """
+    arguments.array("to_global", x)
+    root = _root("to_global", x, root)
+    yield dict(x=x, root=root)
+    from ..movement.gather import to_global as gather
+    out = gather(x.distribution, x.parts, root)
+    return None if out is None else container(out)
+
+
+@collective
+def to_numpy(x, root=None):
+    """The whole array as a NumPy array, on every rank (or on ``root``
+    only, None elsewhere); collective, copies (``to_global``). Optional
+    data is a ``numpy.ma.MaskedArray``; ragged arrays have no NumPy form
+    (TypeError on every rank: use ``to_global`` or ``to_arrow``).
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> xdap.from_global(np.arange(3.0), dist=("c",), comm=MPI.COMM_SELF).to_numpy()
+    array([0., 1., 2.])
+    """
+    arguments.array("to_numpy", x)
+    info = x.parts.info
+    if info.ragged:
+        raise TypeError(f"to_numpy: a ragged array ({info.global_type(x.shape[:1])}) has no "
+                        "NumPy form; use a.to_global() (xnd) or a.to_arrow()")
+    root = _root("to_numpy", x, root)
+    yield dict(x=x, root=root)
+    from ..movement.gather import to_global as gather
+    p = gather(x.distribution, x.parts, root)
+    if p is None:
+        return None
+    values = np.asarray(p.values)
+    if info.optional:
+        return np.ma.MaskedArray(values, mask=~p.valid_mask())
+    return values
+
+
+@collective
+def save(x, path):
+    """Save to the directory ``path``: type, distribution and data,
+    crash-safe and checksummed (collective; see ``xdap.io.save``).
+    Read it back with ``xdap.load(path)``, on any number of ranks.
+
+    >>> import os, tempfile, xdap
+    >>> from mpi4py import MPI
+    >>> r = xdap.from_global([[1.0, None], [], [2.0]], type="var * var * ?float64",
+    ...                      comm=MPI.COMM_SELF)
+    >>> path = os.path.join(tempfile.mkdtemp(), "r.xdap")
+    >>> r.save(path)
+    >>> xdap.load(path, comm=MPI.COMM_SELF).local
+    xnd([[1.0, None], [], [2.0]], type='var * var * ?float64')
+    """
+    arguments.array("save", x)
+    path = _path("save", path)
+    yield dict(x=x, path=path)
+    from ..io import save as write
+    write(x.distribution, x.parts, path)
+
+
+# -- exports of this rank's part (local work) ------------------------------------------
+@part(name="__distarray__")
+def distarray(x, version: str = "0.10.0"):
+    """DAP export (0.10.0; "0.9.0" on request): the buffer is a zero-copy
+    view of ``local``.  No communication -- except the first export of
+    a ragged array whose rows are not in block order: that one is
+    collective, as it finds where each leaf sits in the global leaf
+    order (a distributed prefix sum over the rows, O(rows / P)), kept
+    for later calls (decided from the array's agreed state).
+
+    See ``xdap.protocols.dap`` for the ragged/optional layout.
+    """
+    arguments.array("__distarray__", x)
+    version = arguments.choice("__distarray__", "version", version, ("0.10.0", "0.9.0"))
+    yield dict(x=x, version=version)
+    from ..protocols import dap
+    return dap.export(x.distribution, x.parts, version, leaf_index=x.leaf_index())
+
+
+@part(name="partitioned")
+def partitioned(x, dialect: str = "spec"):
+    """The ``__partitioned__`` dict, in the spec's form or, with
+    ``dialect="heat"``, in the form heat reads: ``ht.from_partition_dict(
+    a.partitioned(dialect="heat"))`` (see
+    ``xdap.protocols.partitioned.export``; zero-copy; the first export
+    over a communicator is collective -- decided from agreed state).
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(4.0), comm=MPI.COMM_SELF)
+    >>> a.partitioned(dialect="heat")["partitions"][(0,)]["location"]
+    [0]
+    """
+    arguments.array("partitioned", x)
+    dialect = arguments.choice("partitioned", "dialect", dialect, ("spec", "heat"))
+    yield dict(x=x, dialect=dialect)
+    from ..protocols import partitioned as exporter
+    return exporter.export(x.distribution, x.parts, dialect)
+
+
+@part(name="__partitioned__")
+def partitioned_property(x):
+    """``__partitioned__`` export (tiles with zero-copy views of ``local``;
+    the first export over a communicator is collective, see
+    ``xdap.protocols.partitioned``)."""
+    arguments.array("__partitioned__", x)
+    yield dict(x=x)
+    from ..protocols import partitioned as exporter
+    return exporter.export(x.distribution, x.parts)
+
+
+@part
+def to_arrow(x):
+    """This rank's owned part as a pyarrow array (zero-copy; see
+    ``xdap.protocols.arrow``)."""
+    arguments.array("to_arrow", x)
+    yield dict(x=x)
+    from ..protocols.arrow import owned_arrow
+    return owned_arrow(x.distribution, x.parts)
+
+
+@part
+def to_awkward(x):
+    """This rank's owned part as an awkward Array (zero-copy; see
+    ``xdap.protocols.awkward``)."""
+    arguments.array("to_awkward", x)
+    yield dict(x=x)
+    from ..protocols.awkward import owned_awkward
+    return owned_awkward(x.distribution, x.parts)
+
+
+@part
+def local_numpy(x):
+    """This rank's elements as a NumPy array over the same memory (no
+    copy; writing it writes the array): the local shape, with NumPy's
+    dtype for the element (a structured dtype for records, ``S``/``U``
+    for fixed strings, int64 codes for categoricals, ``complex128`` for
+    complex). Optional data is a ``numpy.ma.MaskedArray`` whose data is
+    the view (the mask is a copy). Padded blocks include their ghost
+    cells. Ragged data has no NumPy form: TypeError on every rank.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(4) * 1j, comm=MPI.COMM_SELF)
+    >>> a.local_numpy()
+    array([0.+0.j, 0.+1.j, 0.+2.j, 0.+3.j])
+    """
+    arguments.array("local_numpy", x)
+    p = x.parts
+    if p.info.ragged:
+        raise TypeError(f"local_numpy: a ragged array ({p.info.type_string()}) has no NumPy "
+                        "form; use a.to_arrow() or a.to_awkward() (zero-copy), or a.local")
+    yield dict(x=x)
+    if p.info.optional:
+        return np.ma.MaskedArray(p.values, mask=~p.valid_mask())
+    return p.values
+
+
+@part(name="__array__")
+def numpy_array(x, dtype=None, copy=None):
+    """``np.asarray(a)``: a 0-d array's value, which every rank holds (a
+    NumPy 0-d array; no communication).  A larger array is spread over the
+    ranks, so NumPy cannot take it whole: a TypeError naming
+    ``a.to_numpy()`` (collective) and ``a.local_numpy()`` (this rank's
+    part)."""
+    arguments.array("__array__", x)
+    if x.ndim or x.parts.info.optional or not x.parts.info.numeric:
+        raise TypeError("a DistArray is spread over the ranks, so NumPy cannot take it whole: "
+                        "a.to_numpy() gathers it (on every rank, or root=), "
+                        "a.local_numpy() / a.local are this rank's part")
+    yield dict(x=x, dtype=dtype, copy=copy)
+    value = np.array(x.parts.values, copy=True)
+    return value if dtype is None else value.astype(dtype)
+
+
+@part(name="__dlpack__")
+def dlpack(x, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """DLPack export of an array every rank holds whole (0-d, replicated,
+    or on one rank): its values, zero-copy.  A distributed array's data is
+    on many ranks -- one rank's part is ``a.local_numpy()``: a BufferError,
+    decided from the distribution alone (no MPI call)."""
+    arguments.array("__dlpack__", x)
+    if not all(m.whole for m in x.distribution.maps) or \
+            x.parts.info.ragged or x.parts.info.optional or x.parts.info.boxed:
+        raise BufferError(f"__dlpack__: {x!r} is distributed (or not plain fixed data); "
+                          "export each rank's part, a.local_numpy(), or a.to_numpy()")
+    yield dict(x=x, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+    kw = {} if max_version is None else {"max_version": max_version}
+    if copy is not None:
+        kw["copy"] = copy
+    return x.parts.values.__dlpack__(stream=stream, dl_device=dl_device, **kw)
+
+
+@part(name="__dlpack_device__")
+def dlpack_device(x, /):
+    """``(kDLCPU, 0)``: xdap arrays live on the CPU."""
+    yield dict(x=x)
+    return (1, 0)
+
+
+@local
+def to_device(x, device, /, *, stream=None):
+    """``x`` itself on ``"cpu"`` (its only device); any other is a
+    ValueError."""
+    arguments.array("to_device", x)
+    if device not in ("cpu", None):
+        raise ValueError(f"to_device: xdap arrays live on the CPU, not device {device!r}")
+    yield dict(x=x, device=device, stream=stream)
+    return x

@@ -1,0 +1,170 @@
+"""The layouts the public functions need on the way -- an axis made whole,
+rows in blocks, every index owned once -- each one redistribution (or
+none, when the array is laid out so already), for functions that have
+agreed their arguments: the target is computed from agreed values, so
+every rank moves alike without another vote.  And the small wrappers that
+make a result an array like its operand.
+
+>>> import numpy as np, xdap
+>>> from mpi4py import MPI
+>>> a = xdap.from_global(np.arange(6.0).reshape(2, 3), dist=("c",), comm=MPI.COMM_SELF)
+>>> rows(a).distribution.row_blocks
+True
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..distribution import Distribution, make_distribution
+from ..dtypes import dtype_from_numpy
+from ..maps import BlockMap
+from ..parts import Parts
+from ..types import type_info
+
+__all__ = ["moved", "axis_whole", "in_blocks", "rows", "one_copy", "owned", "wrap", "values_on",
+           "with_axis", "scalar_array", "from_every_rank", "info_like", "reshaped", "filled"]
+
+
+def moved(x, target: Distribution):
+    """``x`` in the distribution ``target`` (itself when it has it)."""
+    if x.distribution == target:
+        return x
+    from ..movement.redistribute import move_agreed
+    return x.__xdap_wrap__(*move_agreed(x.distribution, x.parts, target), False, True)
+
+
+def axis_whole(x, axis: int):
+    """``x`` redistributed so that ``axis`` is whole on every rank (block
+    on the other dims): one exchange."""
+    spec = tuple("n" if j == axis else "b" for j in range(x.ndim))
+    return moved(x, make_distribution(x.distribution.global_shape, spec, comm=x.comm))
+
+
+def in_blocks(x):
+    """A 1-D ``x`` with its elements in blocks (itself when its map is
+    one): one exchange from cyclic or unstructured maps."""
+    if x.distribution.maps[0].ranges and not x.distribution.maps[0].shared_owned:
+        return x
+    return moved(x, make_distribution(x.distribution.global_shape, ("b",), comm=x.comm))
+
+
+def rows(x):
+    """``x`` with its rows in blocks and the other dims whole (each rank a
+    range of the global C order): itself when it is so, else redistributed
+    (one exchange)."""
+    if x.distribution.row_blocks:
+        return x
+    shape = x.distribution.global_shape
+    return moved(x, make_distribution(shape, ("b",) + ("n",) * (len(shape) - 1), comm=x.comm))
+
+
+def one_copy(x):
+    """``x`` with every index owned once: an array whose map shares owned
+    indices among ranks (a reduction's result is replicated over a team)
+    is redistributed to blocks first (one exchange), else ``x`` itself."""
+    return rows(x) if any(m.shared_owned for m in x.distribution.maps) else x
+
+
+def owned(d, p):
+    """This rank's owned block of a fixed array (padding left out)."""
+    return p.values[tuple(m.owned_local_slice(c) for m, c in zip(d.maps, d.coords))]
+
+
+def wrap(x, d, values):
+    """NumPy ``values`` (this rank's block of ``d``) as an array like ``x``."""
+    values = np.asarray(values, order="C")
+    return x.__xdap_wrap__(d, Parts.of_array(values), False, True)
+
+
+def values_on(y, target):
+    """This rank's values of the DistArray ``y`` redistributed to ``target``
+    (one exchange; none when ``y`` is already so)."""
+    if y.distribution == target:
+        return y.parts.values
+    from ..movement.redistribute import move_agreed
+    return move_agreed(y.distribution, y.parts, target)[1].values
+
+
+def with_axis(d, axis, size):
+    """``d`` with ``axis`` whole and of length ``size``."""
+    maps = list(d.maps)
+    maps[axis] = BlockMap(size, 1)
+    return Distribution(maps, d.comm, d.rank_coords)
+
+
+def info_like(x, v):
+    """The TypeInfo of values ``v`` computed from ``x``'s: ``x``'s where the
+    dtype is the same, else ``v``'s own (``matmul(uint16, uint64)``)."""
+    info = x.parts.info if v.dtype == x.parts.values.dtype else \
+        type_info("1 * " + dtype_from_numpy(v.dtype))
+    return info.with_shape(v.shape)
+
+
+def scalar_array(x, value):
+    """A 0-d DistArray (its one value on every rank) like ``x``, of the
+    value's NumPy dtype (``x``'s for a Python scalar)."""
+    dt = value.dtype if isinstance(value, (np.ndarray, np.generic)) else x.parts.values.dtype
+    v = np.asarray(value, dt, order="C")         # ascontiguousarray would make it 1-d
+    return x.__xdap_wrap__(Distribution((), x.comm), Parts(info_like(x, v), v), False, True)
+
+
+def from_every_rank(x, value):
+    """``(Distribution, Parts)`` of ``value`` (on every rank) in row blocks."""
+    d = make_distribution(value.shape, ("b",) + ("n",) * (value.ndim - 1), comm=x.comm)
+    lo, hi = d.maps[0].owned_range(d.coords[0])
+    v = np.ascontiguousarray(value[lo:hi])
+    return d, Parts(info_like(x, v), v)
+
+
+def reshaped(x, shape: tuple):
+    """``x`` (fixed, not optional) in the checked, agreed ``shape`` of its
+    size: itself for its own shape; a view where its rows are in blocks
+    and the first dim stays (each rank reshapes its block); else its
+    elements, seen as one line in C order, moved to the new shape's row
+    blocks (one exchange; other layouts are moved to row blocks first); a
+    0-d array or result through the value every rank then holds."""
+    d, p = x.distribution, x.parts
+    if shape == d.global_shape:
+        return x
+    if not shape or not d.maps:
+        from ..movement.gather import to_global
+        value = np.asarray(to_global(d, p).values).reshape(shape)
+        return scalar_array(x, value) if not shape else x.__xdap_wrap__(
+            *from_every_rank(x, value), False, True)
+    if d.row_blocks and shape[0] == d.global_shape[0]:
+        maps = [d.maps[0]] + [BlockMap(n, 1) for n in shape[1:]]
+        coords = np.zeros((x.comm.size, len(shape)), np.int64)
+        coords[:, 0] = d.rank_coords[:, 0]
+        nd = Distribution(maps, x.comm, coords)
+        values = p.values.reshape(nd.local_shape)      # a view: the rows stay
+        return x.__xdap_wrap__(nd, Parts(p.info.with_shape(values.shape), values), False, True)
+    x = rows(x)
+    d, p = x.distribution, x.parts
+    from ..movement.redistribute import move_agreed
+    target = make_distribution(shape, ("b",) + ("n",) * (len(shape) - 1), comm=x.comm)
+    flat = Parts(p.info.with_shape((p.values.size,)), np.ascontiguousarray(p.values).reshape(-1))
+    _, line = move_agreed(_line(d), flat, _line(target))
+    values = line.values.reshape(target.local_shape)
+    return x.__xdap_wrap__(target, Parts(p.info.with_shape(values.shape), values), False, True)
+
+
+def _line(d):
+    """A row-block distribution seen as one line of its elements in C order:
+    rank r's rows are the range ``bounds * row size``."""
+    m = d.maps[0]
+    row = int(np.prod(d.global_shape[1:], dtype=np.int64))
+    bounds = np.asarray(m.bounds, np.int64) * row
+    return Distribution([BlockMap(int(bounds[-1]), m.grid_size, bounds=bounds)], d.comm,
+                        d.rank_coords[:, :1])
+
+
+def filled(x, shape: tuple):
+    """A 0-d ``x``'s value (missing stays missing) over ``shape``'s default
+    distribution: each rank fills its block (every rank holds the value:
+    no MPI call)."""
+    from ..create import _allocate
+    d = make_distribution(shape, comm=x.comm)
+    p = x.parts
+    valid = p.validity is None or bool(p.valid_mask().reshape(-1)[0])
+    return x.__xdap_wrap__(d, _allocate(d, p.info.with_shape((1,)), p.values[()] if valid
+                                        else None), False, True)

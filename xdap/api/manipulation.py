@@ -1,0 +1,529 @@
+"""Manipulation functions: shapes and orders -- ``reshape``,
+``permute_dims``, ``moveaxis``, ``expand_dims``, ``squeeze``, ``flip``,
+``roll``, ``broadcast_to``, ``broadcast_arrays``, ``concat``, ``stack``,
+``unstack``, ``tile``, ``repeat``.
+
+``permute_dims``, ``moveaxis`` and ``expand_dims`` are local: no data
+moves (the maps and the grid follow the dims).  The others are collective:
+what they move depends on their arguments, which are agreed first.
+
+>>> import numpy as np, xdap
+>>> from mpi4py import MPI
+>>> a = xdap.from_global(np.arange(6).reshape(2, 3), comm=MPI.COMM_SELF)
+>>> xdap.tile(a, (1, 2)).to_numpy().tolist(), xdap.reshape(a, (3, 2)).shape
+([[0, 1, 2, 0, 1, 2], [3, 4, 5, 3, 4, 5]], (3, 2))
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import arguments
+from ..arraylike import is_distributed, new
+from ..contract import collective, local
+from ..distribution import Distribution
+from ..dtypes import is_integer
+from ..maps import BlockMap
+from ..parts import Parts
+from .layouts import (axis_whole, filled, reshaped, rows, scalar_array, values_on, wrap)
+
+__all__ = ["reshape", "permute_dims", "moveaxis", "expand_dims", "squeeze", "flip", "roll",
+           "broadcast_to", "broadcast_arrays", "concat", "stack", "unstack", "tile", "repeat",
+           "scalar_array", "reshape_method"]
+
+
+# -- views: no data moves ------------------------------------------------------------
+def _permutation(name, ndim, axes) -> tuple:
+    if isinstance(axes, (str, bytes)) or not hasattr(axes, "__iter__"):
+        raise TypeError(f"{name}: axes must be a tuple of ints, got {arguments._shown(axes)}")
+    out = tuple(arguments.axis(name, ndim, a) for a in axes)
+    if sorted(out) != list(range(ndim)):
+        raise ValueError(f"{name}: axes {tuple(axes)} are not a permutation of the {ndim} dims")
+    return out
+
+
+def _permuted(x, axes):
+    d, p = x.distribution, x.parts
+    nd = Distribution([d.maps[a] for a in axes], x.comm,
+                      d.rank_coords[:, list(axes)] if axes else None)
+    values = np.asarray(np.transpose(p.values, axes), order="C")
+    validity = None
+    if p.validity is not None:
+        from ..bitmaps import pack_validity
+        validity = pack_validity(np.transpose(p.valid_mask(), axes))
+    return x.__xdap_wrap__(nd, Parts(p.info.with_shape(values.shape), values, validity),
+                           False, True)
+
+
+@local
+def permute_dims(x, /, axes):
+    """``x`` with its dims reordered (the Array API's ``permute_dims``,
+    ``np.transpose``): no data moves between ranks -- the maps and the grid
+    follow the dims; every rank transposes its own block (a local copy).
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(6.0).reshape(2, 3), comm=MPI.COMM_SELF)
+    >>> a.T.to_numpy().tolist()
+    [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+    """
+    arguments.fixed("permute_dims", x)
+    axes = _permutation("permute_dims", x.ndim, axes)
+    yield dict(x=x, axes=axes)
+    return _permuted(x, axes)
+
+
+@local
+def moveaxis(x, source, destination, /):
+    """``x`` with the dims ``source`` moved to ``destination`` (NumPy's
+    order for the others): ``permute_dims``, so no data moves.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> xdap.moveaxis(xdap.zeros((2, 3, 4), comm=MPI.COMM_SELF), 0, -1).shape
+    (3, 4, 2)
+    """
+    arguments.fixed("moveaxis", x)
+    src = _axes_list("moveaxis", x.ndim, source, "source")
+    dst = _axes_list("moveaxis", x.ndim, destination, "destination")
+    if len(src) != len(dst) or len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError(f"moveaxis: source {source!r} and destination {destination!r} must "
+                         "be as many distinct dims")
+    yield dict(x=x, source=src, destination=dst)
+    order = [n for n in range(x.ndim) if n not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return _permuted(x, tuple(order))
+
+
+def _axes_list(name, ndim, value, what) -> tuple:
+    items = value if isinstance(value, (tuple, list)) else (value,)
+    return tuple(arguments.axis(name, ndim, a, what) for a in items)
+
+
+@local
+def expand_dims(x, /, axis=0):
+    """A dim of size 1 inserted at ``axis`` (undistributed; no data moves:
+    a view of every rank's block).
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> xdap.expand_dims(xdap.zeros((2, 3), comm=MPI.COMM_SELF), axis=-1).shape
+    (2, 3, 1)
+    """
+    arguments.fixed("expand_dims", x)
+    axis = arguments.axis("expand_dims", x.ndim + 1, axis)
+    yield dict(x=x, axis=axis)
+    d, p = x.distribution, x.parts
+    maps = list(d.maps)
+    maps.insert(axis, BlockMap(1, 1))
+    coords = np.insert(d.rank_coords, axis, 0, axis=1) if d.maps else \
+        np.zeros((x.comm.size, 1), np.int64)
+    nd = Distribution(maps, x.comm, coords)
+    values = p.values.reshape(nd.local_shape)
+    return x.__xdap_wrap__(nd, Parts(p.info.with_shape(values.shape), values, p.validity),
+                           False, True)
+
+
+# -- collective shape functions --------------------------------------------------------
+@collective
+def squeeze(x, /, axis):
+    """``x`` without the size-1 dims ``axis`` (an int or a tuple): local for
+    undistributed dims; a distributed size-1 dim moves its one slab over
+    the grid first.  Collective (its arguments are agreed)."""
+    arguments.fixed("squeeze", x)
+    axes = arguments.axes("squeeze", x.ndim, axis)
+    shape = x.distribution.global_shape
+    if any(shape[a] != 1 for a in axes):
+        raise ValueError(f"squeeze: dims {axes} of shape {shape} are not all of size 1")
+    yield dict(x=x, axis=axes)
+    from .indexing import getitem
+    return getitem(x, tuple(0 if j in axes else slice(None) for j in range(x.ndim)))
+
+
+@collective
+def flip(x, /, *, axis=None):
+    """The order of the elements reversed along ``axis`` (None: all): a
+    block dim reverses its grid positions, no data moves (``a[::-1]``); a
+    cyclic or unstructured dim moves to blocks first.  Collective."""
+    arguments.fixed("flip", x)
+    axes = arguments.axes("flip", x.ndim, axis)
+    yield dict(x=x, axis=axes)
+    from .indexing import getitem
+    key = [slice(None)] * x.ndim
+    for a in axes:
+        key[a] = slice(None, None, -1)
+    return getitem(x, tuple(key))
+
+
+def _new_shape(old, shape) -> tuple:
+    shape = (shape,) if arguments.is_integer_value(shape) else shape
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise TypeError(f"reshape: shape must be an int or a tuple of ints, got {shape!r}")
+    shape = tuple(arguments.integer("reshape", "shape entry", n) for n in shape)
+    size = int(np.prod(old, dtype=np.int64))
+    if shape.count(-1) > 1 or any(n < -1 for n in shape):
+        raise ValueError(f"reshape: bad shape {shape} (one -1 at most, sizes >= 0)")
+    if -1 in shape:
+        known = int(np.prod([n for n in shape if n != -1], dtype=object))
+        if known == 0 or size % known:
+            raise ValueError(f"reshape: cannot reshape an array of shape {old} into {shape}")
+        shape = tuple(size // known if n == -1 else n for n in shape)
+    if int(np.prod(shape, dtype=object)) != size:
+        raise ValueError(f"reshape: cannot reshape an array of size {size} {old} into {shape}")
+    return shape
+
+
+@collective
+def reshape(x, /, shape, *, copy=None):
+    """``x`` with another shape, its elements in the same C order (the Array
+    API's ``reshape``, ``np.reshape``; one -1 is inferred).
+
+    - rows in blocks with whole other dims, and a new shape that keeps the
+      first dim (``(n, 6) -> (n, 2, 3)``): every rank reshapes its block in
+      place -- a view, nothing moves;
+    - otherwise the elements, seen as one line in C order (each rank's rows
+      are a range of it), are moved to the new shape's row blocks: one
+      exchange (a copy; ``copy=False`` refuses);
+    - other layouts (cyclic, 2-D grids) are moved to row blocks first.
+
+    Collective: the shape is agreed, whichever path it takes.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(6.0), comm=MPI.COMM_SELF)
+    >>> xdap.reshape(a, (2, -1)).to_numpy().tolist()
+    [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    """
+    arguments.fixed("reshape", x)
+    d, p = x.distribution, x.parts
+    if p.info.optional:
+        raise TypeError("reshape: ?T data is not reshaped yet (fill or drop the missing "
+                        "values first)")
+    shape = _new_shape(d.global_shape, shape)
+    if copy is not None:
+        copy = arguments.flag("reshape", "copy", copy)
+    view = shape == d.global_shape or (d.row_blocks and shape and
+                                       shape[0] == d.global_shape[0])
+    if copy is False and not view:
+        raise ValueError(f"reshape: {d.global_shape} -> {shape} moves data, so it copies "
+                         "(copy=False)")
+    yield dict(x=x, shape=shape, copy=copy)
+    out = reshaped(x, shape)
+    return out.copy() if copy and view else out
+
+
+@collective(name="reshape")
+def reshape_method(x, /, *shape, copy=None):
+    """``a.reshape(2, 3)`` or ``a.reshape((2, 3))``: ``xdap.reshape``."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    yield dict(x=x, shape=shape, copy=copy)
+    return reshape(x, shape, copy=copy)
+
+
+# -- broadcasting --------------------------------------------------------------------
+def _target_shape(name, x, shape):
+    arguments.fixed(name, x)
+    shape = arguments.shape(name, shape)
+    if x.parts.info.ragged:
+        raise TypeError(f"{name}: ragged data does not broadcast")
+    try:
+        ok = np.broadcast_shapes(x.shape, shape) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{name}: the shape {x.shape} cannot be broadcast to {shape}")
+    return shape
+
+
+@collective
+def broadcast_to(x, /, shape):
+    """``x`` broadcast to ``shape`` as NumPy broadcasts (the Array API's
+    ``broadcast_to``; collective: ``shape`` is agreed). Copies (xnd holds
+    contiguous memory, not NumPy's zero-stride views). Size-1 dims that are
+    not distributed stretch locally, keeping ``x``'s distribution (no data
+    moved); otherwise the result takes ``shape``'s default distribution and
+    each rank fills its block from ``x`` gathered (O(x.size) per rank: ``x``
+    is the smaller array). A 0-d ``x`` fills the result with its value.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> b = xdap.broadcast_to(xdap.from_global(np.arange(3), comm=MPI.COMM_SELF), (2, 3))
+    >>> b.to_numpy().tolist()
+    [[0, 1, 2], [0, 1, 2]]
+    """
+    shape = _target_shape("broadcast_to", x, shape)
+    yield dict(x=x, shape=shape)
+    return _broadcast(x, shape)
+
+
+def _broadcast(x, shape):
+    from .. import create
+    from ..kernels.apply import _leading, broadcast_operands
+    if x.shape == shape:
+        return x
+    leaf = x.parts.info.leaf
+    if 0 in shape:                      # nothing to fill
+        return new(create.zeros(shape, type=leaf.lstrip("?"), comm=x.comm))
+    if x.ndim == 0:
+        return filled(x, shape)
+    try:
+        return _leading((x,), shape, None)           # stretched locally
+    except ValueError:
+        pass
+    template = new(create.empty(shape, type=leaf, comm=x.comm))
+    return broadcast_operands((template, x))[1]
+
+
+@collective
+def broadcast_arrays(*arrays):
+    """The arrays broadcast to their common shape (``broadcast_to`` each),
+    as a list.  Collective."""
+    for a in arrays:
+        arguments.fixed("broadcast_arrays", a, "every array")
+    arguments.same_comm("broadcast_arrays", arrays)
+    try:
+        shape = np.broadcast_shapes(*[a.shape for a in arrays])
+    except ValueError:
+        raise ValueError(f"broadcast_arrays: shapes {[a.shape for a in arrays]} do not "
+                         "broadcast") from None
+    yield dict(arrays=arrays)
+    return [_broadcast(a, shape) for a in arrays]
+
+
+# -- joins ---------------------------------------------------------------------------
+def _join_args(name, arrays, axis):
+    if is_distributed(arrays) or isinstance(arrays, (str, bytes)) or \
+            not hasattr(arrays, "__iter__"):
+        raise TypeError(f"{name}: takes a sequence of arrays, got {type(arrays).__name__}")
+    arrays = tuple(arrays)
+    if not arrays:
+        raise ValueError(f"{name}: needs at least one array")
+    for a in arrays:
+        arguments.numeric(name, a, "every array")
+    arguments.same_comm(name, arrays)
+    return arrays
+
+
+@collective
+def concat(arrays, /, *, axis=0):
+    """The arrays joined along ``axis`` (the Array API's ``concat``,
+    ``np.concatenate``; ``axis=None``: flattened first): a new array in
+    blocks along its first dim (as ``from_global`` makes them), each input
+    moved to its place in it by one redistribution (an input already where
+    its part of the result lives moves nothing).  NumPy's result dtype.
+    Collective.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(3.0), comm=MPI.COMM_SELF)
+    >>> xdap.concat([a, a * 10]).to_numpy().tolist()
+    [0.0, 1.0, 2.0, 0.0, 10.0, 20.0]
+    """
+    arrays = _join_args("concat", arrays, axis)
+    if axis is not None:
+        if arrays[0].ndim == 0:
+            raise ValueError("concat: 0-d arrays cannot be concatenated")
+        axis = arguments.axis("concat", arrays[0].ndim, axis)
+        shapes = [a.shape for a in arrays]
+        if any(len(s) != len(shapes[0]) or s[:axis] + s[axis + 1:] != shapes[0][:axis] +
+               shapes[0][axis + 1:] for s in shapes):
+            raise ValueError(f"concat: shapes {shapes} differ outside axis {axis}")
+    yield dict(arrays=arrays, axis=axis)
+    if axis is None:                    # the standard's: the arrays flattened first
+        arrays, axis = [reshape(a, (-1,)) for a in arrays], 0
+    return _concat(arrays, axis)
+
+
+def _concat(arrays, axis):
+    from .. import create
+    from .data_types import astype
+    from .indexing import setitem
+    dtype = np.result_type(*[a.dtype for a in arrays])
+    shapes = [a.shape for a in arrays]
+    shape = list(shapes[0])
+    shape[axis] = sum(s[axis] for s in shapes)
+    out = new(create.empty(tuple(shape), dtype=dtype, comm=arrays[0].comm))
+    at = 0
+    for a, s in zip(arrays, shapes):
+        key = (slice(None),) * axis + (slice(at, at + s[axis]),)
+        setitem(out, key, a if a.dtype == dtype else astype(a, dtype))
+        at += s[axis]
+    return out
+
+
+@collective
+def stack(arrays, /, *, axis=0):
+    """The arrays (one shape) stacked along a new ``axis``: ``concat`` of
+    each with a size-1 dim inserted there.  Collective."""
+    arrays = _join_args("stack", arrays, axis)
+    if len({a.shape for a in arrays}) != 1:
+        raise ValueError(f"stack: the arrays must have one shape, got "
+                         f"{[a.shape for a in arrays]}")
+    axis = arguments.axis("stack", arrays[0].ndim + 1, axis)
+    yield dict(arrays=arrays, axis=axis)
+    return _concat([expand_dims(a, axis=axis) for a in arrays], axis)
+
+
+@collective
+def unstack(x, /, *, axis=0):
+    """The slices of ``x`` along ``axis``, as a tuple of arrays (``x[i]``
+    each: along a block dim the slab moves to every rank of the grid's
+    other positions; a 1-D ``x`` gives 0-d arrays, one value each read
+    from its holder).  Collective."""
+    arguments.fixed("unstack", x)
+    if x.ndim == 0:
+        raise ValueError("unstack: a 0-d array has no axis")
+    axis = arguments.axis("unstack", x.ndim, axis)
+    yield dict(x=x, axis=axis)
+    from .indexing import getitem
+    head = (slice(None),) * axis
+    return tuple(getitem(x, head + (i,)) for i in range(x.distribution.global_shape[axis]))
+
+
+@collective
+def roll(x, /, shift, *, axis=None):
+    """The elements shifted by ``shift`` along ``axis`` (wrapping around, as
+    ``np.roll``; ``axis=None``: of the flattened array; tuples of shifts and
+    axes roll one axis after another): local along an undistributed axis;
+    along a distributed one the two pieces are joined in their new order
+    (``concat``: one redistribution).  Collective."""
+    arguments.numeric("roll", x)
+    shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
+    shifts = tuple(arguments.integer("roll", "shift", k) for k in shifts)
+    if axis is None:
+        if len(shifts) != 1 and x.ndim != 1:
+            raise ValueError("roll: one shift for axis=None")
+        axes = None
+    else:
+        axes = _axes_list("roll", x.ndim, axis, "axis")
+        if len(shifts) == 1:
+            shifts = shifts * len(axes)
+        if len(shifts) != len(axes):
+            raise ValueError(f"roll: {len(shifts)} shifts for {len(axes)} axes")
+    yield dict(x=x, shift=shifts, axis=axes)
+    if axes is None:                    # NumPy's: the flattened array rolled, then reshaped
+        flat = reshape(x, (-1,)) if x.ndim != 1 else x
+        out = _roll(flat, sum(shifts), 0)
+        return reshape(out, x.shape) if x.ndim != 1 else out
+    for k, a in zip(shifts, axes):
+        x = _roll(x, k, a)
+    return x
+
+
+def _roll(x, shift, axis):
+    from .indexing import getitem
+    n = x.distribution.global_shape[axis]
+    k = shift % n if n else 0
+    if x.distribution.maps[axis].whole:
+        return wrap(x, x.distribution, np.roll(x.parts.values, k, axis=axis))
+    if k == 0:
+        return x.copy()
+    head = (slice(None),) * axis
+    return _concat([getitem(x, head + (slice(n - k, n),)),
+                    getitem(x, head + (slice(0, n - k),))], axis)
+
+
+@collective
+def tile(x, repetitions, /):
+    """``x`` repeated ``repetitions[k]`` times along each dim k (NumPy's
+    ``tile``; fewer repetitions than dims repeat the last dims): one
+    ``concat`` per repeated dim -- a redistribution of each copy to its
+    place in the result (a copy).  Collective."""
+    arguments.numeric("tile", x)
+    reps = repetitions if isinstance(repetitions, (tuple, list)) else (repetitions,)
+    reps = tuple(arguments.integer("tile", "repetitions", r, low=0) for r in reps)
+    full = (1,) * (x.ndim - len(reps)) + reps
+    arguments.shape("tile", tuple(n * r for n, r in zip((1,) * (len(full) - x.ndim) + x.shape,
+                                                         full)))
+    yield dict(x=x, repetitions=reps)
+    from .indexing import getitem
+    if len(reps) > x.ndim:
+        x = reshape(x, (1,) * (len(reps) - x.ndim) + x.shape)
+    for axis, r in enumerate(full):
+        if r == 0:
+            x = getitem(x, (slice(None),) * axis + (slice(0, 0),))
+        elif r > 1:
+            x = _concat([x] * int(r), axis)
+    return x if any(r != 1 for r in full) else x.copy()
+
+
+@collective
+def repeat(x, repeats, /, *, axis=None):
+    """Each element repeated ``repeats`` times along ``axis`` (None: of the
+    flattened array), NumPy's ``repeat``; ``repeats`` an int or a 1-D array
+    of one count per element along ``axis`` (NumPy's, the same on every
+    rank, or a DistArray).  Along the first dim of an array in row blocks
+    nothing moves: each rank repeats its own rows and the result is an
+    irregular block (its sizes from one allgather); other distributed dims
+    are made whole first (one exchange).  Collective.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> xdap.repeat(xdap.from_global(np.array([1, 2]), comm=MPI.COMM_SELF), 2).to_numpy().tolist()
+    [1, 1, 2, 2]
+    """
+    arguments.numeric("repeat", x)
+    if axis is not None:
+        axis = arguments.axis("repeat", x.ndim, axis)
+    n = x.size if axis is None else x.shape[axis]
+    if is_distributed(repeats):
+        info = repeats.parts.info
+        if repeats.ndim != 1 or not is_integer(info.dtype) or info.optional:
+            raise TypeError(f"repeat: repeats must be a 1-D integer array, not {repeats.type}")
+        if repeats.shape[0] not in (1, n):
+            raise ValueError(f"repeat: {repeats.shape[0]} repeats for {n} elements")
+        mine = repeats.parts.values
+        if mine.size and mine.min() < 0:
+            raise ValueError("repeat: repeats must be >= 0")
+        counts = repeats
+    else:
+        counts = np.asarray(repeats)
+        if counts.ndim > 1 or (counts.size and counts.dtype.kind not in "iu") or \
+                (counts.ndim == 0 and counts.dtype.kind not in "iu") or \
+                (counts.ndim == 1 and counts.shape[0] not in (1, n)):
+            raise ValueError(f"repeat: repeats must be an int or {n} ints, got "
+                             f"{arguments._shown(repeats)}")
+        if counts.size and counts.min() < 0:
+            raise ValueError(f"repeat: repeats must be >= 0, got {arguments._shown(repeats)}")
+        counts = counts.astype(np.int64)
+        total = int(counts.sum(dtype=object)) * (n if counts.ndim == 0 or
+                                                 counts.shape[0] == 1 else 1) \
+            if counts.ndim == 0 or counts.shape[0] == 1 else int(counts.sum(dtype=object))
+        if total > arguments.INDEX_MAX:
+            raise ValueError(f"repeat: {total} elements are more than an index can count")
+    yield dict(x=x, repeats=counts, axis=axis)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    return _repeat(x, counts, axis)
+
+
+def _repeat(x, repeats, axis):
+    from .exchange import to_numpy
+    if is_distributed(repeats) and repeats.shape[0] == 1 != x.shape[axis]:
+        repeats = to_numpy(repeats)             # one count for every element
+    if not is_distributed(repeats) and repeats.ndim == 1 and repeats.shape[0] == 1:
+        repeats = repeats[0]
+    d = x.distribution
+    if d.maps[axis].whole:
+        mine = to_numpy(repeats) if is_distributed(repeats) else repeats
+        values = np.repeat(x.parts.values, mine, axis=axis)
+        maps = list(d.maps)
+        maps[axis] = BlockMap(values.shape[axis], 1)
+        return wrap(x, Distribution(maps, x.comm, d.rank_coords), values)
+    if axis != 0:
+        return _repeat(axis_whole(x, axis), repeats, axis)
+    x = rows(x)
+    d = x.distribution
+    lo, hi = d.maps[0].owned_range(d.coords[0])
+    if is_distributed(repeats):
+        mine = values_on(repeats, d.leading(1)).astype(np.int64)
+    else:
+        mine = repeats if np.ndim(repeats) == 0 else np.asarray(repeats)[lo:hi]
+    values = np.repeat(x.parts.values, mine, axis=0)
+    sizes = np.empty(x.comm.size, np.int64)
+    x.comm.Allgather(np.array([len(values)], np.int64), sizes)
+    bounds = np.concatenate([[0], np.cumsum(sizes[d.rank_coords[:, 0].argsort()])])
+    maps = [BlockMap(int(bounds[-1]), d.maps[0].grid_size, bounds=bounds)] + list(d.maps[1:])
+    return wrap(x, Distribution(maps, x.comm, d.rank_coords), values)
+

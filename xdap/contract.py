@@ -1,0 +1,403 @@
+"""Every public call's contract, declared once per function: local or
+collective, and what it agrees on.
+
+A public function is written as a generator: the code before its one
+``yield`` normalizes and checks *every* argument; the ``yield`` hands over
+the normalized values, by parameter name; the code after it is the work,
+on those values only::
+
+    @collective
+    def sort(x, /, *, axis=-1, descending=False, stable=True):
+        x = arguments.numeric("sort", x)              # checks: may raise
+        axis = arguments.axis("sort", x, axis)
+        yield dict(x=x, axis=axis, descending=arguments.flag(descending),
+                   stable=arguments.flag(stable))
+        ...                                           # the work: agreed values only
+
+``@collective`` runs everything before the ``yield`` inside one agreement
+(``xdap.agreement``): an exception there -- a bad key, an axis out of
+range, a wrong number of arguments -- is the same error on every rank, and
+every yielded value must be equal on every rank (DistArrays compare by
+distribution, shape and type, NumPy arrays by their bytes).  So nothing
+that can raise runs before the vote, and whatever path the work then takes
+(local or collective) is chosen from agreed values.  The yielded mapping
+must name every parameter: a new function cannot forget one.  On one rank
+the vote costs nothing (no MPI call).
+
+``@local`` is the same shape for work that makes no MPI call -- views,
+conversions, elementwise functions: their checks read only state every
+rank agreed on already (distributions, types), so every rank reaches the
+same verdict alone.  In debug mode (``xdap.agreement.debug()``) a local
+call votes exactly as a collective one, so ranks that diverge are caught.
+
+A call made from inside another call's work (``std`` calls ``var``, which
+calls ``mean``) trusts its caller's agreement: its checks run, its vote
+does not -- one agreement per public call.  Checks that read this rank's
+*data* after the vote end in one more verdict
+(``with xdap.agreement.agreement(comm, what):``) before data moves.
+
+>>> from mpi4py import MPI
+>>> @collective
+... def scaled(x, factor=2, comm=None):
+...     factor = int(factor)
+...     yield dict(x=x, factor=factor, comm=comm)
+...     return [v * factor for v in x]
+>>> scaled([1, 2], comm=MPI.COMM_SELF), scaled.__xdap_contract__.kind
+([2, 4], 'collective')
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import threading
+
+import numpy as np
+
+from . import agreement as _agreement
+from .arraylike import is_distributed
+from .comm import resolve
+
+__all__ = ["collective", "local", "part", "pure", "state", "adapted", "normalized", "Contract",
+           "describe", "nested", "contract_of", "KINDS"]
+
+KINDS = ("collective", "local", "part", "pure", "state")
+
+
+class Contract:
+    """What a public function declared: its ``kind``, its name, its
+    parameters -- every one checked, and agreed where it votes -- and among
+    them the ones each rank passes for itself (``own``: its piece, its DAP
+    dict, its destinations), checked by the work's own verdict instead.
+
+    Kinds: ``'collective'`` (votes on more than one rank), ``'local'`` (no
+    MPI call; votes in debug mode), ``'part'`` (reads this rank's part --
+    ``a.local_numpy()``, ``a.to_arrow()``: no MPI call, never a vote, a
+    rank may call it alone), ``'pure'`` (a function of its arguments'
+    values alone) and ``'state'`` (a read of agreed state, no argument)."""
+
+    __slots__ = ("kind", "name", "params", "own")
+
+    def __init__(self, kind: str, name: str, params: tuple, own: tuple = ()):
+        self.kind, self.name, self.params, self.own = kind, name, params, tuple(own)
+
+    def __repr__(self):
+        return f"Contract({self.kind!r}, {self.name!r}, params={self.params}, own={self.own})"
+
+
+class normalized:
+    """A yielded value compared in one form and shown in another:
+    ``yield dict(dist=normalized(distribution, dist))`` -- ranks compare the
+    Distribution the arguments make, an error shows what each rank wrote
+    (``('b',)`` on one, ``('c',)`` on another); ``error``: the class of the
+    error where it differs (ValueError; a type: TypeError)."""
+
+    __slots__ = ("value", "given", "error")
+
+    def __init__(self, value, given=None, error=ValueError):
+        self.value, self.given, self.error = value, value if given is None else given, error
+
+
+def contract_of(obj) -> Contract | None:
+    """The contract a function (or property, or class) declared, or None."""
+    if isinstance(obj, property):
+        obj = obj.fget
+    return getattr(obj, "__xdap_contract__", None)
+
+
+# -- nesting: a call inside another call's work trusts its agreement ------------
+_TLS = threading.local()
+
+
+def nested() -> bool:
+    """Whether this thread runs the work of an agreed call now."""
+    return getattr(_TLS, "depth", 0) > 0
+
+
+class _Inside:
+    __slots__ = ()
+
+    def __enter__(self):
+        _TLS.depth = getattr(_TLS, "depth", 0) + 1
+
+    def __exit__(self, *exc):
+        _TLS.depth -= 1
+        return False
+
+
+_INSIDE = _Inside()
+
+
+# -- what ranks compare -----------------------------------------------------------
+def describe(value):
+    """A value as the ranks compare it: plain, picklable, small.  A
+    DistArray is its distribution's fingerprint, shape and type (its data
+    is distributed: arrays of one distribution and type but other values
+    cannot be told apart); a NumPy array its dtype, shape and a digest of
+    its bytes; containers item by item; a callable its qualified name."""
+    kind = type(value)
+    if kind is str or kind is bytes or value is None:
+        return value
+    if kind is int or kind is bool:            # typed: True and 1 are not one argument
+        return (kind.__name__, value)
+    if kind is float:                          # by its bits: -0.0 is not 0.0, NaN is NaN
+        return ("float", value.hex())
+    if kind is complex:
+        return ("complex", value.real.hex(), value.imag.hex())
+    if is_distributed(value):
+        d, info = value.distribution, value.parts.info
+        return ("DistArray", d.fingerprint(), d.global_shape, info.global_type(d.global_shape),
+                d.comm.size)
+    if kind is tuple or kind is list:
+        return (kind.__name__,) + tuple(describe(v) for v in value)
+    if isinstance(value, np.ndarray):
+        data = np.ascontiguousarray(value)
+        if data.dtype.hasobject:
+            return ("ndarray", data.dtype.str, data.shape, repr(data.tolist()))
+        return ("ndarray", data.dtype.str, data.shape,
+                hashlib.blake2b(data.view(np.uint8).reshape(-1) if data.size else b"",
+                                digest_size=16).digest())
+    if isinstance(value, np.generic):
+        return ("scalar", value.dtype.str, value.tobytes())
+    if isinstance(value, np.dtype):
+        return ("dtype", value.str, value.descr if value.fields else None)
+    if isinstance(value, slice):
+        return ("slice", describe(value.start), describe(value.stop), describe(value.step))
+    if isinstance(value, dict):
+        return ("dict",) + tuple((describe(k), describe(v)) for k, v in value.items())
+    if isinstance(value, (tuple, list)):         # named tuples and other sequences
+        return (type(value).__name__,) + tuple(describe(v) for v in value)
+    if value is Ellipsis:
+        return "..."
+    if isinstance(value, type):
+        return ("type", value.__module__, value.__qualname__)
+    if hasattr(value, "Get_size") and hasattr(value, "Get_rank"):    # a communicator
+        return ("comm", value.Get_size())
+    if callable(value):
+        return ("callable", getattr(value, "__module__", None),
+                getattr(value, "__qualname__", type(value).__qualname__))
+    fingerprint = getattr(value, "fingerprint", None)
+    if callable(fingerprint):                    # a Distribution, a map
+        return (type(value).__name__, fingerprint())
+    return value                                  # compared by its pickle
+
+
+# -- the decorators ---------------------------------------------------------------
+def _params(fn) -> tuple:
+    return tuple(inspect.signature(fn).parameters)
+
+
+def _comm_index(fn, over=None):
+    """Position of a ``comm`` parameter (if the function has one), and of
+    the parameter ``over`` names (see ``_comm_of``)."""
+    names = list(inspect.signature(fn).parameters)
+    if over is not None and over not in names:
+        raise TypeError(f"{fn.__qualname__}: over={over!r} names no parameter")
+    return (names.index("comm") if "comm" in names else None,
+            None if over is None else (names.index(over), over))
+
+
+def _comm_of(args, kwargs, at, over=None):
+    """The communicator the call agrees over, found the same way on every
+    rank from the raw arguments (before any check has run): ``comm=``, else
+    the first DistArray (or Distribution) among the arguments (or one level
+    into a list or tuple of them), else ``MPI.COMM_WORLD``.  Never raises: a ``comm`` that
+    is no communicator is the checks' error, voted on COMM_WORLD.  ``over``
+    (position, name) of the argument whose communicator the call agrees
+    over, where that is not ``comm=`` (a redistribution's target
+    communicator is not the one it agrees over: the source's is)."""
+    if over is not None:
+        pos, name = over
+        a = kwargs.get(name) if name in kwargs else args[pos] if len(args) > pos else None
+        return _comm_of((a,), {}, None)
+    comm = kwargs.get("comm") if "comm" in kwargs else \
+        args[at] if at is not None and len(args) > at else None
+    if comm is not None:
+        try:
+            return resolve(comm)
+        except Exception:
+            return resolve(None)
+    for a in (*args, *kwargs.values()):
+        if is_distributed(a):
+            return a.distribution.comm
+        if hasattr(a, "maps") and getattr(a, "comm", None) is not None:    # a Distribution
+            return a.comm
+        if type(a) in (list, tuple):
+            for b in a[:8]:
+                if is_distributed(b):
+                    return b.distribution.comm
+    return resolve(None)
+
+
+def _incomplete(name, params, agreed):
+    """Every parameter must be named: a key of its own, or part of one that
+    names several (``"dist, grid and per_dim"``: compared together)."""
+    named = set()
+    for key in agreed:
+        named.update(k.strip() for k in key.replace(" and ", ", ").split(","))
+    missing = [p for p in params if p not in named]
+    if missing:
+        raise RuntimeError(f"{name}: its agreement does not name {', '.join(missing)} (every "
+                           "argument of a public function is agreed: yield it, or declare it "
+                           "own=)")
+
+
+def _first_yield(gen, name):
+    try:
+        return next(gen)
+    except StopIteration:
+        raise RuntimeError(f"{name}: returned before its agreement (the generator must "
+                           "yield its agreed arguments once)") from None
+
+
+def _rest(gen, name):
+    try:
+        next(gen)
+    except StopIteration as done:
+        return done.value
+    raise RuntimeError(f"{name}: yields more than once (one agreement per call; a verdict "
+                       "on data after it is `with agreement(comm, ...)`)")
+
+
+def _vote(fn, name, params, at, args, kwargs):
+    """Run ``fn``'s checks inside one agreement; returns the generator,
+    paused at its yield, with the agreed values compared on every rank."""
+    comm = _comm_of(args, kwargs, *at)
+    gen = None
+    with _agreement.agreement(comm, name) as ag:
+        gen = fn(*args, **kwargs)           # a wrong call signature raises here: voted
+        agreed = _first_yield(gen, name)
+        _incomplete(name, params, agreed)
+        if comm.size > 1:
+            for key, value in agreed.items():
+                if type(value) is normalized:
+                    ag.same(key, describe(value.value), shown=value.given, error=value.error)
+                else:
+                    ag.same(key, describe(value), shown=value)
+    return gen
+
+
+def _trusted(fn, name, args, kwargs):
+    """The checks alone (a local call outside debug mode)."""
+    gen = fn(*args, **kwargs)
+    _first_yield(gen, name)
+    return gen
+
+
+def _within(fn, name, at, args, kwargs):
+    """The checks of a call made inside an agreed call's work: its caller
+    agreed the inputs, so an error here is the same on every rank -- it is
+    marked so (printed once), without a vote."""
+    try:
+        return _trusted(fn, name, args, kwargs)
+    except _agreement.USER_ERRORS as e:
+        e.xdap_agreed = _agreement.Agreed.of(_comm_of(args, kwargs, *at))
+        raise
+
+
+def collective(fn=None, *, name: str | None = None, over: str | None = None, own: tuple = ()):
+    """Declare ``fn`` (a generator function, see the module docstring) a
+    collective call: its checks and every argument are agreed by one vote.
+    ``name``: how errors and the hang watchdog name it (the function's);
+    ``over``: the parameter whose communicator the vote is on (default:
+    ``comm=``, else the first array argument); ``own``: the parameters
+    each rank passes for itself (its piece, its DAP dict), not compared --
+    the work checks them across ranks in a verdict of its own."""
+    if fn is None:
+        return functools.partial(collective, name=name, over=over, own=own)
+    if not inspect.isgeneratorfunction(fn):
+        raise TypeError(f"@collective: {fn.__qualname__} must be a generator function "
+                        "(checks, then `yield dict(...)` of the agreed arguments, then work)")
+    what = name or fn.__name__
+    params = tuple(p for p in _params(fn) if p not in own)
+    at = _comm_index(fn, over)
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if nested():
+            gen = _within(fn, what, at, args, kwargs)
+        else:
+            gen = _vote(fn, what, params, at, args, kwargs)
+        with _INSIDE:
+            return _rest(gen, what)
+
+    call.__xdap_contract__ = Contract("collective", what, _params(fn), own)
+    return call
+
+
+def local(fn=None, *, name: str | None = None):
+    """Declare ``fn`` (a generator function) a local call: no MPI call; its
+    checks read agreed state only, so each rank's verdict is everyone's.
+    In debug mode, on more than one rank, it votes as a collective call."""
+    if fn is None:
+        return functools.partial(local, name=name)
+    if not inspect.isgeneratorfunction(fn):
+        raise TypeError(f"@local: {fn.__qualname__} must be a generator function "
+                        "(checks, then `yield dict(...)` of the checked arguments, then work)")
+    what = name or fn.__name__
+    params = _params(fn)
+    at = _comm_index(fn)
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if _agreement.debug() and not nested():
+            gen = _vote(fn, what, params, at, args, kwargs)
+            with _INSIDE:
+                return _rest(gen, what)
+        return _rest(_trusted(fn, what, args, kwargs), what)
+
+    call.__xdap_contract__ = Contract("local", what, params)
+    return call
+
+
+def adapted(fn, convert, doc: str | None = None):
+    """``fn`` (a declared call) with its result passed through ``convert``
+    -- an engine's ``(Distribution, Parts)`` made a DistArray -- under the
+    same contract: the surface's constructors are engines' calls."""
+    contract = contract_of(fn)
+    if contract is None:
+        raise TypeError(f"adapted: {fn.__qualname__} declares no contract")
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        return convert(fn(*args, **kwargs))
+
+    if doc is not None:
+        call.__doc__ = doc
+    call.__xdap_contract__ = contract
+    return call
+
+
+def part(fn=None, *, name: str | None = None):
+    """Declare ``fn`` (a generator function) a read of this rank's own part
+    (``a.local_numpy()``, ``a.to_arrow()``, ``a.global_indices()``): its
+    checks run, it never votes -- not even in debug mode: a rank may call
+    it alone (``if rank == 0: print(a.local_numpy())``)."""
+    if fn is None:
+        return functools.partial(part, name=name)
+    if not inspect.isgeneratorfunction(fn):
+        raise TypeError(f"@part: {fn.__qualname__} must be a generator function")
+    what = name or fn.__name__
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        return _rest(_trusted(fn, what, args, kwargs), what)
+
+    call.__xdap_contract__ = Contract("part", what, _params(fn))
+    return call
+
+
+def pure(fn):
+    """Declare ``fn`` a function of its arguments' values alone: it reads
+    no array's data and never communicates, so a rank may call it alone
+    (``finfo``, ``result_type``, ``make_distribution``) -- marked, not
+    wrapped."""
+    fn.__xdap_contract__ = Contract("pure", fn.__name__, ())
+    return fn
+
+
+def state(fn):
+    """Declare a property getter a read of agreed state (no argument, no
+    MPI call: ``a.shape``, ``a.dtype``): marked, not wrapped."""
+    fn.__xdap_contract__ = Contract("state", fn.__name__, ())
+    return fn
