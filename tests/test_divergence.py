@@ -1,0 +1,75 @@
+"""The divergence fuzzer: every public function of ``xdap``, ``xdap.array_api``
+and every DistArray method, on real ranks, with one rank's argument
+changed -- never a hang, a crash, a raw internal error or different
+results per rank (tests/divergence.py says how the calls are drawn).
+
+Collective functions run in default mode: their agreement is what must
+catch the changed argument.  Local functions run in debug mode, where they
+vote (outside it a local call makes no MPI call, and a rank that diverges
+is the program's bug).  ``XDAP_FUZZ_EXAMPLES`` sets the examples per
+function (default 12)."""
+import os
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import divergence
+from divergence import Call, contract, surface, verdict
+from helpers import watchdog
+from xdap.contract import KINDS
+
+EXAMPLES = int(os.environ.get("XDAP_FUZZ_EXAMPLES", "12"))
+WATCHDOG = 90
+SURFACE = surface()
+FUZZED = sorted(label for label, (owner, name) in SURFACE.items()
+                if getattr(contract(owner, name), "kind", None) in ("collective", "local"))
+
+
+def test_every_public_function_declares_its_contract():
+    """A function added to the surface without a contract fails here."""
+    missing = [label for label, (owner, name) in SURFACE.items()
+               if contract(owner, name) != "state" and
+               getattr(contract(owner, name), "kind", None) not in KINDS]
+    assert not missing, f"no contract declared (xdap.contract): {missing}"
+    assert len(FUZZED) > 150, len(FUZZED)
+
+
+def test_every_parameter_has_a_strategy():
+    """A new parameter name needs a strategy (tests/divergence.py PARAMS)."""
+    names = {p.name for label in FUZZED for p in Call(label, *SURFACE[label]).params
+             if p.kind != p.VAR_KEYWORD}
+    assert not names - set(divergence.PARAMS), sorted(names - set(divergence.PARAMS))
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+@pytest.mark.parametrize("label", FUZZED)
+def test_one_rank_differs(comm, label):
+    owner, name = SURFACE[label]
+    kind = contract(owner, name).kind
+    own = set(getattr(contract(owner, name), "own", ()))
+    call = Call(label, owner, name)
+    P, odd = comm.size, comm.size - 1
+    seen = {"examples": 0, "changed": 0}
+
+    @settings(derandomize=True, database=None, max_examples=EXAMPLES, deadline=None,
+              phases=(Phase.explicit, Phase.generate),
+              suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def check(data):
+        drawn, ctx = call.draw(data, P)
+        changeable = [k for k, (n, v, how) in enumerate(drawn) if n not in own]
+        changed = list(drawn)
+        if changeable:
+            k = data.draw(st.sampled_from(changeable))
+            n, v, how = drawn[k]
+            changed[k] = (n, divergence.mutate(data, n, v, ctx, P), how)
+            seen["changed"] += 1
+        seen["examples"] += 1
+        with watchdog(WATCHDOG):
+            problem = verdict(comm, label, kind, call, drawn, changed, odd)
+        assert problem is None, f"{label}: {problem}\n  every rank: {drawn}\n  rank {odd}: " \
+                                f"{changed}"
+
+    check()
+    assert seen["examples"] > 0
