@@ -45,7 +45,8 @@ ALLOWED = (ValueError, TypeError, IndexError, BufferError)
 # DistArray attributes that are Python's machinery or the engines' protocol, not
 # functions a user calls
 _MACHINERY = {"__init__", "__hash__", "__module__", "__doc__", "__slots__", "__weakref__",
-              "__xdap_contract__", "__xdap_wrap__", "__annotations__", "__dict__",
+              "__xdap_contract__", "__xdap_wrap__", "__xdap_leaf_index__", "__annotations__",
+              "__dict__",
               "__firstlineno__", "__static_attributes__", "__qualname__"}
 
 
@@ -84,7 +85,7 @@ def contract(owner, name):
 # ----------------------------------------------------------------------------------
 DTYPES = ("bool", "int8", "int64", "uint8", "uint64", "float32", "float64", "complex128")
 LAYOUTS_1D = ("block", "cyclic", "block-cyclic", "first-empty", "all-on-last", "padded",
-              "replicated")
+              "all-on-first")
 LAYOUTS_2D = ("rows", "cols", "grid", "cyclic-rows", "first-empty")
 
 
@@ -145,10 +146,10 @@ class ArraySpec:
                 return {"dist": ("b",), "sizes": (sizes,)}
             if lay == "all-on-last":
                 return {"dist": ("b",), "sizes": ([0] * (P - 1) + [n],)}
-            if lay == "padded":
+            if lay == "padded" and n >= 2 * P:
                 return {"dist": ("b",), "padding": ((1, 1),)}
-            if lay == "replicated":
-                return {"dist": ("n",)}
+            if lay == "all-on-first":
+                return {"dist": ("b",), "sizes": ([n] + [0] * (P - 1),)}
             return {"dist": ("b",)}
         rest = ("n",) * (len(self.shape) - 2)
         if lay == "cols":
@@ -160,7 +161,8 @@ class ArraySpec:
             return {"dist": ("c",) + ("n",) * (len(self.shape) - 1)}
         if lay == "first-empty":
             sizes = [0] + [n // (P - 1)] * (P - 2) + [n - (n // (P - 1)) * (P - 2)]
-            return {"dist": ("b",) + ("n",) * (len(self.shape) - 1), "sizes": (sizes,)}
+            return {"dist": ("b",) + ("n",) * (len(self.shape) - 1),
+                    "sizes": (sizes,) + (None,) * (len(self.shape) - 1)}
         return {}
 
     def build(self, comm):
@@ -195,6 +197,9 @@ def materialize(v, comm):
 # ----------------------------------------------------------------------------------
 HOSTILE_INTS = [2 ** 70, -2 ** 70, float("nan"), float("inf"), 1.5, True, "1", None,
                 np.uint64(2 ** 64 - 1), -1, 0, np.int8(-1), 1e300]
+# an operator's other operand: numbers (anything else is Python's NotImplemented,
+# decided before xdap runs)
+HOSTILE_NUMBERS = [float("nan"), -float("inf"), 2 ** 70, np.uint64(2 ** 64 - 1), 1j, -0.0]
 HOSTILE_ANY = [float("nan"), -float("inf"), 2 ** 70, "x", None, (), [1.5], object(),
                np.uint64(2 ** 64 - 1), 1j]
 
@@ -392,12 +397,13 @@ def s_function(data, ctx, P):
     return data.draw(st.sampled_from([lambda *i: sum(i), lambda *i: 1.0 / (1 + sum(i))]))
 
 
+_FUZZ_DIR = os.path.join(tempfile.gettempdir(), "xdap-divergence-fuzz")
+
+
 def s_path(data, ctx, P):
-    return Fresh(lambda comm: os.path.join(_tmpdir(comm), "a.xdap"), "a path")
-
-
-def _tmpdir(comm):
-    return comm.bcast(tempfile.mkdtemp(prefix="xdap-fuzz-") if comm.rank == 0 else None)
+    """A path every rank names alike without talking (a collective here,
+    skipped by the rank whose path is changed, would hang the fuzzer)."""
+    return os.path.join(_FUZZ_DIR, f"a{data.draw(st.integers(0, 3))}.xdap")
 
 
 def s_dist(data, ctx, P):
@@ -436,6 +442,22 @@ def s_local(data, ctx, P):
 
 def s_unstructured(data, ctx, P):
     return data.draw(st.sampled_from([None, [0, 1], np.array([True]), 3]))
+
+
+def s_arrow(data, ctx, P):
+    """Each rank's own Arrow array of rows (from_arrow, from_awkward)."""
+    n = data.draw(st.integers(0, 3))
+    return Fresh(lambda comm, n=n: __import__("pyarrow").array(
+        [[float(comm.rank)] * (k % 3) for k in range(n + comm.rank % 2)],
+        __import__("pyarrow").list_(__import__("pyarrow").float64())), f"arrow rows({n})")
+
+
+def s_dest(data, ctx, P):
+    """Each rank's destinations, one per local row of x."""
+    shift = data.draw(st.integers(0, P))
+    return Fresh(lambda comm, shift=shift, x=ctx.get("x"): (
+        np.arange(x.build(comm).distribution.local_shape[0] if isinstance(x, ArraySpec) and
+                  x.shape else 0) + shift) % comm.size, f"dest(+{shift})")
 
 
 def s_needed(data, ctx, P):
@@ -479,15 +501,25 @@ PARAMS = {
     "size": s_count, "owned": s_unstructured, "one_to_one": s_unstructured,
     "a_or_distribution": s_array, "needed": s_needed, "owners": s_none, "periodic": s_flag,
     "maps": s_none, "rank_coords": s_none, "global_shape": s_shape, "block_size": s_none,
-    "padding": s_none, "sizes": s_none,
+    "padding": s_none, "sizes": s_none, "arr": s_arrow, "dest": s_dest,
+    "name": choice("x", "pos", "nope", 3), "out": s_none,
 }
 
 
-def mutate(data, name, value, ctx, P):
-    """Another value for ``name``: a different draw, or a hostile one."""
+def mutate(data, name, value, ctx, P, receiver=False):
+    """Another value for ``name``: a different draw, or a hostile one.  A
+    method's receiver is another array (anything else never reaches xdap:
+    Python itself refuses ``nan.sum()`` on that rank alone)."""
     draw = PARAMS[name]
+    if receiver:
+        for _ in range(6):
+            other = arrays(data, P)
+            if _differs(other, value):
+                return other
+        return arrays(data, P, ndim=4)
     if data.draw(st.integers(0, 3)) == 0:
         return data.draw(st.sampled_from(HOSTILE_INTS if draw in (s_int, s_count, s_axis)
+                                         else HOSTILE_NUMBERS if name == "other"
                                          else HOSTILE_ANY))
     for _ in range(6):
         other = draw(data, dict(ctx), P)
@@ -497,6 +529,15 @@ def mutate(data, name, value, ctx, P):
 
 
 def _differs(a, b) -> bool:
+    """Whether ``a`` is another argument than ``b`` as the ranks can tell:
+    arrays of one shape, type and layout but other values cannot be told
+    apart (their data is distributed; documented in xdap.contract.describe),
+    so another array differs in one of those."""
+    if isinstance(a, ArraySpec) and isinstance(b, ArraySpec):
+        return (a.shape, a.dtype, a.layout, a.optional) != (b.shape, b.dtype, b.layout,
+                                                            b.optional)
+    if isinstance(a, Fresh) and isinstance(b, Fresh):
+        return a.text.split("seed=")[0] != b.text.split("seed=")[0]
     try:
         return repr(a) != repr(b)
     except Exception:
@@ -558,7 +599,8 @@ class Call:
                 out.append((name, v, "kw"))
         return out, ctx
 
-    def __call__(self, comm, drawn):
+    def prepare(self, comm, drawn):
+        """The arguments, built (arrays: collective, before the call)."""
         args, kwargs = [], {}
         for name, v, how in drawn:
             v = materialize(v, comm)
@@ -568,6 +610,9 @@ class Call:
                 kwargs[name] = v
             else:
                 args.append(v)
+        return args, kwargs
+
+    def __call__(self, args, kwargs):
         if self.prop:
             return args[0], getattr(args[0], self.name)
         if self.method:
@@ -581,10 +626,14 @@ class Call:
         return receiver, result
 
 
-def attempt(call, comm, drawn):
+def attempt(call, prepared, votes=None):
     """``("ok", receiver, result)`` or ``("error", class name, message)``."""
     try:
-        receiver, result = call(comm, drawn)
+        if votes is None:
+            receiver, result = call(*prepared)
+        else:
+            with votes:
+                receiver, result = call(*prepared)
         return ("ok", receiver, result)
     except ALLOWED as e:
         return ("error", type(e).__name__, str(e))
@@ -621,14 +670,14 @@ def content(v):
     return shape_of(v)
 
 
-def outcome_of(comm, call, drawn, debug):
+def outcome_of(comm, call, prepared, debug, votes=None):
     """One call on every rank (each with its own arguments): what it gave,
     as every rank can compare it -- errors by class and message, results by
     their global content (gathered only when every rank returned a result
     of one shape)."""
     before = xdap.agreement.set_debug(debug)
     try:
-        got = attempt(call, comm, drawn)
+        got = attempt(call, prepared, votes)
     finally:
         xdap.agreement.set_debug(before)
     if got[0] != "ok":
@@ -636,18 +685,62 @@ def outcome_of(comm, call, drawn, debug):
     else:
         local = ("ok", shape_of(got[2]), shape_of(got[1]) if is_distributed(got[1]) else None)
     everyone = comm.allgather(local)
-    if got[0] == "ok" and all(o == everyone[0] for o in everyone):
+    if got[0] == "ok" and _alike(everyone) and not any(o[1] == _NONE for o in everyone
+                                                        if o[0] == "ok"):
         local = ("ok", content(got[2]), content(got[1]) if is_distributed(got[1]) else None)
     return local, everyone
+
+
+class _Votes:
+    """Counts the agreements that vote (more than one rank) while it is on."""
+    count = 0
+
+    def __enter__(self):
+        self._finish = xdap.agreement.Agreement.finish
+        votes = self
+
+        def finish(ag, error=None):
+            if ag.comm.size > 1:
+                votes.count += 1
+            return votes._finish(ag, error)
+        xdap.agreement.Agreement.finish = finish
+        return self
+
+    def __exit__(self, *exc):
+        xdap.agreement.Agreement.finish = self._finish
+        return False
+
+
+def _arrays_in(drawn) -> int:
+    return sum(isinstance(v, (ArraySpec, Fresh)) or (isinstance(v, list) and any(
+        isinstance(x, (ArraySpec, Fresh)) for x in v)) for _, v, _ in drawn)
+
+
+OUTCOMES: dict = {}          # outcome class -> examples (what test_divergence reports)
 
 
 def verdict(comm, label, kind, call, a, b, odd):
     """The problem with one example (None: none): ``a`` the arguments every
     rank draws, ``b`` the changed ones rank ``odd`` passes."""
     debug = kind == "local"
-    mine = b if comm.rank == odd else a
-    div, div_all = outcome_of(comm, call, mine, debug)
     problems = []
+    if kind == "local" and _arrays_in(a) <= 1:
+        # declared local: outside debug mode it must not vote (with one array
+        # there is nothing to align, so nothing may communicate)
+        votes = _Votes()
+        outcome_of(comm, call, call.prepare(comm, a), False, votes)
+        if votes.count:
+            problems.append(f"declared local, but it voted {votes.count} time(s) outside "
+                            "debug mode")
+    # first the call as drawn, the same on every rank: one outcome everywhere
+    ref_a, ref_all = outcome_of(comm, call, call.prepare(comm, a), debug)
+    problems += _consistent(ref_all, "with the same arguments on every rank")
+    key = "drawn: an error alike" if ref_all[0][0] != "ok" else "drawn: a value"
+    OUTCOMES[key] = OUTCOMES.get(key, 0) + 1
+    # every rank builds both versions' arrays (building is collective), then
+    # passes its own: the changed one on rank odd
+    both = call.prepare(comm, a), call.prepare(comm, b)
+    div, div_all = outcome_of(comm, call, both[comm.rank == odd], debug)
     crashes = [o for o in div_all if o[0] == "crash"]
     if crashes:
         problems.append(f"a raw {crashes[0][1]}: {crashes[0][2]}")
@@ -657,21 +750,52 @@ def verdict(comm, label, kind, call, a, b, odd):
         elif "internal error" in div_all[0][2]:
             problems.append(f"an internal error: {div_all[0][2]}")
     else:
-        if not all(o == div_all[0] for o in div_all):
+        if not _alike(div_all):
             problems.append(f"different results per rank: {div_all}")
         else:
-            ref_a, _ = outcome_of(comm, call, a, debug)
-            ref_b, _ = outcome_of(comm, call, b, debug)
+            ref_b, _ = outcome_of(comm, call, call.prepare(comm, b), debug)
             if not (div == ref_a == ref_b):
                 problems.append("a result with no error, equal to neither call's: changed "
                                 "argument gave " + _short(ref_b) + "; unchanged " +
                                 _short(ref_a) + "; one rank changed " + _short(div))
+    if not problems:
+        kind_of = "changed: an error alike" if div_all[0][0] == "error" else \
+            "changed: the same value"
+        OUTCOMES[kind_of] = OUTCOMES.get(kind_of, 0) + 1
     mine_ok = not problems
     agreed = comm.allgather(mine_ok)
     if all(agreed):
         return None
     first = agreed.index(False)
     return comm.bcast(problems[0] if comm.rank == first else None, root=first)
+
+
+_NONE = ("value", "NoneType", "None")
+
+
+def _alike(everyone) -> bool:
+    """Whether the ranks' outcomes are one: the same error, or results of
+    one shape -- where some ranks' result is None and the others' a value
+    (``to_numpy(root=0)``, ``plot``: the root's alone), the values agree."""
+    if all(o == everyone[0] for o in everyone):
+        return True
+    if any(o[0] != "ok" for o in everyone):
+        return False
+    values = {o[1] for o in everyone if o[1] != _NONE}
+    return len(values) <= 1 and len({o[2] for o in everyone}) == 1
+
+
+def _consistent(everyone, how) -> list:
+    """Problems of one call's outcomes on every rank: a crash, an internal
+    error, errors or results that differ between ranks."""
+    crashes = [o for o in everyone if o[0] == "crash"]
+    if crashes:
+        return [f"{how}: a raw {crashes[0][1]}: {crashes[0][2]}"]
+    if not _alike(everyone):
+        return [f"{how}: the ranks differ: {_short(everyone)}"]
+    if everyone[0][0] == "error" and "internal error" in everyone[0][2]:
+        return [f"{how}: an internal error: {everyone[0][2]}"]
+    return []
 
 
 def _short(o, n=300):

@@ -98,25 +98,43 @@ def test_debug_mode_reports_a_collective_some_ranks_skip(tmp_path):
                f"#{n}; it last announced: sum (called at {script}:7)" in report
 
 
-AGREED = """
+AGREED = {
+    # every rank raises the same ValueError: in the vote...
+    "bad dist": ("a.redistribute(dist=('x',))", "ValueError: unknown dist type 'x'"),
+    # ... one rank's argument different (the agreement says which)...
+    "shape on one rank": ("xdap.from_global(np.arange(9.0 if c.rank == c.size - 1 else 8.0))",
+                          "ValueError: from_global: data must be the same on every rank"),
+    "axis on one rank": ("xdap.sort(a.reshape(2, 4), axis=c.rank % 2)",
+                         "ValueError: sort: axis must be the same on every rank"),
+    # ... in a call made inside another's work (a nested check)...
+    "nested check": ("xdap.array_api.zeros((2, -1))", "ValueError: zeros: shape entries"),
+    # ... and after the vote, from values every rank has (an empty reduction)
+    "after the vote": ("a[:0].min()", "ValueError: min of an empty selection"),
+}
+SCRIPT_AGREED = """
 import numpy as np, xdap
+from mpi4py import MPI
+c = MPI.COMM_WORLD
 a = xdap.from_global(np.arange(8.0))
-a.redistribute(dist=("x",))          # every rank raises the same ValueError
+{call}
 """
 
 
-@pytest.mark.parametrize("ranks", [3])
-def test_an_error_every_rank_raised_is_printed_once(tmp_path, ranks):
+@pytest.mark.parametrize("case", sorted(AGREED))
+def test_an_error_every_rank_raised_is_printed_once(tmp_path, case):
     """The agreement's error is raised on every rank; uncaught, it is printed
     by one rank (with its traceback) instead of once per rank, and the job
-    still ends with a failing status."""
+    still ends with a failing status -- whether the vote raised it, a check
+    inside another call's work or the work itself from agreed values."""
+    ranks = 3
+    call, message = AGREED[case]
     script = tmp_path / "agreed.py"
-    script.write_text(AGREED)
+    script.write_text(SCRIPT_AGREED.format(call=call))
     # the job's own environment: this process's MPI (Open MPI's singleton)
     # has set variables a nested mpiexec would take as its own
     run = subprocess.run(mpiexec_command(ranks) + [sys.executable, str(script)],
                          capture_output=True, text=True, timeout=60, env=clean_environment())
     assert run.returncode != 0
-    assert run.stderr.count("ValueError: unknown dist type 'x'") == 1, run.stderr
+    assert run.stderr.count(message) == 1, run.stderr
     assert run.stderr.count("Traceback (most recent call last)") <= 2     # the error and its cause
     assert f"raised alike on {ranks} ranks, printed once" in run.stderr

@@ -63,7 +63,8 @@ def test_one_rank_differs(comm, label):
         if changeable:
             k = data.draw(st.sampled_from(changeable))
             n, v, how = drawn[k]
-            changed[k] = (n, divergence.mutate(data, n, v, ctx, P), how)
+            receiver = k == 0 and (call.method or call.prop)
+            changed[k] = (n, divergence.mutate(data, n, v, ctx, P, receiver), how)
             seen["changed"] += 1
         seen["examples"] += 1
         with watchdog(WATCHDOG):
@@ -73,3 +74,10 @@ def test_one_rank_differs(comm, label):
 
     check()
     assert seen["examples"] > 0
+    report = os.environ.get("XDAP_FUZZ_REPORT")
+    if report and comm.rank == 0:            # what the examples gave, for the closing note
+        import json
+        with open(report, "a") as f:
+            f.write(json.dumps({"label": label, "kind": kind, "ranks": P, **seen,
+                                **divergence.OUTCOMES}) + "\n")
+    divergence.OUTCOMES.clear()

@@ -691,6 +691,21 @@ def test_a_version_2_store_without_checksums_loads(comm):
         np.testing.assert_array_equal(xdap.load(tmp + "/v", comm=comm).to_numpy(), g)
 
 
+@pytest.mark.mpi(ranks=(1, 2))
+def test_a_version_3_store_cannot_say_version_2_to_skip_its_checks(comm):
+    """The position tables make a swapped chunk an error; a store edited to
+    say version 2 (which has none) while keeping them is refused, on every
+    rank -- it would otherwise load the swapped chunk silently."""
+    g = np.arange(24.0).reshape(6, 4)
+    with SharedDir(comm) as tmp:
+        xdap.from_global(g, comm=comm).save(tmp + "/v")
+        if comm.rank == 0:
+            edit_attrs(tmp + "/v", lambda a: a.update(version=2))
+        comm.Barrier()
+        expect_error(comm, lambda: xdap.load(tmp + "/v", comm=comm),
+                     "says format version 2 but holds version-3 content")
+
+
 def refresh_checksums(path):
     """What a tool that edits an xdap store's chunks must do: record each
     chunk's CRC-32C (its file's last four bytes) in ``checksums/<array>``."""

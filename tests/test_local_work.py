@@ -87,8 +87,11 @@ def test_debug_mode_catches_ranks_that_diverge(comm):
     b = xdap.from_global(np.arange(8.0), dist=("c",), comm=comm)
     other = b if comm.rank == 1 else a
     # rank 1 would align its operands (a collective) where the others call
-    # the kernel: the two meet, and every rank raises
-    with pytest.raises(ValueError, match="different xdap collectives"):
+    # the kernel: the call's vote compares the operands first, and every
+    # rank raises the same error naming what each passed
+    with pytest.raises(ValueError, match=r"operand types must be the same on every rank: "
+                       r"rank 0 passed \(an array 8 \* float64, dist \(b\).*rank 1 "
+                       r"\(an array 8 \* float64, dist \(b\).*dist \(c\)"):
         a + other
     # out= a NumPy array on one rank only: one TypeError on every rank
     z = xdap.zeros(8, comm=comm)

@@ -945,6 +945,11 @@ run_loop(FuncObject *self, const entry_t *e, const operand_t *ops, int nin,
         rc = e->strided(ptrs, dims, steps, NULL);
     }
     free_copies(copies, nin);
+    if (rc == 2) {      /* XDAP_EXPR_FAILED of a generated module (codegen/templates/prelude.c) */
+        PyErr_Format(PyExc_ValueError, "%s: a hidden or initial value's expression divides by "
+                     "zero, overflows or is out of range for its C type", self->name);
+        return -1;
+    }
     if (rc != 0) {
         PyErr_Format(PyExc_RuntimeError, "kernel %s failed (status %d)", self->name, rc);
         return -1;

@@ -27,7 +27,8 @@ from mpi4py import MPI
 from . import watch as _watch
 from .comm import resolve
 
-__all__ = ["agreement", "Agreement", "Agreed", "agree", "local_check", "debug", "set_debug",
+__all__ = ["agreement", "Agreement", "Agreed", "agree", "agreed_on", "local_check", "debug",
+           "set_debug",
            "USER_ERRORS"]
 
 
@@ -229,7 +230,7 @@ class Agreement:
         out = {_COLLECTIVE: (_digest((self.what, self._share)), repr(self.what or "?"))}
         for name, value in self._same.items():
             try:
-                out[name] = (_digest(value), _short(self._shown.get(name, value)))
+                out[name] = (_digest(value), short_repr(self._shown.get(name, value)))
             except Exception as e:
                 raise TypeError(f"{self._prefix()}{name} cannot be compared across ranks (it "
                                 f"does not pickle: {type(e).__name__}: {e})") from None
@@ -294,8 +295,11 @@ class Agreed:
         return cls(comm.size, whole, comm.rank == 0)
 
 
-def _short(value, width: int = 60) -> str:
+def short_repr(value, width: int = 60) -> str:
     """A value as an error message shows it: its repr, cut to ``width``."""
+    if type(value) is tuple and any(hasattr(type(v), "__xdap_wrap__") for v in value):
+        # operands: each as below (an array's repr would communicate)
+        return "(" + ", ".join(short_repr(v, 120) for v in value) + ")"
     try:
         if hasattr(type(value), "__xdap_wrap__"):      # a DistArray: what ranks compare
             d = value.distribution
@@ -318,6 +322,14 @@ def _short(value, width: int = 60) -> str:
 def agreement(comm, what: str = "", share: bool = False) -> Agreement:
     """The agreement of a collective entry point (see ``Agreement``)."""
     return Agreement(comm, what, share)
+
+
+def agreed_on(comm, error: BaseException) -> BaseException:
+    """``error``, marked as raised alike on every rank of ``comm`` (printed
+    once): for an error the work raises from values every rank holds --
+    the global count of a reduction -- after its vote."""
+    error.xdap_agreed = Agreed.of(resolve(comm))
+    return error
 
 
 def agree(comm, error: BaseException | None) -> None:

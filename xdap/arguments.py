@@ -25,7 +25,7 @@ import numpy as np
 
 from .arraylike import is_distributed
 
-__all__ = ["array", "fixed", "numeric", "integer", "rank", "axis", "axes", "flag", "shape", "real",
+__all__ = ["type_of", "array", "fixed", "numeric", "integer", "rank", "axis", "axes", "flag", "shape", "real",
            "choice", "dtype", "same_comm", "value_of", "INDEX_MAX"]
 
 INDEX_MAX = np.iinfo(np.int64).max      # the largest index or size (NumPy's intp)
@@ -40,6 +40,13 @@ def _shown(value, width: int = 60) -> str:
 
 
 # -- arrays ----------------------------------------------------------------------
+def type_of(x) -> str:
+    """A DistArray's global type, as every rank says it in a message (its
+    local part's type names this rank's share: ``6 * float64`` here, ``0 *
+    float64`` there)."""
+    return x.parts.info.global_type(x.distribution.global_shape)
+
+
 def array(name: str, x, what: str = "x"):
     """``x`` must be a DistArray (anything with the ``xdap.arraylike``
     protocol)."""
@@ -54,7 +61,7 @@ def fixed(name: str, x, what: str = "x"):
     array(name, x, what)
     info = x.parts.info
     if info.ragged or info.boxed:
-        raise TypeError(f"{name}: {what} must be fixed-shape data, not {info.type_string()}")
+        raise TypeError(f"{name}: {what} must be fixed-shape data, not {type_of(x)}")
     return x
 
 
@@ -65,7 +72,7 @@ def numeric(name: str, x, what: str = "x", optional: bool = False):
     info = x.parts.info
     if info.ragged or info.boxed or (info.optional and not optional) or not info.numeric:
         raise TypeError(f"{name}: {what} must be fixed numeric data without missing values, "
-                        f"not {info.type_string()}")
+                        f"not {type_of(x)}")
     return x
 
 

@@ -28,7 +28,7 @@ from . import arraylike
 from .agreement import agreement
 from .api import (creation, data_types, elementwise, exchange, indexing, linear_algebra,
                   manipulation, statistical)
-from .contract import Contract, state
+from .contract import Contract, collective, contract_of, normalized, state
 from .directory import prefix_sums
 from .distribution import Distribution
 from .dtypes import is_integer
@@ -36,6 +36,7 @@ from .movement.halo import accumulate_halos, bind_halos, exchange_halos
 from .movement.migrate import migrate_array
 from .movement.redistribute import bind_redistribute, redistribute
 from .parts import Parts, as_container, check_representable, container
+from .printing import show
 from .parts import parts as parts_of_container
 from .rows import expand_ranges, leaf_counts
 
@@ -58,39 +59,9 @@ class DistArray:
     """
 
     __slots__ = ("distribution", "parts", "_leaf_index", "_fresh", "__weakref__")
-    # the constructor is collective: every rank checks its part, the type is agreed
-    __xdap_contract__ = Contract("collective", "DistArray", ("distribution", "local"), ("local",))
 
     def __init__(self, distribution: Distribution, local):
-        if not isinstance(distribution, Distribution):
-            raise TypeError(f"DistArray needs an xdap.Distribution, got "
-                            f"{type(distribution).__name__}")
-        comm = distribution.comm
-        p = ragged = leaves = None
-        with agreement(comm, "DistArray", share=True) as ag:
-            p = local if isinstance(local, Parts) else parts_of_container(
-                local if isinstance(local, xnd) else as_container(local))
-            ragged = p.info.ragged
-            if tuple(p.shape) != tuple(distribution.local_shape):
-                raise ValueError(f"local partition has shape {tuple(p.shape)} but the "
-                                 f"distribution gives this rank {tuple(distribution.local_shape)}")
-            if ragged and distribution.ndim != 1:
-                raise ValueError("a ragged array is distributed by rows: its distribution "
-                                 f"needs exactly one dimension, got {distribution.ndim}")
-            check_representable(p)
-            ag.same("the distribution", distribution.fingerprint())
-            # One collective carries the verdicts, the element type and, for
-            # ragged arrays in block rows, this rank's number of leaves.
-            leaves = len(p.values) if ragged and distribution.is_contiguous_1d else None
-            ag.share((p.info.leaf if ragged else (p.info.leaf, p.info.kind.value), leaves))
-        infos = [info for info, _ in ag.shared]
-        if len(set(map(str, infos))) != 1:
-            raise TypeError(f"ranks disagree on the element type: {infos}")
-        leaf_index = None
-        if leaves is not None:
-            counts = [n for _, n in ag.shared]
-            leaf_index = (sum(counts[:comm.rank]), sum(counts))
-        self._init(distribution, p, leaf_index)
+        self._init(*_validated(distribution, local))
 
     def _init(self, distribution, p, leaf_index, fresh=False):
         self.distribution = distribution
@@ -143,7 +114,7 @@ class DistArray:
         new._fresh = fresh
         return new
 
-    def leaf_index(self):
+    def __xdap_leaf_index__(self):
         """Where this rank's leaves of ragged data sit in the global leaf
         order: ``(start, total)`` for rows in block order, else ``(int64
         index array, total)``, found once (a distributed prefix sum over
@@ -153,7 +124,6 @@ class DistArray:
             self._leaf_index = _ragged_leaf_index(self.distribution, self.parts)
         return self._leaf_index
 
-    leaf_index.__xdap_contract__ = Contract("local", "leaf_index", ("self",))
 
     # -- state every rank agreed on: reads, no arguments, no MPI call -----------
     @property
@@ -307,6 +277,7 @@ class DistArray:
 
     __str__ = __repr__
 
+    @state
     def __format__(self, spec):
         """A 0-d array formats as its value (``f"{a.sum():.3f}"``)."""
         if not self.distribution.maps and spec:
@@ -362,27 +333,13 @@ class DistArray:
         return array_api
 
     def __iter__(self):
-        """Iterate over the first dim: ``a[0], a[1], ...`` (collective: every
-        rank iterates; each step is ``a[i]``)."""
-        for i in range(len(self)):
-            yield self[i]
+        """Iterate over the first dim: ``a[0], a[1], ...`` (collective: the
+        array is agreed when the iteration starts; each step is ``a[i]``)."""
+        return (self[i] for i in range(indexing.iteration_length(self)))
 
-    __iter__.__xdap_contract__ = Contract("collective", "__iter__", ())
+    __iter__.__xdap_contract__ = contract_of(indexing.iteration_length)
 
-    def show(self, file=None, root: int = 0) -> None:
-        """Print the array rank by rank (collective): its description, then
-        each rank's partition under its rank number, in order.
-
-        >>> import numpy as np, xdap
-        >>> from mpi4py import MPI
-        >>> xdap.from_global(np.arange(3.0), comm=MPI.COMM_SELF).show()
-        DistArray(3 * float64, dist=('n'), grid=(1,))
-        [rank 0] 3: [0.0, 1.0, 2.0]
-        """
-        from .printing import show
-        show(self, file=file, root=root)
-
-    show.__xdap_contract__ = Contract("collective", "show", ("self", "file", "root"))
+    show = show
 
     def plot(self, ax=None, *, points=None, polygons=None, outline=None, max_cells: int = 256,
              title=None):
@@ -402,18 +359,16 @@ class DistArray:
         return plot(self, ax, points=points, polygons=polygons, outline=outline,
                     max_cells=max_cells, title=title)
 
-    plot.__xdap_contract__ = Contract("collective", "plot", ("self",))
+    # pictures.plot's (matplotlib is imported when one is drawn)
+    plot.__xdap_contract__ = Contract("collective", "plot",
+                                      ("a", "ax", "points", "polygons", "outline", "max_cells",
+                                       "title"), own=("ax", "points", "polygons", "outline"))
 
     # -- elementwise operators: NumPy's ufuncs as xdap's kernels (local work) ------------
     # `==` is elementwise, so DistArray keeps identity hashing.
     __hash__ = object.__hash__
 
-    @elementwise.kernel_call
-    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
-        """``np.sin(a)``, ``np.add(a, 1, out=a)``, ``a + np.float32(2)``:
-        NumPy's ufuncs run as xdap's kernels on every rank (local work; the
-        same dispatch, promotion and errors as ``xdap.kernels``)."""
-        return elementwise.array_ufunc(ufunc, method, inputs, out, kwargs)
+    __array_ufunc__ = elementwise.array_ufunc
 
     # Operators are local work: the kernel's checks read agreed state only,
     # so no rank communicates (see xdap.kernels).  A temporary -- a kernel
@@ -515,6 +470,40 @@ class DistArray:
 
 
 arraylike.register(DistArray)
+
+
+@collective(name="DistArray", own=("local",))
+def _validated(distribution, local):
+    """The checks of ``DistArray(distribution, local)``: every rank's part
+    fits the distribution; the distribution and the element type are
+    agreed.  Returns ``(distribution, parts, leaf index)``; the leaf index
+    of ragged rows in blocks takes one allgather of leaf counts."""
+    if not isinstance(distribution, Distribution):
+        raise TypeError(f"DistArray needs an xdap.Distribution, got "
+                        f"{type(distribution).__name__}")
+    p = local if isinstance(local, Parts) else parts_of_container(
+        local if isinstance(local, xnd) else as_container(local))
+    ragged = p.info.ragged
+    if tuple(p.shape) != tuple(distribution.local_shape):
+        raise ValueError(f"local partition has shape {tuple(p.shape)} but the "
+                         f"distribution gives this rank {tuple(distribution.local_shape)}")
+    if ragged and distribution.ndim != 1:
+        raise ValueError("a ragged array is distributed by rows: its distribution "
+                         f"needs exactly one dimension, got {distribution.ndim}")
+    check_representable(p)
+    element = p.info.leaf if ragged else (p.info.leaf, p.info.kind.value)
+    yield {"distribution": distribution,
+           "the element type": normalized(element, error=TypeError)}
+    leaf_index = None
+    if ragged and distribution.is_contiguous_1d:
+        comm = distribution.comm
+        counts = comm.allgather(len(p.values))
+        leaf_index = (sum(counts[:comm.rank]), sum(counts))
+    return distribution, p, leaf_index
+
+
+# the constructor is collective: every rank checks its part, the type is agreed
+DistArray.__xdap_contract__ = contract_of(_validated)
 
 
 _KERNELS: dict = {}

@@ -59,7 +59,7 @@ from .arraylike import is_distributed
 from .comm import resolve
 
 __all__ = ["collective", "local", "part", "pure", "state", "adapted", "normalized", "Contract",
-           "describe", "nested", "contract_of", "KINDS"]
+           "describe", "nested", "inside", "contract_of", "KINDS"]
 
 KINDS = ("collective", "local", "part", "pure", "state")
 
@@ -126,6 +126,9 @@ class _Inside:
 
 
 _INSIDE = _Inside()
+# ``with inside:`` -- the work of a call that has voted on its own (a kernel's
+# debug-mode vote): the calls made in it trust that agreement
+inside = _INSIDE
 
 
 # -- what ranks compare -----------------------------------------------------------

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from . import comm as _comm
+from .contract import Contract, pure
 from .maps import BlockMap, Map
 from .maps.base import int_tuple
 
@@ -45,6 +46,9 @@ class Distribution:
     without a communicator (``comm`` and ``coords`` None): what the pure
     planners and their one-rank tests work on.
     """
+
+    # built from its arguments alone, on each rank: no MPI call
+    __xdap_contract__ = Contract("pure", "Distribution", ("maps", "comm", "rank_coords"))
 
     __slots__ = ("maps", "comm", "grid", "coords", "_placement", "_fp", "_at")
 
@@ -320,6 +324,7 @@ def _per_dim(name, value, ndim):
     return tuple(value)
 
 
+@pure
 def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_size=None,
                       padding=None, periodic=None, indices=None, sizes=None) -> Distribution:
     """Build a Distribution from user options (validated, the same on every rank).

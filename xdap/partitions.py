@@ -23,6 +23,7 @@ import numpy as np
 from mpi4py import MPI
 
 from .comm import resolve
+from .contract import Contract
 
 __all__ = ["Partition", "CartesianPartition", "normalise_axes"]
 
@@ -53,6 +54,10 @@ class Partition:
     ...     Q.active, Q.size, Q.rank, Q.allgather_data(5)
     (False, 0, None, [])
     """
+
+    # wraps a communicator, on each rank alone (no MPI call); the methods that
+    # derive teams are collective over the root communicator
+    __xdap_contract__ = Contract("pure", "Partition", ("comm",))
 
     def __init__(self, comm=None):
         comm = resolve(comm)
@@ -229,6 +234,8 @@ class CartesianPartition(Partition):
     ((1, 1), (0, 0), (0, 0), ((0, 0), (None, None)))
     >>> P.close()
     """
+
+    __xdap_contract__ = Contract("pure", "CartesianPartition", ("comm", "shape", "periodic"))
 
     def __init__(self, comm=None, shape=None, periodic=None):
         comm = resolve(comm)

@@ -31,6 +31,7 @@ def rank_print(*objects, comm=None, sep: str = " ", end: str = "\n", file=None,
     root = rank("print", comm, root)
     if not isinstance(sep, str) or not isinstance(end, str):
         raise TypeError("print: sep and end must be strings")
+    _check_file("print", file)
     text = sep.join(str(o) for o in objects)
     yield dict(comm=comm, sep=sep, end=end, root=root)
     texts = comm.gather(text, root=root)
@@ -51,13 +52,20 @@ def show(a, file=None, root: int = 0) -> None:
     if not hasattr(type(a), "__xdap_wrap__"):
         raise TypeError(f"show: a must be a DistArray, got {type(a).__name__}")
     root = rank("show", a.comm, root)
+    _check_file("show", file)
     yield dict(a=a, root=root)
     if a.comm.rank == root:
         out = file if file is not None else sys.stdout
         desc = repr(a)
-        out.write(desc[:desc.index(", rank ")] + ")\n")
+        out.write((desc[:desc.index(", rank ")] + ")" if ", rank " in desc else desc) + "\n")
     share = "x".join(str(n) for n in a.distribution.local_shape) or "1"
     rank_print(f"{share}: {partition_text(a)}", comm=a.comm, file=file, root=root)
+
+
+def _check_file(name, file):
+    """``file``: None (standard output) or something with ``write``."""
+    if file is not None and not callable(getattr(file, "write", None)):
+        raise TypeError(f"{name}: file must have a write() method, got {type(file).__name__}")
 
 
 # NumPy's print options: more than THRESHOLD values are summarised, EDGE items

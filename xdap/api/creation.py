@@ -152,7 +152,7 @@ def _filled_like(name, x, fill_value, dtype, device):
     if dt is None:
         info = x.parts.info
         if not info.numeric:
-            raise TypeError(f"{name}: x holds {info.type_string()}; give a numeric dtype")
+            raise TypeError(f"{name}: x holds {arguments.type_of(x)}; give a numeric dtype")
         dt = info.numpy_dtype
     fill = None if fill_value is None else arguments.value_of(name, "fill_value", fill_value, dt)
     return dt, fill

@@ -73,7 +73,7 @@ def astype(x, dtype, /, *, copy=True, device=None):
 def _dtype_of(name, x):
     if is_distributed(x):
         if x.dtype is None:
-            raise TypeError(f"{name}: a {x.parts.info.type_string()} array has no NumPy dtype")
+            raise TypeError(f"{name}: a {arguments.type_of(x)} array has no NumPy dtype")
         return x.dtype
     if isinstance(x, np.ndarray):
         return x.dtype

@@ -53,26 +53,32 @@ def _ufuncs() -> dict:
     return _UFUNCS
 
 
-def array_ufunc(ufunc, method, inputs, out, kwargs):
+@local(name="__array_ufunc__")
+def array_ufunc(self, ufunc, method, *inputs, out=None, **kwargs):
     """``DistArray.__array_ufunc__``: ``np.sin(a)``, ``np.add(a, 1,
     out=a)``, ``a + np.float32(2)`` -- the library's kernel, else NumPy's
-    loop on every rank's values; other methods (``reduce``, ...) and
-    keywords are a TypeError naming what to use instead."""
-    kernel = (_UFUNCS or _ufuncs()).get(ufunc)
+    loop on every rank's values (local work); other methods (``reduce``,
+    ...) and keywords are a TypeError naming what to use instead."""
+    if not isinstance(ufunc, np.ufunc):
+        raise TypeError(f"__array_ufunc__: {ufunc!r} is not a NumPy ufunc")
     plain = method == "__call__" and not kwargs and (out is None or len(out) == 1)
-    target = None if out is None else out[0]          # NumPy passes out= as a tuple
-    if plain and kernel is not None:
-        return library_or_numpy(kernel, ufunc, inputs, target)
-    if plain:
-        return numpy_ufunc(ufunc, inputs, target)
-    if method == "__call__" and not kwargs:
+    if method == "__call__" and not kwargs and not plain:
         raise TypeError(f"np.{ufunc.__name__}: one out= array, got {len(out)}")
-    what = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-    extra = f" with {', '.join(kwargs)}=" if kwargs else ""
-    raise TypeError(f"{what}{extra} on a DistArray: xdap runs NumPy's elementwise ufuncs "
-                    "(np.sin, np.add, np.less, ...), called plainly, with out= at most; for "
-                    "reductions use a.sum(), a.max(), ...; for anything else "
-                    "a.local_numpy() on each rank, or a.to_numpy()")
+    if not plain:
+        what = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        extra = f" with {', '.join(kwargs)}=" if kwargs else ""
+        raise TypeError(f"{what}{extra} on a DistArray: xdap runs NumPy's elementwise ufuncs "
+                        "(np.sin, np.add, np.less, ...), called plainly, with out= at most; for "
+                        "reductions use a.sum(), a.max(), ...; for anything else "
+                        "a.local_numpy() on each rank, or a.to_numpy()")
+    target = None if out is None else out[0]          # NumPy passes out= as a tuple
+    # the operands are the kernel's to check (xdap.kernels.apply: agreed state only)
+    yield dict(self=self, ufunc=ufunc.__name__, method=method, inputs=inputs, out=target,
+               kwargs=None)
+    kernel = (_UFUNCS or _ufuncs()).get(ufunc)
+    if kernel is not None:
+        return library_or_numpy(kernel, ufunc, inputs, target)
+    return numpy_ufunc(ufunc, inputs, target)
 
 
 def library_or_numpy(kernel, ufunc, inputs, out=None):
@@ -112,7 +118,7 @@ def numpy_ufunc(ufunc, inputs, out=None):
     >>> (a // 2).to_numpy(), (a % 3).to_numpy()
     (array([ 3, -4,  4]), array([1, 2, 2]))
     """
-    from ..kernels.apply import broadcast_operands, needs_broadcast
+    from ..kernels.apply import broadcast_operands, broadcast_shape_of, needs_broadcast
     name = f"np.{ufunc.__name__}"
     dists = [a for a in inputs if is_distributed(a)]
     first = dists[0]
@@ -123,6 +129,8 @@ def numpy_ufunc(ufunc, inputs, out=None):
                                           if is_distributed(a) else type(a).__name__
                                           for a in inputs))
             _check_ufunc(name, ufunc, dists, out)
+            if needs_broadcast(inputs, first):
+                broadcast_shape_of(inputs, out)
     else:
         _check_ufunc(name, ufunc, dists, out)
     if needs_broadcast(inputs, first):
@@ -178,7 +186,7 @@ def _check_ufunc(name, ufunc, dists, out):
         if not is_distributed(a):
             raise TypeError(f"{name}: out= must be a DistArray, got {type(a).__name__}")
         if a.parts.info.boxed:
-            raise TypeError(f"{name}: {a.parts.info.type_string()} data has no NumPy values")
+            raise TypeError(f"{name}: {arguments.type_of(a)} data has no NumPy values")
     if out is not None and not out.parts.values.flags.writeable:
         raise ValueError(f"{name}: out= is read-only")
 

@@ -223,7 +223,7 @@ def distarray(x, version: str = "0.10.0"):
     version = arguments.choice("__distarray__", "version", version, ("0.10.0", "0.9.0"))
     yield dict(x=x, version=version)
     from ..protocols import dap
-    return dap.export(x.distribution, x.parts, version, leaf_index=x.leaf_index())
+    return dap.export(x.distribution, x.parts, version, leaf_index=x.__xdap_leaf_index__())
 
 
 @part(name="partitioned")

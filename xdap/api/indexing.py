@@ -36,7 +36,8 @@ from ..maps import BlockMap
 from ..movement import index as _index
 from .layouts import filled, reshaped
 
-__all__ = ["getitem", "setitem", "take", "take_along_axis", "field", "global_indices"]
+__all__ = ["getitem", "setitem", "take", "take_along_axis", "field", "global_indices",
+           "iteration_length"]
 
 
 # -- keys --------------------------------------------------------------------------
@@ -104,7 +105,7 @@ def _mask_key(x, mask):
                          f"array of shape {x.shape} is not supported; give a mask of the "
                          "array's shape")
     if x.parts.info.ragged or x.parts.info.boxed:
-        raise TypeError(f"a[mask]: {x.parts.info.type_string()} data takes a slice of its "
+        raise TypeError(f"a[mask]: {arguments.type_of(x)} data takes a slice of its "
                         "rows only")
     if is_distributed(mask):
         if mask.parts.info.optional:
@@ -122,7 +123,7 @@ def _take_indices(name, n, idx):
         info = idx.parts.info
         if idx.ndim != 1 or info.ragged or info.optional or not is_integer(info.dtype):
             raise TypeError(f"{name}: indices must be a 1-D integer array, not "
-                            f"{info.type_string()}")
+                            f"{arguments.type_of(idx)}")
         _in_range(name, n, idx.parts.values)
         return idx
     a = np.asarray(idx)
@@ -157,7 +158,7 @@ def _key(x, key):
         steps = _index.normalize_key(key, x.distribution.global_shape)
         info = x.parts.info
         if (info.ragged or info.boxed) and any(s[0] != "slice" for s in steps):
-            raise IndexError(f"a[{key!r}]: {info.type_string()} data takes a slice of its "
+            raise IndexError(f"a[{key!r}]: {arguments.type_of(x)} data takes a slice of its "
                              "rows only (no integers, None or indices inside a row)")
         if x.ndim and all(s[0] == "int" for s in steps):
             return "element", tuple(s[2] for s in steps)
@@ -512,3 +513,15 @@ def global_indices(x, dim: int = 0) -> np.ndarray:
     dim = arguments.axis("global_indices", x.distribution.ndim, dim, "dim")
     yield dict(x=x, dim=dim)
     return np.asarray(x.distribution.global_indices(dim))
+
+
+@collective(name="__iter__")
+def iteration_length(x):
+    """How many steps ``iter(x)`` takes -- the first dim's size -- with
+    ``x`` agreed (an iteration is collective: each step is ``x[i]``); a
+    0-d array does not iterate (TypeError, as NumPy's)."""
+    arguments.array("__iter__", x)
+    if x.ndim == 0:
+        raise TypeError("iteration over a 0-d DistArray (use its value: float(a), a.item())")
+    yield dict(x=x)
+    return x.distribution.global_shape[0]

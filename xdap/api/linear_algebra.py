@@ -20,6 +20,7 @@ from ..arraylike import is_distributed
 from ..contract import collective, local
 from ..distribution import Distribution
 from ..maps import BlockMap
+from ..movement.reduce import allreduce
 from .layouts import moved, one_copy, owned, rows, wrap
 
 __all__ = ["matmul", "tensordot", "vecdot", "matrix_transpose", "transpose"]
@@ -128,7 +129,6 @@ def _batch(shape1, shape2):
 
 
 def _matmul(x1, x2):
-    from mpi4py import MPI
     d = x1.distribution
     if is_distributed(x2):
         if d.ndim == 1 and x2.ndim == 1:
@@ -142,8 +142,7 @@ def _matmul(x1, x2):
         idx = np.asarray(d.maps[0].global_indices(d.coords[0]))[d.maps[0].owned_local_slice(
             d.coords[0])]
         partial = own @ (x2[..., idx, :] if x2.ndim > 1 else x2[idx])
-        total = np.empty_like(np.asarray(partial))
-        x1.comm.Allreduce(np.ascontiguousarray(partial), total, op=MPI.SUM)
+        total = allreduce(x1.comm, np.asarray(partial), "sum")
         return total[()] if total.ndim == 0 else total
     if not d.maps[-1].whole:
         x1 = rows(x1)
@@ -180,14 +179,11 @@ def _stacked(x1, x2):
 
 
 def _dot(x1, x2):
-    from mpi4py import MPI
     x1 = one_copy(x1)
     x2 = moved(x2, x1.distribution)
     d = x1.distribution
     own = owned(d, x1.parts) @ owned(d, x2.parts)
-    total = np.empty_like(np.asarray(own))
-    x1.comm.Allreduce(np.ascontiguousarray(own), total, op=MPI.SUM)
-    return total[()]
+    return allreduce(x1.comm, np.asarray(own), "sum")[()]
 
 
 # -- tensordot ---------------------------------------------------------------------------

@@ -52,7 +52,7 @@ def _check(name, x, axis, dtype, out, keepdims, numpy_kw):
     if dt is not None:
         if x.parts.info.ragged or x.parts.info.boxed:
             raise TypeError(f"{name}: dtype= converts fixed numeric data, not "
-                            f"{x.parts.info.type_string()}")
+                            f"{arguments.type_of(x)}")
         check_reduction(x.parts.info.with_leaf(("?" if x.parts.info.optional else "") +
                                                _name(dt)), name, axes)
     return axes, dt, keepdims

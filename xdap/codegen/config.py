@@ -728,7 +728,10 @@ def load_config(path, strict: bool = False) -> ModuleConfig:
     ``parse_config`` for refused sections and ``strict``)."""
     path = pathlib.Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the kernel config: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: the kernel config is not UTF-8 text (byte {e.start}: "
+                          f"{e.object[e.start:e.start + 1]!r})") from None
     return parse_config(text, path, strict)

@@ -82,64 +82,165 @@ def _call(v: Variant, value, pointer) -> str:
     return f"{v.prototype.name}({params})"
 
 
-def _expr_c(expr: str, arrays) -> str:
-    """A .cfg expression in C: names are the scalars' locals ``v_NAME``;
-    ``len(x, k)`` / ``ndim(x)`` come from ``arrays[x] = (length, ndim)``,
-    ``length(k)`` the C expression of the array's length along k."""
-    parts = []
-    for t in check_hide_expr(expr):
+_FLOAT_CTYPES = ("float", "double")
+
+
+def _expr_c(expr: str, arrays, ctypes) -> tuple:
+    """A .cfg expression as checked C: ``(code, kind)``, ``kind`` "i"
+    (int64 arithmetic) or "f" (double).  Names are the scalars' locals
+    ``v_NAME`` (``ctypes[NAME]`` their C types); ``len(x, k)`` /
+    ``ndim(x)`` come from ``arrays[x] = (length, ndim)``, ``length(k)`` the
+    C expression of the array's length along k.  Integer ``+ - * / %``
+    and negation go through the prelude's ``xdap_i_*`` (overflow and a
+    zero divisor set ``xdap_bad``: an error, never a signal), float ``/``
+    and ``%`` through ``xdap_f_*`` (a zero divisor likewise); the caller
+    declares ``int xdap_bad = 0`` and checks it."""
+    toks = check_hide_expr(expr)
+    pos = 0
+
+    def peek():
+        return toks[pos] if pos < len(toks) else None
+
+    def take():
+        nonlocal pos
+        pos += 1
+        return toks[pos - 1]
+
+    def as_f(code, kind):
+        return code if kind == "f" else f"((double)({code}))"
+
+    def binary(op, left, right):
+        (a, ka), (b, kb) = left, right
+        if ka == kb == "i":
+            name = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}[op]
+            return f"xdap_i_{name}({a}, {b}, &xdap_bad)", "i"
+        a, b = as_f(a, ka), as_f(b, kb)
+        if op == "/":
+            return f"xdap_f_div({a}, {b}, &xdap_bad)", "f"
+        if op == "%":
+            return f"xdap_f_mod({a}, {b}, &xdap_bad)", "f"
+        return f"(({a}) {op} ({b}))", "f"
+
+    def atom():
+        t = take()
         if t[0] == "len":
-            parts.append(arrays[t[1]][0](t[2]))
-        elif t[0] == "ndim":
-            parts.append(str(arrays[t[1]][1]))
-        elif t[0] == "name":
-            parts.append(f"v_{t[1]}")
-        else:
-            parts.append(t[1])
-    return " ".join(parts)
+            return f"((int64_t)({arrays[t[1]][0](t[2])}))", "i"
+        if t[0] == "ndim":
+            return f"((int64_t){arrays[t[1]][1]})", "i"
+        if t[0] == "name":
+            return (f"((double)v_{t[1]})", "f") if ctypes.get(t[1]) in _FLOAT_CTYPES else \
+                (f"((int64_t)v_{t[1]})", "i")
+        if t[0] == "num":
+            floating = any(c in t[1] for c in ".eE")
+            return (f"({t[1]})", "f") if floating else (f"((int64_t){t[1]}LL)", "i")
+        if t == ("op", "("):
+            inner = sum_()
+            take()                                # ")"
+            return inner
+        if t in (("op", "-"), ("op", "+")):
+            code, kind = atom()
+            if t[1] == "+":
+                return code, kind
+            return (f"xdap_i_neg({code}, &xdap_bad)", "i") if kind == "i" else \
+                (f"(-({code}))", "f")
+        raise ValueError(f"cannot read expression {expr!r}")
+
+    def product():
+        left = atom()
+        while peek() in (("op", "*"), ("op", "/"), ("op", "%")):
+            op = take()[1]
+            left = binary(op, left, atom())
+        return left
+
+    def sum_():
+        left = product()
+        while peek() in (("op", "+"), ("op", "-")):
+            op = take()[1]
+            left = binary(op, left, product())
+        return left
+
+    return sum_()
 
 
-def _scalar_value(a: Arg, arrays) -> str:
-    """The value a scalar that the caller does not pass starts with: its
-    expression (hide), its initial value, or zero."""
+def _checked(name: str, ctype: str, dtype: str, expr: str, arrays, ctypes, target: str,
+             fail: list) -> list:
+    """C statements giving ``target`` (of C type ``ctype``, dtype
+    ``dtype``) the value of the expression ``expr`` for the argument
+    ``name``, checked: a zero divisor, an integer overflow, or a value the
+    type cannot hold (NaN or an infinity into an integer, 2**40 into an
+    ``int``, -1 into an unsigned) runs the statements ``fail`` --
+    ``RAISE`` among them is the error saying which, with the value --
+    instead of the C that would trap or truncate."""
+    code, kind = _expr_c(expr, arrays, ctypes)
+    lines = ["{ int xdap_bad = 0;",
+             f"  const {'int64_t' if kind == 'i' else 'double'} h = {code};"]
+    if ctype in _FLOAT_CTYPES:
+        lines.append(f"  if (!xdap_bad) {target} = ({ctype})h;")
+    else:
+        whole = "h" if kind == "i" else "(int64_t)h"
+        if kind == "f":           # a double into an integer: whole and in int64's range first
+            lines.append("  if (!xdap_bad && !(h >= -9223372036854775808.0 && "
+                         "h < 9223372036854775808.0 && h == (double)(int64_t)h)) xdap_bad = 2;")
+        if dtype.startswith("uint"):
+            lines.append(f"  if (!xdap_bad && {whole} < 0) xdap_bad = 2;")
+        if dtype not in ("int64", "uint64"):
+            lines.append(f"  if (!xdap_bad && (int64_t)({ctype}){whole} != {whole}) xdap_bad = 2;")
+        lines.append(f"  if (!xdap_bad) {target} = ({ctype}){whole};")
+    shown = f"{name} = {expr}".replace("%", "%%")
+    value = ("%lld", "(long long)h") if kind == "i" else ("%.17g", "h")
+    raise_ = [f"if (xdap_bad == 1) ndt_err_format(ctx, NDT_ValueError, "
+              f"{_c_string('%s: ' + shown + ' divides by zero or overflows')}, XDAP_KERNEL);",
+              f"else ndt_err_format(ctx, NDT_ValueError, "
+              f"{_c_string('%s: ' + shown + ' is ' + value[0] + ', not a value of C type ' + ctype)}"
+              f", XDAP_KERNEL, {value[1]});"]
+    lines.append("  if (xdap_bad) {")
+    for f in fail:
+        lines += ["      " + r for r in raise_] if f == "RAISE" else ["      " + f]
+    lines.append("  } }")
+    return lines
+
+
+def _scalar_value(a: Arg, arrays, ctypes, fail) -> list:
+    """Statements giving a scalar the caller does not pass its starting
+    value ``v_NAME``: its expression (hide), its initial value, or zero."""
     expr = a.hide_expr if a.role == "hide" else a.default
-    return f"({a.ctype})({_expr_c(expr, arrays)})" if expr is not None else f"({a.ctype})0"
+    if expr is None:
+        return [f"v_{a.name} = ({a.ctype})0;"]
+    return _checked(a.name, a.ctype, a.dtype, expr, arrays, ctypes, f"v_{a.name}", fail)
 
 
-# integer dtypes narrower than the int64 lengths that hidden arguments come from
-_NARROW_INTS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
+# what a Strided loop says of an expression it refused (xdap/_apply.c says the same)
+_EXPR_FAILED = ("a hidden or initial value's expression divides by zero, overflows or "
+                "is out of range for its C type")
+
+# what a checked expression's failure does in a kernel: the error, then out
+_FAIL = ["RAISE", "goto done;"]
 
 
 def _scalars_in(v: Variant, s: _Slots, elem, arrays, optional: bool, indent: str,
-                na=None) -> list:
+                na=None, fail=None) -> list:
     """Statements giving every scalar argument its local ``v_NAME`` before
     the call: passed ones from their slot (a missing item of a ``?T`` slot
-    takes the initial value), then the others in prototype order."""
+    takes the initial value), then the others in prototype order -- every
+    expression checked (``_checked``: an error, never a signal)."""
+    ctypes = {a.name: a.ctype for a in v.args if not a.is_array}
+    fail = _FAIL if fail is None else fail
     lines = []
     for a in v.args:
         if a.is_array or not a.passed:
             continue
         value = elem(s.input[a.name])
         if optional and a.optional:
-            value = f"{na(s.input[a.name])} ? ({a.ctype})({_expr_c(a.default, arrays)}) : {value}"
-        lines.append(f"v_{a.name} = {value};")
+            lines.append(f"if ({na(s.input[a.name])}) {{")
+            lines += ["    " + x for x in _checked(a.name, a.ctype, a.dtype, a.default or "0",
+                                                   arrays, ctypes, f"v_{a.name}", fail)]
+            lines += ["}", f"else v_{a.name} = {value};"]
+        else:
+            lines.append(f"v_{a.name} = {value};")
     for a in v.args:
         if a.is_array or a.passed:
             continue
-        if a.role == "hide" and a.hide_expr is not None and a.dtype in _NARROW_INTS and \
-                any(t[0] == "len" for t in check_hide_expr(a.hide_expr)):
-            # lengths are int64: a value the C parameter cannot hold (e.g.
-            # 2**31 items for an `int n`) is an error, not a truncated length
-            expr = _expr_c(a.hide_expr, arrays)
-            lines += [f"{{ const int64_t h = (int64_t)({expr});  /* {a.name} = {a.hide_expr} */",
-                      f"  if ((int64_t)({a.ctype})h != h) {{",
-                      f"      ndt_err_format(ctx, NDT_ValueError, \"%s: {a.name} = "
-                      f"{a.hide_expr.replace('%', '%%')} is %lld, out of range for C type {a.ctype}\", "
-                      f"XDAP_KERNEL, (long long)h);",
-                      "      goto done;", "  }",
-                      f"  v_{a.name} = ({a.ctype})h; }}"]
-        else:
-            lines.append(f"v_{a.name} = {_scalar_value(a, arrays)};")
+        lines += _scalar_value(a, arrays, ctypes, fail)
     return [indent + line for line in lines]
 
 
@@ -177,7 +278,10 @@ def _elementwise_body(v: Variant, s: _Slots, elem, indent: str) -> list:
     """Statements applying the function to element i; elem(slot) is an lvalue."""
     lines = [indent + "{"]
     lines += _declare_scalars(v, indent + "    ")
-    lines += _scalars_in(v, s, elem, {}, False, indent + "    ")
+    # a Strided loop has no error context: a refused expression returns
+    # EXPR_FAILED, which the Xnd kernel and xdap._apply turn into the error
+    lines += _scalars_in(v, s, elem, {}, False, indent + "    ",
+                         fail=["return XDAP_EXPR_FAILED;"])
     lines += _scalar_call(v, s, elem, None, indent + "    ")
     lines += _scalars_out(v, s, elem, False, indent + "    ")
     return lines + [indent + "}"]
@@ -238,7 +342,12 @@ def _emit_scalar_xnd(kernel: KernelConfig, i: int, v: Variant) -> str:
         f"    if (xdap_slices(stack, {s.nargs}, args, &n, steps, ctx) < 0) {{",
         "        return -1;",
         "    }",
-        f"    return {_fn(kernel, i, 'strided')}(args, &n, steps, NULL);",
+        f"    if ({_fn(kernel, i, 'strided')}(args, &n, steps, NULL) == XDAP_EXPR_FAILED) {{",
+        f"        ndt_err_format(ctx, NDT_ValueError, \"%s: {_EXPR_FAILED}\", "
+        f"\"{kernel.name}\");",
+        "        return -1;",
+        "    }",
+        "    return 0;",
         "}", ""])
 
 
@@ -381,8 +490,11 @@ def kernel_table(config: ModuleConfig):
         for ell in kernel.ellipses:
             for i, v in enumerate(kernel.variants):
                 if v.is_scalar:
-                    rows.append((kernel.name, v.signature(ell), True,
-                                 _fn(kernel, i, "xnd"), _fn(kernel, i, "strided")))
+                    # a loop whose scalars come from checked expressions has no error
+                    # context to say why it refuses one: gumath then calls the Xnd kernel,
+                    # which wraps the loop and says it
+                    rows.append((kernel.name, v.signature(ell), True, _fn(kernel, i, "xnd"),
+                                 None if _may_refuse(v) else _fn(kernel, i, "strided")))
                 else:
                     if ell == "...":
                         for mask in _batch_masks(v):
@@ -393,6 +505,14 @@ def kernel_table(config: ModuleConfig):
                     rows.append((kernel.name, v.signature(ell, optional=True), False,
                                  _fn(kernel, i, "xnd_opt"), None))
     return rows
+
+
+def _may_refuse(v: Variant) -> bool:
+    """Whether an elementwise variant computes a scalar from an expression
+    (hidden, or an initial value): its loop may then refuse a value."""
+    return any(not a.is_array and ((not a.passed and (a.hide_expr or a.default) is not None) or
+                                   (a.passed and a.optional and a.default is not None))
+               for a in v.args)
 
 
 def _batch_masks(v: Variant):
@@ -453,13 +573,14 @@ def _emit_batched(kernel: KernelConfig, i: int, v: Variant, mask: tuple) -> str:
         # lengths from the whole stacks' shapes: a batched one's core dims follow the batch dim
         arrays = {a.name: (lambda axis, k=s.input[a.name]: f"s{k}[{off[k] + axis}]", len(a.dims))
                   for a in v.inputs}
+        ctypes = {a.name: a.ctype for a in v.args if not a.is_array}
         for a in v.args:
             if a.is_array or a.passed:
                 continue
-            expr = _expr_c(a.hide_expr, arrays)
-            out += [f"        {{ const int64_t h = (int64_t)({expr});",
-                    f"          v_{a.name} = ({a.ctype})h;",
-                    f"          if ((int64_t)v_{a.name} != h) goto per_item; }}"]
+            # a value the checks refuse: the one-call kernel below says why
+            out += ["        " + x for x in _checked(a.name, a.ctype, a.dtype, a.hide_expr or "0",
+                                                     arrays, ctypes, f"v_{a.name}",
+                                                     ["goto per_item;"])]
         sizes = {}
         for k in slots:
             a = arg_of[k]
@@ -550,6 +671,7 @@ def generate_c(config: ModuleConfig) -> str:
     out = [f"/* Generated by xdap.codegen from {config.path.name}; do not edit. */",
            "#define PY_SSIZE_T_CLEAN",
            "#include <Python.h>",
+           "#include <math.h>",
            "#include <stdbool.h>",
            "#include <stdint.h>",
            "#include <stdio.h>",

@@ -116,6 +116,11 @@ def read_frame(path: str, what: str = "load") -> tuple:
         raise ValueError(f"{what}: {path!r} is not an xdap store (no zarr.json, and no "
                          f"{legacy_reader.MANIFEST} of the previous format)")
     sf.validate(attrs, where)
+    if attrs["version"] < sf.FORMAT_VERSION and os.path.lexists(os.path.join(path, sf.CHECKSUMS)):
+        # a version-3 store said to be 2 would skip the position tables' check
+        raise ValueError(f"{where}: the store says format version {attrs['version']} but holds "
+                         f"version-3 content (a {sf.CHECKSUMS!r} group of chunk position "
+                         "tables): a store cannot lower its version to skip a check")
     return "zarr", attrs, _check_arrays(path, attrs, where)
 
 

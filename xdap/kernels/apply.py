@@ -32,7 +32,7 @@ import numpy as np
 from xnd import xnd
 
 from ..agreement import agreement, debug
-from ..contract import nested
+from ..contract import inside, nested
 from ..arraylike import is_distributed, unwrap, wrap_like
 from ..parts import Parts, as_container, container, parts, parts_of
 from ..types import dtype_from_numpy, is_numeric, numpy_dtype, type_info
@@ -96,6 +96,32 @@ def apply(func, *args, out=None):
             raise TypeError("out= is a DistArray but no operand is: pass DistArray operands")
         return local_apply(func, args, out)
     first = dists[0]
+    if debug() and first.distribution.comm.size > 1 and not nested():
+        # debug mode: the whole call votes first -- the kernel, every operand
+        # and the shape they broadcast to -- and what follows trusts it
+        with agreement(first.distribution.comm, "kernel") as ag:
+            ag.same("the kernel", _kernel_name(func))
+            ag.same("the operand types", tuple(_signature(a) for a in args), shown=tuple(args))
+            ag.same("out=", None if out is None else _signature(out),
+                    shown=out)
+            for i, a in enumerate(args):
+                if not is_distributed(a) and not is_scalar(a) and \
+                        not isinstance(a, (np.ndarray, list, xnd)):
+                    raise TypeError(f"operand {i} is a {type(a).__name__}: with DistArray "
+                                    "operands the others must be arrays or Python scalars")
+            if out is not None and not is_distributed(out):
+                raise TypeError(f"out= must be a DistArray like the operands, got "
+                                f"{type(out).__name__}")
+            # kernels with core dimensions check their own shapes below
+            if core_signature(func, args) is None and needs_broadcast(args, first):
+                broadcast_shape_of(args, out)
+        with inside:
+            return _apply_distributed(func, args, out, first)
+    return _apply_distributed(func, args, out, first)
+
+
+def _apply_distributed(func, args, out, first):
+    """``apply`` with DistArray operands (see ``apply``)."""
     sig = core_signature(func, args)
     if sig is not None:
         return _apply_core(func, sig, args, out, first)
@@ -407,15 +433,15 @@ def _kernel_name(func) -> str:
 
 def _signature(a):
     """What must match across ranks about one operand: a DistArray's
-    distribution and element type, a scalar's Python type."""
+    distribution and element type; a scalar's or a NumPy operand's type and
+    value (``xdap.contract.describe``)."""
     if is_distributed(a):
         info = a.parts.info
         return (a.distribution.fingerprint(), info.kind.value, info.var_ndim, info.leaf)
-    if isinstance(a, np.ndarray):
-        return ("ndarray", a.shape, a.dtype.str)
     if isinstance(a, xnd):
-        return ("xnd", str(a.type))
-    return type(a).__name__
+        return ("xnd", str(a.type), repr(a.value))
+    from ..contract import describe
+    return describe(a)
 
 
 _ALONE = contextlib.nullcontext()
@@ -451,8 +477,9 @@ def _agreed_call(comm, name, args, out, check=None):
     with agreement(comm, "kernel") as ag:
         (check or check_operands)(args, out)
         ag.same("the kernel", name)
-        ag.same("the operand types", tuple(_signature(a) for a in args))
-        ag.same("out=", None if out is None else _signature(out))
+        ag.same("the operand types", tuple(_signature(a) for a in args), shown=tuple(args))
+        ag.same("out=", None if out is None else _signature(out),
+                    shown=out)
         yield
 
 

@@ -168,8 +168,14 @@ class GhostLayer:
         this rank first, then one exchange."""
         positions = self.local_cells[1] if isinstance(self.local_cells, tuple) \
             else self.local_cells.reshape(-1)
-        values = np.asarray(values).reshape(-1)
-        with agreement(self.scatter.comm, "GhostLayer.assemble_corners"):
+        with agreement(self.scatter.comm, "GhostLayer.assemble_corners") as ag:
+            values = np.asarray(values)
+            # every rank's dtype agreed: the sums per node and the exchange use it
+            ag.same("the values' dtype", values.dtype.str)
+            if values.dtype.kind not in "biuf":
+                raise TypeError(f"GhostLayer.assemble_corners: values must be real numbers, "
+                                f"got {values.dtype} on rank {self.scatter.comm.rank}")
+            values = values.reshape(-1)
             if values.shape != positions.shape:
                 raise ValueError(f"GhostLayer.assemble_corners: one value per cell corner "
                                  f"({len(positions)}), got {values.size} on rank "

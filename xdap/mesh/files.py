@@ -288,13 +288,25 @@ def read_points(block: MeshBlock, node_ids, comm=None) -> np.ndarray:
             h5, ds = block.geometry
             try:
                 with h5py.File(h5, "r") as f:
-                    mine = np.asarray(f[ds][lo:hi], np.float64).reshape(hi - lo, -1)
-            except (OSError, KeyError, ValueError) as e:
+                    table = f[ds]
+                    rows = table.shape[0] if table.ndim else 0
+                    if rows < block.nnodes:     # a short table: a slice would be cut short
+                        raise ValueError(f"the point table has {rows} rows for "
+                                         f"{block.nnodes} nodes")
+                    mine = np.asarray(table[lo:hi], np.float64).reshape(hi - lo, -1)
+            except (OSError, KeyError, ValueError, TypeError) as e:
                 raise ValueError(f"read_points: cannot read node rows {lo}..{hi} of "
                                  f"{h5}:{ds}: {e}") from None
+            if mine.shape[1] != block.dim:
+                raise ValueError(f"read_points: {h5}:{ds} holds {mine.shape[1]} coordinates a "
+                                 f"node, the mesh has {block.dim}")
             home = np.searchsorted(bounds, uniq, side="right") - 1
         else:                                   # rank 0 holds the table read whole
             lo, mine = 0, block.points if comm.rank == 0 else None
+            if mine is not None and (np.ndim(mine) != 2 or len(mine) < block.nnodes or
+                                     np.shape(mine)[1] != block.dim):
+                raise ValueError(f"read_points: the point table has shape {np.shape(mine)} "
+                                 f"for {block.nnodes} nodes of {block.dim} coordinates")
             home = np.zeros(len(uniq), np.int64)
     ask = Route.to_ranks(comm, home).with_recv_counts()
     wanted = move(ask, Parts.of_array(uniq))[0].values

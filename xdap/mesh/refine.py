@@ -33,8 +33,10 @@ from __future__ import annotations
 import numpy as np
 from mpi4py import MPI
 
+from .. import arguments
 from .. import comm as _comm
-from ..agreement import agreement
+from ..agreement import agreed_on, agreement
+from ..contract import collective
 from ..directory import remember, unstructured_map
 from ..distribution import Distribution
 from ..heap import trims_heap
@@ -48,7 +50,19 @@ __all__ = ["refine_partition", "ROUNDS"]
 ROUNDS = 24
 
 
+def _ints(what, a) -> np.ndarray:
+    """An integer array argument as int64, refused if it holds anything
+    else (a float would be truncated)."""
+    a = np.asarray(a)
+    if a.size and a.dtype.kind not in "iu":
+        raise TypeError(f"refine_partition: {what} must hold integers, got {a.dtype}")
+    if a.size and a.dtype.kind == "u" and a.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"refine_partition: {what} holds {int(a.max())}, beyond int64")
+    return a.astype(np.int64)
+
+
 @trims_heap
+@collective(own=("offsets", "neighbours", "cell_ids", "parts_of"))
 def refine_partition(offsets, neighbours, cell_ids, parts_of, comm=None, *,
                      parts: int | None = None, imbalance: float = 1.03,
                      rounds: int = ROUNDS) -> np.ndarray:
@@ -62,34 +76,33 @@ def refine_partition(offsets, neighbours, cell_ids, parts_of, comm=None, *,
     the edge cut: every move is a positive gain, up to the moves of a
     neighbour in the same round."""
     comm = _comm.resolve(comm)
-    with agreement(comm, "refine_partition") as ag:
-        offsets = np.asarray(offsets, np.int64)
-        nbrs = np.asarray(neighbours, np.int64)
-        ids = np.asarray(cell_ids, np.int64)
-        label = np.array(parts_of, np.int64)            # a copy: refined in place
-        n = len(ids)
-        parts = comm.size if parts is None else parts
-        ag.same("parts, imbalance and rounds", (parts, imbalance, rounds))
-        if isinstance(parts, bool) or not isinstance(parts, (int, np.integer)) or parts < 1:
-            raise TypeError(f"refine_partition: parts must be an int >= 1, got {parts!r}")
-        if not (isinstance(imbalance, (int, float)) and imbalance >= 1.0):
-            raise ValueError(f"refine_partition: imbalance must be a number >= 1, got "
-                             f"{imbalance!r}")
-        if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 0:
-            raise TypeError(f"refine_partition: rounds must be an int >= 0, got {rounds!r}")
-        if offsets.shape != (n + 1,) or label.shape != (n,) or (n and (
-                offsets[0] != 0 or offsets[-1] != len(nbrs) or (np.diff(offsets) < 0).any())):
-            raise ValueError(f"refine_partition: need offsets rising from 0 to "
-                             f"len(neighbours) with one entry per cell + 1, and one part per "
-                             f"cell ({n} cells on rank {comm.rank})")
-        if n and (label.min() < 0 or label.max() >= parts):
-            raise ValueError(f"refine_partition: part {int(label[(label < 0) | (label >= parts)][0])}"
-                             f" out of range [0, {parts}) on rank {comm.rank}")
+    offsets = _ints("offsets", offsets)
+    nbrs = _ints("neighbours", neighbours)
+    ids = _ints("cell_ids", cell_ids)
+    label = _ints("parts_of", parts_of).copy()          # a copy: refined in place
+    n = len(ids)
+    parts = comm.size if parts is None else \
+        arguments.integer("refine_partition", "parts", parts, low=1, high=arguments.INDEX_MAX)
+    imbalance = arguments.real("refine_partition", "imbalance", imbalance, low=1.0)
+    rounds = arguments.integer("refine_partition", "rounds", rounds, low=0)
+    if offsets.shape != (n + 1,) or label.shape != (n,) or (n and (
+            offsets[0] != 0 or offsets[-1] != len(nbrs) or (np.diff(offsets) < 0).any())):
+        raise ValueError(f"refine_partition: need offsets rising from 0 to "
+                         f"len(neighbours) with one entry per cell + 1, and one part per "
+                         f"cell ({n} cells on rank {comm.rank})")
+    if n and (label.min() < 0 or label.max() >= parts):
+        raise ValueError(f"refine_partition: part {int(label[(label < 0) | (label >= parts)][0])}"
+                         f" out of range [0, {parts}) on rank {comm.rank}")
+    # the graph is each rank's own: its checks are in the vote, its values not compared
+    yield dict(comm=comm, parts=parts, imbalance=imbalance, rounds=rounds)
     parts = int(parts)
     # the cells' parts, distributed as the cells are; the plan fetching the
     # neighbours' parts is made once (unstructured_map checks the ids)
     m, directory = unstructured_map(comm, comm.size, comm.rank, ids, one_to_one=True,
                                     what="refine_partition: cell_ids")
+    if parts > max(m.size, 1):       # decided from the agreed cell count: alike everywhere
+        raise agreed_on(comm, ValueError(
+            f"refine_partition: parts={parts} for {m.size} cells (at most one part a cell)"))
     d = Distribution([m], comm)
     remember(d, 0, directory)
     with agreement(comm, "refine_partition: neighbours"):

@@ -109,7 +109,7 @@ def basic_index(d: Distribution, p: Parts, steps):
     integers on every dim is an element read: see ``gather.element_parts``."""
     if p.info.ragged or p.info.boxed:
         if any(s[0] != "slice" for s in steps):
-            raise IndexError(f"{p.info.type_string()} data takes a slice of its rows only (no "
+            raise IndexError(f"{p.info.global_type(d.global_shape)} data takes a slice of its rows only (no "
                              "integers, None or indices inside a row)")
     # 1. dims that must move first: cyclic/unstructured dims a key selects from become blocks
     moved = [s[1] for s in steps if s[0] != "new" and not d.maps[s[1]].whole
@@ -300,7 +300,7 @@ def check_assignment(d: Distribution, p: Parts, steps, value):
     (``int8_array[0] = 300``, ``int_array[0] = 2.5``)."""
     from .. import arguments
     if p.info.ragged or p.info.boxed or p.validity is not None:
-        raise TypeError(f"a[...] = v: {p.info.type_string()} data is not assigned by index "
+        raise TypeError(f"a[...] = v: {p.info.global_type(d.global_shape)} data is not assigned by index "
                         "(fixed, non-optional types only; build a new array instead)")
     if not p.values.flags.writeable:
         raise ValueError("a[...] = v: the array is read-only")
@@ -309,7 +309,7 @@ def check_assignment(d: Distribution, p: Parts, steps, value):
     if hasattr(type(value), "__xdap_wrap__"):
         info = value.parts.info
         if info.ragged or info.boxed or not info.numeric:
-            raise TypeError(f"a[...] = b: b is {info.type_string()} data; the values assigned "
+            raise TypeError(f"a[...] = b: b is {info.global_type(value.distribution.global_shape)} data; the values assigned "
                             "by index are fixed numbers")
         if info.optional:
             raise TypeError("a[...] = b: b has missing values (?T); fill them first")
@@ -438,7 +438,7 @@ def mask_index(d: Distribution, p: Parts, mask_d: Distribution, mask: np.ndarray
         raise ValueError(f"a[mask]: the mask is distributed otherwise than the array "
                          f"({mask_d!r} vs {d!r}); redistribute it first")
     if p.info.ragged or p.info.boxed:
-        raise TypeError(f"a[mask]: {p.info.type_string()} data takes a slice of its rows only")
+        raise TypeError(f"a[mask]: {p.info.global_type(d.global_shape)} data takes a slice of its rows only")
     comm = d.comm
     if not d.row_blocks and d.ndim:
         from .redistribute import move_agreed

@@ -50,6 +50,7 @@ from ..parts import Parts
 from ..rows import expand_ranges, leaf_ranges
 from ..bitmaps import pack_validity
 from ..types import TypeInfo, dtype_from_numpy
+from ..agreement import agreed_on
 from .collectives import grid_team
 
 __all__ = ["reduce", "reduce_parts", "reduce_agreed", "check_reduction", "OPS"]
@@ -121,14 +122,17 @@ def _local(op, v, mask, axes):
     return np.asarray(part), count
 
 
-def _allreduce(comm, arr, op):
-    """In-place-free MPI all-reduce of a NumPy array (pickled fallback for
-    dtypes MPI does not know, e.g. float16)."""
-    arr = np.ascontiguousarray(arr)
+def allreduce(comm, arr, op: str):
+    """An MPI all-reduce of a NumPy array with one of ``OPS``'s operations,
+    not in place; bools reduce logically (a sum of bools is their OR, as
+    NumPy's bool matmul; MPI has no arithmetic on C_BOOL), min/max of
+    floats let NaN win, and dtypes MPI does not know (float16) go through
+    an allgather of the small partials."""
+    arr = np.asarray(arr, order="C")      # keeps a 0-d value 0-d
     if comm.size == 1:
         return arr
-    if arr.dtype == bool and op in ("min", "max"):      # MPI orders no C_BOOL
-        op = "all" if op == "min" else "any"
+    if arr.dtype == bool and op in ("min", "max", "sum", "prod"):   # MPI orders no C_BOOL
+        op = {"min": "all", "prod": "all"}.get(op, "any")
     if not _mpi_knows(arr.dtype):
         pieces = comm.allgather(arr)
         return _NP_OP[op].reduce(np.stack(pieces), axis=0)
@@ -301,16 +305,19 @@ def _fixed(d, p, op, axes):
     else:
         team = grid_team(d, axes).comm
     mpi_op = "sum" if op == "mean" else op
-    total = _allreduce(team, part, mpi_op)
+    total = allreduce(team, part, mpi_op)
     if count is not None:
         if mask is None:    # every cell counts (a type-level fact): no second collective
             count = np.full(np.shape(count), math.prod(d.global_shape[k] for k in axes),
                             np.int64)
         else:
-            count = _allreduce(team, count, "sum")
+            count = allreduce(team, count, "sum")
     what = f"{op} of an empty selection (the reduced axes {axes} of global shape " \
            f"{d.global_shape} hold no values) is undefined; use optional data to get NA"
-    vals, valid = _finish(op, total, count, p.info.optional, what)
+    try:
+        vals, valid = _finish(op, total, count, p.info.optional, what)
+    except ValueError as e:             # decided from global counts: alike on every rank
+        raise agreed_on(d.comm, e) from None
     if len(axes) == ndim:
         return _scalar(op, np.asarray(vals), valid, None)
     return _reduced(d, axes, vals, valid)
@@ -379,11 +386,14 @@ def _ragged_all(d, p, op):
     mask = p.valid_mask()
     mask = None if mask is None else mask[leaves]
     part, count = _local(op, v, mask, (0,))
-    total = _allreduce(d.comm, part, "sum" if op == "mean" else op)
-    count = None if count is None else _allreduce(d.comm, count, "sum")
-    vals, valid = _finish(op, total, count, p.info.optional,
-                          f"{op} of a ragged array without any value is undefined; "
-                          "use optional data to get NA")
+    total = allreduce(d.comm, part, "sum" if op == "mean" else op)
+    count = None if count is None else allreduce(d.comm, count, "sum")
+    try:
+        vals, valid = _finish(op, total, count, p.info.optional,
+                              f"{op} of a ragged array without any value is undefined; "
+                              "use optional data to get NA")
+    except ValueError as e:             # decided from global counts: alike on every rank
+        raise agreed_on(d.comm, e) from None
     return _scalar(op, np.asarray(vals), valid, None)
 
 

@@ -53,6 +53,7 @@ import numpy as np
 from .. import comm as _comm
 from ..agreement import agreement
 from ..arraylike import is_distributed, unwrap
+from ..contract import Contract
 from ..directory import owners_of
 from ..distribution import Distribution
 from ..parts import Parts
@@ -97,6 +98,10 @@ class Scatter:
     ascending index order (a ghost is one another rank owns).
     """
 
+    # collective: the array is agreed; needed (and owners) are each rank's own
+    __xdap_contract__ = Contract("collective", "Scatter", ("a_or_distribution", "needed", "owners"),
+                                 own=("needed", "owners"))
+
     def __init__(self, a_or_distribution, needed, owners: tuple | None = None):
         d, info = a_or_distribution, None
         if is_distributed(a_or_distribution):
@@ -104,11 +109,13 @@ class Scatter:
             info = p.info
         # a wrong kind on one rank is agreed on COMM_WORLD, where the others are
         comm = _comm.comm_of(d)
-        with agreement(comm, "Scatter"):
+        with agreement(comm, "Scatter") as ag:
             if not isinstance(d, Distribution):
                 raise TypeError(f"Scatter needs a DistArray or a Distribution, got "
                                 f"{type(a_or_distribution).__name__}")
             d.require_dims("Scatter")
+            ag.same("the array", (d.fingerprint(), d.global_shape,
+                                  None if info is None else info.global_type(d.global_shape)))
             if any(g != 1 for g in d.grid[1:]):
                 raise ValueError(f"Scatter: only dimension 0 may be distributed, the grid is "
                                  f"{d.grid}")

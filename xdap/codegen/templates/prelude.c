@@ -1,5 +1,36 @@
 /* Helpers shared by the kernels xdap.codegen generates: copied verbatim into
    every generated module (xdap/codegen/emit.py reads this file). */
+
+/* The .cfg expressions (hidden arguments, initial values), computed with
+   checks: an integer overflow or a zero divisor sets *bad instead of
+   trapping (SIGFPE) or wrapping, and the kernel reports a ValueError.  A
+   Strided loop, which has no error context, returns XDAP_EXPR_FAILED. */
+#define XDAP_EXPR_FAILED 2
+
+static GM_UNUSED inline int64_t
+xdap_i_add(int64_t a, int64_t b, int *bad) { int64_t r; if (__builtin_add_overflow(a, b, &r)) *bad = 1; return r; }
+static GM_UNUSED inline int64_t
+xdap_i_sub(int64_t a, int64_t b, int *bad) { int64_t r; if (__builtin_sub_overflow(a, b, &r)) *bad = 1; return r; }
+static GM_UNUSED inline int64_t
+xdap_i_mul(int64_t a, int64_t b, int *bad) { int64_t r; if (__builtin_mul_overflow(a, b, &r)) *bad = 1; return r; }
+static GM_UNUSED inline int64_t
+xdap_i_neg(int64_t a, int *bad) { if (a == INT64_MIN) { *bad = 1; return 0; } return -a; }
+static GM_UNUSED inline int64_t
+xdap_i_div(int64_t a, int64_t b, int *bad)
+{
+    if (b == 0 || (a == INT64_MIN && b == -1)) { *bad = 1; return 0; }
+    return a / b;
+}
+static GM_UNUSED inline int64_t
+xdap_i_mod(int64_t a, int64_t b, int *bad)
+{
+    if (b == 0 || (a == INT64_MIN && b == -1)) { *bad = 1; return 0; }
+    return a % b;
+}
+static GM_UNUSED inline double
+xdap_f_div(double a, double b, int *bad) { if (b == 0.0) { *bad = 1; return 0.0; } return a / b; }
+static GM_UNUSED inline double
+xdap_f_mod(double a, double b, int *bad) { if (b == 0.0) { *bad = 1; return 0.0; } return fmod(a, b); }
 /* View one argument of a vectorised Xnd call as a flat 1-D slice: its first
    element, its length and its byte step (0 for a single value). */
 static GM_UNUSED int
