@@ -719,10 +719,11 @@ def _arrays_in(drawn) -> int:
 OUTCOMES: dict = {}          # outcome class -> examples (what test_divergence reports)
 
 
-def verdict(comm, label, kind, call, a, b, odd):
+def verdict(comm, label, kind, call, a, b, odd, debug):
     """The problem with one example (None: none): ``a`` the arguments every
-    rank draws, ``b`` the changed ones rank ``odd`` passes."""
-    debug = kind == "local"
+    rank draws, ``b`` the changed ones rank ``odd`` passes; ``debug``:
+    whether the calls run in debug mode (a local function's must)."""
+    debug = debug or kind == "local"
     problems = []
     if kind == "local" and _arrays_in(a) <= 1:
         # declared local: outside debug mode it must not vote (with one array

@@ -3,10 +3,11 @@ and every DistArray method, on real ranks, with one rank's argument
 changed -- never a hang, a crash, a raw internal error or different
 results per rank (tests/divergence.py says how the calls are drawn).
 
-Collective functions run in default mode: their agreement is what must
-catch the changed argument.  Local functions run in debug mode, where they
+Collective functions run in default mode -- their agreement is what must
+catch the changed argument -- and again in debug mode, where the local
+calls inside them vote too.  Local functions run in debug mode, where they
 vote (outside it a local call makes no MPI call, and a rank that diverges
-is the program's bug).  ``XDAP_FUZZ_EXAMPLES`` sets the examples per
+is the program's bug: the fuzzer checks that it makes none).  ``XDAP_FUZZ_EXAMPLES`` sets the examples per
 function (default 12)."""
 import os
 
@@ -24,6 +25,9 @@ WATCHDOG = 90
 SURFACE = surface()
 FUZZED = sorted(label for label, (owner, name) in SURFACE.items()
                 if getattr(contract(owner, name), "kind", None) in ("collective", "local"))
+# (function, mode): collective functions in both modes, local ones in debug mode
+RUNS = [(label, mode) for label in FUZZED for mode in ("default", "debug")
+        if mode == "debug" or contract(*SURFACE[label]).kind == "collective"]
 
 
 def test_every_public_function_declares_its_contract():
@@ -43,8 +47,8 @@ def test_every_parameter_has_a_strategy():
 
 
 @pytest.mark.mpi(ranks=(2, 3))
-@pytest.mark.parametrize("label", FUZZED)
-def test_one_rank_differs(comm, label):
+@pytest.mark.parametrize("label, mode", RUNS)
+def test_one_rank_differs(comm, label, mode):
     owner, name = SURFACE[label]
     kind = contract(owner, name).kind
     own = set(getattr(contract(owner, name), "own", ()))
@@ -68,7 +72,7 @@ def test_one_rank_differs(comm, label):
             seen["changed"] += 1
         seen["examples"] += 1
         with watchdog(WATCHDOG):
-            problem = verdict(comm, label, kind, call, drawn, changed, odd)
+            problem = verdict(comm, label, kind, call, drawn, changed, odd, mode == "debug")
         assert problem is None, f"{label}: {problem}\n  every rank: {drawn}\n  rank {odd}: " \
                                 f"{changed}"
 
@@ -78,6 +82,6 @@ def test_one_rank_differs(comm, label):
     if report and comm.rank == 0:            # what the examples gave, for the closing note
         import json
         with open(report, "a") as f:
-            f.write(json.dumps({"label": label, "kind": kind, "ranks": P, **seen,
+            f.write(json.dumps({"label": label, "kind": kind, "mode": mode, "ranks": P, **seen,
                                 **divergence.OUTCOMES}) + "\n")
     divergence.OUTCOMES.clear()

@@ -1,4 +1,4 @@
-"""xdap.manipulation and the Array API additions that go with it (moveaxis,
+"""xdap.api.manipulation and linear_algebra: the Array API additions (moveaxis,
 unstack, tile, repeat, diff, broadcast_arrays, meshgrid, take_along_axis,
 vecdot, tensordot, count_nonzero, real/imag, integer-array indexing with
 tuples, a[mask] = v, keepdims, the dtype functions), each against NumPy on

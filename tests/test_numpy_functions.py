@@ -1,4 +1,4 @@
-"""NumPy's functions on DistArrays (xdap.numpy_api): cumulative_sum,
+"""NumPy's functions on DistArrays (xdap/api/): cumulative_sum,
 argmax/argmin, nonzero, where, clip, var/std and matmul, each against
 NumPy on the global array, on 1-4 ranks, for block (with empty ranks and
 padding), cyclic and 2-D grids, along every axis."""

@@ -28,7 +28,7 @@ from . import arraylike
 from .agreement import agreement
 from .api import (creation, data_types, elementwise, exchange, indexing, linear_algebra,
                   manipulation, statistical)
-from .contract import Contract, collective, contract_of, normalized, state
+from .contract import Contract, collective, contract_of, inside, normalized, state
 from .directory import prefix_sums
 from .distribution import Distribution
 from .dtypes import is_integer
@@ -546,6 +546,9 @@ _SAME_TYPE: dict = {}               # (kernel, operand types) -> result is the t
 def _binary(refs, self, other, name, reflected):
     """``self <op> other`` (``other <op> self`` when ``reflected``);
     ``refs``: ``self``'s reference count in the operator (0: not asked)."""
+    if elementwise.debug_vote(name, self, other):
+        with inside:                 # debug mode: the operands agreed first
+            return _binary(0, self, other, name, reflected)
     kind = type(other)
     if kind is not DistArray and kind not in _OPERANDS and not isinstance(other, numbers.Number):
         return NotImplemented        # e.g. a == None: Python's default, not a kernel call
@@ -567,6 +570,9 @@ def _binary(refs, self, other, name, reflected):
 
 
 def _in_place(self, other, name):
+    if elementwise.debug_vote(name, self, other):
+        with inside:                 # debug mode: the operands agreed first
+            return _in_place(self, other, name)
     if type(other) is not DistArray and not isinstance(other, (numbers.Number, np.ndarray)):
         return NotImplemented
     elementwise.library_or_numpy(_KERNELS.get(name) or _kernel_fn(name), getattr(np, name),

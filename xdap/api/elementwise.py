@@ -28,16 +28,30 @@ from ..parts import Parts
 
 __all__ = ["array_ufunc", "library_or_numpy", "numpy_ufunc", "clip", "real", "imag",
            "conjugate", "magnitude_squared", "sqrt", "not_equal", "add", "multiply",
-           "STANDARD", "standard_function", "kernel_call"]
+           "STANDARD", "standard_function", "kernel_call", "debug_vote"]
 
 
 def kernel_call(fn):
     """Declare ``fn`` a local call whose checks are a kernel's: it goes to
     ``xdap.kernels.apply``, whose operand checks read agreed state only
-    (``local_call``: a vote in debug mode) -- the operators' hot path,
-    marked rather than wrapped."""
+    -- the operators' hot path, marked rather than wrapped.  In debug mode
+    the operator votes first (``debug_vote``): before it may hand the call
+    to the other operand (``NotImplemented``) or to NumPy."""
     fn.__xdap_contract__ = Contract("local", fn.__name__, ("self", "other"))
     return fn
+
+
+def debug_vote(name: str, self, other) -> bool:
+    """In debug mode, outside an agreed call: the vote of the operator
+    ``name`` on its operands (every rank passes the same ``other``, or
+    every rank raises the same ValueError), and True -- the caller then
+    runs ``with inside:``; else False, and nothing happens."""
+    if not debug() or nested():
+        return False
+    from ..contract import describe
+    with agreement(self.distribution.comm, name) as ag:
+        ag.same("the operands", (describe(self), describe(other)), shown=(self, other))
+    return True
 
 
 # -- NumPy's ufuncs on DistArrays ------------------------------------------------------
