@@ -753,6 +753,11 @@ def verdict(comm, label, kind, call, a, b, odd, debug):
     else:
         if not _alike(div_all):
             problems.append(f"different results per rank: {div_all}")
+        elif _root_only(a, b, odd):
+            # MPI's rule: where a root is named, only the root's data counts
+            if div != ref_a:
+                problems.append("the root's data did not decide: " + _short(div) +
+                                "; the root's call gave " + _short(ref_a))
         else:
             ref_b, _ = outcome_of(comm, call, call.prepare(comm, b), debug)
             if not (div == ref_a == ref_b):
@@ -769,6 +774,20 @@ def verdict(comm, label, kind, call, a, b, odd, debug):
         return None
     first = agreed.index(False)
     return comm.bcast(problems[0] if comm.rank == first else None, root=first)
+
+
+# parameters only the root's value of counts, where a ``root`` is named
+# (``from_global(data, root=0)``: the others' data is ignored, as in MPI_Scatter)
+ROOT_ONLY = {"data"}
+
+
+def _root_only(a, b, odd) -> bool:
+    """Whether the argument changed on rank ``odd`` is one it does not
+    contribute: a ROOT_ONLY parameter, with a root named that is not it."""
+    root = dict((n, v) for n, v, _ in a).get("root")
+    changed = [n for (n, v, _), (_, w, _) in zip(a, b) if v is not w]
+    return isinstance(root, int) and root != odd and bool(changed) and \
+        set(changed) <= ROOT_ONLY
 
 
 _NONE = ("value", "NoneType", "None")

@@ -201,6 +201,21 @@ def test_clear_errors_not_internal_ones(comm):
     with pytest.raises(ValueError, match="closed"):
         h()
     h.close()                                   # twice: harmless
+    # a dimension no index can count, even in an empty array (as NumPy)
+    same_error(comm, lambda: xdap.eye(2 ** 70 if odd(comm) else 6, 0, comm=comm), ValueError,
+               "larger than an index can count")
+
+
+# -- the divergence fuzzer at 100 examples found these -----------------------------------------
+@pytest.mark.mpi(ranks=(2, 3))
+def test_what_the_fuzzer_found(comm):
+    # a different function on one rank: compared by its code, not only its name
+    fs = [lambda *i: 1.0 * sum(i), lambda *i: 1.0 / (1 + sum(i))]
+    same_error(comm, lambda: xdap.from_function(fs[odd(comm)], (4, 3), comm=comm), ValueError,
+               "f must be the same")
+    # a 0-d array from a root (it was a TypeError on the root alone)
+    a = xdap.from_global(np.array(1 + 2j) if comm.rank == 0 else None, root=0, comm=comm)
+    assert complex(a) == 1 + 2j
 
 
 # -- the standard's suite at 1,000 examples found these ---------------------------------------

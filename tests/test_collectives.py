@@ -136,8 +136,12 @@ def test_inactive_workers_and_xnd_in_out(comm):
 
 
 def _grid_array(comm, rng, grid):
-    data = rng.standard_normal((2 * 12, 3 * 12))     # equal blocks on every grid below
-    return xdap.from_global(data, dist=("b", "b"), grid=grid, comm=comm)
+    """Random blocks, each rank's its own (drawn from ``rng``): a
+    from_global of one agreed array, then this rank's block replaced."""
+    data = np.zeros((2 * 12, 3 * 12))                  # equal blocks on every grid below
+    a = xdap.from_global(data, dist=("b", "b"), grid=grid, comm=comm)
+    a.local_numpy()[...] = rng.standard_normal(a.local_numpy().shape)
+    return a
 
 
 def _team(a, axes):

@@ -89,7 +89,7 @@ def test_debug_mode_catches_ranks_that_diverge(comm):
     # rank 1 would align its operands (a collective) where the others call
     # the kernel: the call's vote compares the operands first, and every
     # rank raises the same error naming what each passed
-    with pytest.raises(ValueError, match=r"operand types must be the same on every rank: "
+    with pytest.raises(ValueError, match=r"add: the operands must be the same on every rank: "
                        r"rank 0 passed \(an array 8 \* float64, dist \(b\).*rank 1 "
                        r"\(an array 8 \* float64, dist \(b\).*dist \(c\)"):
         a + other

@@ -57,6 +57,23 @@ def test_root_scatter_every_kind_fixed_optional(comm):
 
 
 @pytest.mark.mpi(ranks=RANKS)
+def test_root_scatter_of_a_0d_array_gives_every_rank_the_value(comm):
+    """A 0-d array from the root: every rank holds its one element (a
+    number, a missing or present optional value, a record) -- it was a
+    TypeError on the root while the others returned (found by the
+    divergence fuzzer)."""
+    from xnd import xnd
+    for value in (np.array(1 + 2j), np.array(-3, np.int8), xnd(None, type="?float64"),
+                  xnd(2.5, type="?float64"), xnd({"a": 1, "b": 2.0}, type="{a: int8, b: float64}")):
+        want = value.value if isinstance(value, xnd) else value.item()
+        for root in sorted({0, comm.size - 1}):
+            a = xdap.from_global(value if comm.rank == root else None, root=root, comm=comm)
+            assert a.shape == ()
+            assert a.local.value == want
+            assert a.to_global().value == want
+
+
+@pytest.mark.mpi(ranks=RANKS)
 def test_root_scatter_ragged_three_levels(comm):
     rng = np.random.default_rng(3)
     rows = ragged_data(rng, 2 * comm.size + 3)

@@ -170,8 +170,8 @@ def axes(name: str, ndim: int, value, what: str = "axis") -> tuple:
 
 
 def shape(name: str, value, what: str = "shape") -> tuple:
-    """A shape: an int or a sequence of ints >= 0, whose product is an
-    index NumPy can hold."""
+    """A shape: an int or a sequence of ints >= 0, each and their product
+    an index NumPy can hold (``(2**70, 0)`` is refused, as NumPy does)."""
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError(f"{name}: {what} must be an int or a tuple of ints, got "
                         f"{_shown(value)}")
@@ -186,6 +186,9 @@ def shape(name: str, value, what: str = "shape") -> tuple:
         items = tuple(integer(name, f"{what} entry", n) for n in items)
     if any(n < 0 for n in items):
         raise ValueError(f"{name}: {what} entries must be >= 0, got {items}")
+    if any(n > INDEX_MAX for n in items):
+        raise ValueError(f"{name}: {what} {items} has a dimension larger than an index can "
+                         f"count ({INDEX_MAX})")
     if math.prod(items) > INDEX_MAX:
         raise ValueError(f"{name}: {what} {items} has more elements than an index can count "
                          f"({INDEX_MAX})")

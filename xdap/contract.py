@@ -137,7 +137,8 @@ def describe(value):
     DistArray is its distribution's fingerprint, shape and type (its data
     is distributed: arrays of one distribution and type but other values
     cannot be told apart); a NumPy array its dtype, shape and a digest of
-    its bytes; containers item by item; a callable its qualified name."""
+    its bytes; containers item by item; a callable its qualified name and,
+    for a Python function, its code (``_code_of``)."""
     kind = type(value)
     if kind is str or kind is bytes or value is None:
         return value
@@ -178,11 +179,39 @@ def describe(value):
         return ("comm", value.Get_size())
     if callable(value):
         return ("callable", getattr(value, "__module__", None),
-                getattr(value, "__qualname__", type(value).__qualname__))
+                getattr(value, "__qualname__", type(value).__qualname__), _code_of(value))
     fingerprint = getattr(value, "fingerprint", None)
     if callable(fingerprint):                    # a Distribution, a map
         return (type(value).__name__, fingerprint())
     return value                                  # compared by its pickle
+
+
+def _code_of(fn, depth: int = 0):
+    """A Python function's code as ranks compare it: its bytecode, its
+    constants and names, its defaults and the values its closure holds --
+    two lambdas of one name but other bodies (or other captured values)
+    differ.  None for what has no Python code (builtins, ufuncs)."""
+    fn = getattr(fn, "__func__", fn)                   # a bound method: its function
+    code = getattr(fn, "__code__", None)
+    if code is None or depth > 2:
+        return None
+
+    def const(c):
+        if hasattr(c, "co_code"):                       # a nested function's code
+            return (c.co_code, tuple(const(x) for x in c.co_consts), c.co_names)
+        return describe(c)
+
+    def held(cell):
+        try:
+            v = cell.cell_contents
+        except ValueError:                              # an empty cell
+            return None
+        return ("fn", _code_of(v, depth + 1)) if callable(v) and hasattr(v, "__code__") \
+            else describe(v)
+
+    return (code.co_code, tuple(const(c) for c in code.co_consts), code.co_names,
+            describe(getattr(fn, "__defaults__", None)),
+            tuple(held(c) for c in (getattr(fn, "__closure__", None) or ())))
 
 
 # -- the decorators ---------------------------------------------------------------

@@ -302,6 +302,8 @@ def as_container(data, type=None, dtype=None):
     ndt("var * var * int32")
     >>> as_container([True, False]).type, as_container([[True, None], [False]]).type
     (ndt("2 * bool"), ndt("var * var * ?bool"))
+    >>> as_container([3, 4], type="int8").type          # the element named alone
+    ndt("2 * int8")
     """
     if isinstance(data, xnd):
         return data
@@ -315,6 +317,19 @@ def as_container(data, type=None, dtype=None):
             data = data.tolist()        # masked entries become None, i.e. missing
         else:
             return container(numpy_parts(data, type, dtype))
+    try:
+        return _from_python(data, type, dtype)
+    except OverflowError:
+        # xnd's words ("int too big to convert") name neither the value nor the type
+        raise ValueError(f"a value of {_shown_data(data)} does not fit "
+                         f"{type or dtype or 'int64, the type of Python ints'}") from None
+
+
+def _from_python(data, type, dtype):
+    """``as_container`` of Python values (lists, scalars)."""
+    if type is not None and isinstance(data, list) and " * " not in str(type) and \
+            dtype is None and str(type).strip() not in ("string", "bytes"):
+        type, dtype = None, str(type)       # a list with its element named alone: NumPy's dtype=
     if type is not None:
         info = type_info(type, scalar=True)
         if info.text:
@@ -329,6 +344,11 @@ def as_container(data, type=None, dtype=None):
             return xnd(data, type=str(dtype))       # a scalar: a 0-d container
         return xnd(data, dtype=str(dtype))
     return xnd(data)
+
+
+def _shown_data(data) -> str:
+    text = repr(data)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def numpy_parts(data: np.ndarray, type=None, dtype=None) -> Parts:

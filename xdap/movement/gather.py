@@ -69,6 +69,14 @@ def scatter_from_root(p: Parts | None, info, d, root: int) -> Parts:
             route = Route(comm, None, np.zeros(P, np.int64),
                           np.eye(P, dtype=np.int64)[root] * d.local_shape[0])
         return move(route, p)[0]
+    if d.ndim == 0:              # every rank holds the one element: one broadcast of its bytes
+        values = p.values.copy() if comm.rank == root else np.empty((), info.numpy_dtype)
+        comm.Bcast(values.reshape(1).view(np.uint8), root=root)
+        validity = None
+        if info.optional:
+            validity = p.validity.copy() if comm.rank == root else np.zeros(1, np.uint8)
+            comm.Bcast(validity, root=root)
+        return Parts(info, values, validity)
     sends = []
     if comm.rank == root:
         sends = [Transfer(r, _index([m.buffer_indices(c) for m, c in zip(d.maps, d.coords_of(r))]))
