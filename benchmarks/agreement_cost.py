@@ -37,7 +37,7 @@ from mpi4py import MPI
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _harness  # noqa: E402
-from _harness import COMM, P, say  # noqa: E402
+from _harness import COMM, say  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEFORE = os.path.join(ROOT, "build", "agreement-before")

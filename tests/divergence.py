@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import math
 import os
 import tempfile
 import traceback
@@ -34,7 +33,7 @@ import xdap
 import xdap.agreement
 import xdap.array_api as xp
 from xdap.arraylike import is_distributed
-from xdap.contract import KINDS, contract_of
+from xdap.contract import contract_of
 
 ALLOWED = (ValueError, TypeError, IndexError, BufferError)
 

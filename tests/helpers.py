@@ -139,3 +139,25 @@ def check_global(got, want, what, *, dtype=False, tol=1e-13):
     if np.asarray(want).dtype in (np.float32, np.complex64):
         tol = max(tol, 1e-5)
     np.testing.assert_allclose(g, want, rtol=tol, atol=tol, err_msg=str(what))
+
+
+def same_error(comm, call, cls=(ValueError, TypeError, IndexError), match=None,
+               seconds: float = 60):
+    """``call()`` raises one error of ``cls`` on every rank, the same one
+    (under a watchdog: a hang fails); returns ``(class name, message)``.
+    ``match``: a regular expression the message must contain."""
+    with watchdog(seconds):
+        try:
+            call()
+        except cls as e:
+            got = (type(e).__name__, str(e))
+        else:
+            got = None
+        seen = comm.allgather(got)
+    assert None not in seen, \
+        f"ranks {[r for r, g in enumerate(seen) if g is None]} did not raise: {seen}"
+    assert len(set(seen)) == 1, f"ranks raised different errors: {seen}"
+    if match is not None:
+        import re
+        assert re.search(match, seen[0][1]), seen[0]
+    return seen[0]

@@ -3,36 +3,12 @@ one rank's argument different or bad, and every rank must raise the same
 error (or compute NumPy's value) -- never hang (watchdog), never return
 a mixture.  ``tests/test_divergence.py`` generalises these; here each is
 pinned as a regression."""
-import os
-import tempfile
-
 import numpy as np
 import pytest
-from mpi4py import MPI
 
 import xdap
 import xdap.array_api as xp
-from helpers import watchdog
-
-WATCHDOG = 60
-
-
-def same_error(comm, call, cls=(ValueError, TypeError, IndexError), match=None):
-    """``call()`` raises one error of ``cls`` on every rank, the same one."""
-    with watchdog(WATCHDOG):
-        try:
-            call()
-        except cls as e:
-            got = (type(e).__name__, str(e))
-        else:
-            got = None
-        seen = comm.allgather(got)
-    assert None not in seen, f"ranks {[r for r, g in enumerate(seen) if g is None]} returned"
-    assert len(set(seen)) == 1, f"ranks raised different errors: {seen}"
-    if match is not None:
-        import re
-        assert re.search(match, seen[0][1]), seen[0]
-    return seen[0]
+from helpers import same_error
 
 
 def odd(comm):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import xdap
-from helpers import watchdog
+from helpers import same_error
 
 RANKS = (2, 3, 4)
 WATCHDOG = 30
@@ -22,17 +22,7 @@ WATCHDOG = 30
 
 def expect_same_error(comm, call):
     """``call()`` must raise ValueError/TypeError on every rank, the same one."""
-    with watchdog(WATCHDOG):
-        try:
-            call()
-        except (ValueError, TypeError) as e:
-            got = (type(e).__name__, str(e))
-        else:
-            got = None
-        seen = comm.allgather(got)
-    assert None not in seen, f"ranks {[r for r, g in enumerate(seen) if g is None]} did not raise: {seen}"
-    assert len(set(seen)) == 1, f"ranks raised different errors: {seen}"
-    return seen[0][1]
+    return same_error(comm, call, (ValueError, TypeError), seconds=WATCHDOG)[1]
 
 
 def odd(comm) -> bool:

@@ -52,10 +52,17 @@ def transpose(x, /):
     return _permuted(x, (1, 0))
 
 
-def _numpy_operand(name, v, what):
-    v = np.asarray(v)
+def _operands(name, x1, x2):
+    """``x1`` (a numeric DistArray) and ``x2`` (one on the same
+    communicator, or anything NumPy makes a numeric array of), checked."""
+    arguments.numeric(name, x1, "x1")
+    if is_distributed(x2):
+        arguments.numeric(name, x2, "x2")
+        arguments.same_comm(name, (x1, x2))
+        return x2
+    v = np.asarray(x2)
     if v.dtype.kind not in "biufc":
-        raise TypeError(f"{name}: {what} holds {v.dtype} values, not numbers")
+        raise TypeError(f"{name}: x2 holds {v.dtype} values, not numbers")
     return v
 
 
@@ -92,14 +99,8 @@ def matmul(x1, x2, /):
     if not is_distributed(x1):
         raise TypeError("matmul: the left operand must be a DistArray (a NumPy array @ a "
                         "DistArray is not supported: use xdap.matmul on the transpose)")
-    arguments.numeric("matmul", x1, "x1")
-    if is_distributed(x2):
-        arguments.numeric("matmul", x2, "x2")
-        arguments.same_comm("matmul", (x1, x2))
-        shape2 = x2.shape
-    else:
-        x2 = _numpy_operand("matmul", x2, "x2")
-        shape2 = x2.shape
+    x2 = _operands("matmul", x1, x2)
+    shape2 = x2.shape
     if x1.ndim == 0 or len(shape2) == 0:
         raise ValueError("matmul: 0-d operands are not allowed (use *)")
     n = x1.shape[-1]
@@ -215,14 +216,8 @@ def tensordot(x1, x2, /, *, axes=2):
     (``reshape``), one ``matmul`` (``x2`` gathered on every rank: it is
     the smaller operand in the layouts this serves), the result reshaped
     to ``x1``'s free dims then ``x2``'s.  Collective."""
-    arguments.numeric("tensordot", x1, "x1")
-    if is_distributed(x2):
-        arguments.numeric("tensordot", x2, "x2")
-        arguments.same_comm("tensordot", (x1, x2))
-        shape2 = x2.shape
-    else:
-        x2 = _numpy_operand("tensordot", x2, "x2")
-        shape2 = x2.shape
+    x2 = _operands("tensordot", x1, x2)
+    shape2 = x2.shape
     a1, a2 = _tensordot_axes(x1.ndim, len(shape2), x1.shape, shape2, axes)
     yield dict(x1=x1, x2=x2, axes=(a1, a2))
     from .exchange import to_numpy
@@ -245,12 +240,7 @@ def vecdot(x1, x2, /, *, axis=-1):
     ``vecdot``: ``sum(conj(x1) * x2, axis)``, broadcast as operators are).
     A NumPy scalar on every rank where it sums everything, else a
     DistArray.  Collective (the sum's reduction)."""
-    arguments.numeric("vecdot", x1, "x1")
-    if is_distributed(x2):
-        arguments.numeric("vecdot", x2, "x2")
-        arguments.same_comm("vecdot", (x1, x2))
-    else:
-        x2 = _numpy_operand("vecdot", x2, "x2")
+    x2 = _operands("vecdot", x1, x2)
     axis = arguments.integer("vecdot", "axis", axis)
     n1 = x1.shape[axis] if -x1.ndim <= axis < x1.ndim else None
     n2 = np.shape(x2)[axis] if -np.ndim(x2) <= axis < np.ndim(x2) else None
