@@ -220,6 +220,21 @@ def test_boolean_masks_match_numpy(comm):
 
 
 @pytest.mark.mpi(ranks=RANKS)
+def test_a_whole_key_of_one_boolean_assigns_as_numpy(comm):
+    """a[True] = v is a[None][...] = v (every element), a[False] = v writes
+    nothing -- a Python bool, NumPy's or a 0-d bool DistArray; 0-d arrays too."""
+    for g in (np.float64(1.5), np.arange(5.0), G):
+        for flag in (True, False, np.True_, np.False_):
+            for v in (7.0, np.full((1,) + np.shape(g), 2.0)):
+                for key in (flag, xdap.from_global(np.bool_(flag), comm=comm)):
+                    a = xdap.from_global(np.array(g), comm=comm)
+                    want = np.array(g)
+                    a[key] = v
+                    want[flag] = v
+                    np.testing.assert_array_equal(a.to_numpy(), want, err_msg=f"{flag} {v}")
+
+
+@pytest.mark.mpi(ranks=RANKS)
 def test_integer_arrays_match_numpy(comm):
     """a[idx] with a NumPy array / list (the result a block over idx) and a
     1-D integer DistArray (the result distributed like it); xdap.take

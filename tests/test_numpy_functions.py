@@ -270,6 +270,39 @@ def test_unique_counts_inverse_all_match_numpy(comm):
 
 
 @pytest.mark.mpi(ranks=RANKS)
+def test_unique_and_searchsorted_of_complex_follow_numpys_order(comm):
+    # NumPy orders complex numbers by real part, then imaginary part; a NaN in
+    # either part sorts last (R + nanj before nan + Rj) and all NaNs are one value
+    nan = np.nan
+    g = np.array([1 + 1j, complex(nan, 0), complex(0, nan), -1 + 2j, 1 + 1j, 1 - 1j,
+                  complex(nan, 1)])                                  # 7: layouts1's length
+    for kw in [{}] + list(layouts1(comm.size)):
+        a = xdap.from_global(g, comm=comm, **kw)
+        want = np.unique(g, return_inverse=True, return_counts=True, equal_nan=True)
+        v, idx, inv, cnt = xdap.unique_all(a)
+        np.testing.assert_array_equal(v.to_numpy(), want[0], err_msg=str(kw))
+        np.testing.assert_array_equal(inv.to_numpy(), want[1], err_msg=str(kw))
+        np.testing.assert_array_equal(cnt.to_numpy(), want[2], err_msg=str(kw))
+        # each index points at an occurrence of its value (any NaN for the NaN)
+        np.testing.assert_array_equal(g[idx.to_numpy()], want[0], err_msg=str(kw))
+    s = np.sort(g)
+    q = np.array([complex(nan, 0), 1 + 1j, 1 + 0j, complex(0, nan), -5j, 2 + 0j])
+    for kw in ({}, dict(dist=("c",))):
+        for side in ("left", "right"):
+            np.testing.assert_array_equal(
+                xdap.searchsorted(xdap.from_global(s, comm=comm, **kw), q, side=side),
+                np.searchsorted(s, q, side=side), err_msg=f"{kw} {side}")
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_expand_dims_of_a_0d_array(comm):
+    import xdap.array_api as xp
+    for value in (np.float64(2.5), np.int8(-3)):
+        e = xp.expand_dims(xp.asarray(value), axis=0)
+        check(e, np.expand_dims(value, 0), f"expand_dims({value!r})")
+
+
+@pytest.mark.mpi(ranks=RANKS)
 def test_searchsorted_places_nan_as_numpy(comm):
     s = np.array([0.0, 1.0, 1.0, 3.0, np.nan, np.nan])          # NumPy sorts NaN last
     q = np.array([np.nan, 1.0, 5.0, -1.0])

@@ -296,6 +296,13 @@ def setitem(x, key, value):
     if isinstance(key, str):
         raise TypeError("a['field'] = v: assign into a['field'][...] instead")
     key = _zero_d_as_int(key)
+    flag = _zero_d_bool(key)
+    if flag is not None:        # NumPy: a[True] = v is a[None][...] = v; a[False] writes nothing
+        key = Ellipsis
+        if not is_distributed(value) and np.ndim(value) == x.ndim + 1 and \
+                np.shape(value)[0] in (0, 1):
+            value = np.asarray(value).reshape(np.shape(value)[1:]) if np.shape(value)[0] \
+                else np.zeros(np.shape(value)[1:], np.asarray(value).dtype)
     if _bool_mask(key):
         arguments.numeric("a[mask] = v", x)
         if not x.parts.values.flags.writeable:
@@ -314,8 +321,9 @@ def setitem(x, key, value):
     d, p = x.distribution, x.parts
     steps = _index.normalize_key(key, d.global_shape)
     kind, v = _index.check_assignment(d, p, steps, value)
-    yield dict(x=x, key=_index.canonical(steps), value=(kind, v))
-    _index.assign(d, p, steps, kind, v)
+    yield dict(x=x, key=_index.canonical(steps), flag=flag, value=(kind, v))
+    if flag is not False:
+        _index.assign(d, p, steps, kind, v)
     return None
 
 

@@ -113,12 +113,12 @@ def expand_dims(x, /, axis=0):
     arguments.fixed("expand_dims", x)
     axis = arguments.axis("expand_dims", x.ndim + 1, axis)
     yield dict(x=x, axis=axis)
+    if x.ndim == 0:             # the value every rank holds, on the one rank of (1,)'s block
+        return filled(x, (1,))
     d, p = x.distribution, x.parts
     maps = list(d.maps)
     maps.insert(axis, BlockMap(1, 1))
-    coords = np.insert(d.rank_coords, axis, 0, axis=1) if d.maps else \
-        np.zeros((x.comm.size, 1), np.int64)
-    nd = Distribution(maps, x.comm, coords)
+    nd = Distribution(maps, x.comm, np.insert(d.rank_coords, axis, 0, axis=1))
     values = p.values.reshape(nd.local_shape)
     return x.__xdap_wrap__(nd, Parts(p.info.with_shape(values.shape), values, p.validity),
                            False, True)

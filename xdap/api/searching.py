@@ -198,8 +198,6 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
             raise ValueError(f"searchsorted: sorter must have the length of x1, "
                              f"{x1.shape[0]}")
     dt = np.result_type(x1.dtype, query_dtype)
-    if x1.dtype.kind == "c" or dt.kind == "c":
-        raise TypeError("searchsorted: complex numbers have no order here")
     yield dict(x1=x1, x2=x2, side=side, sorter=sorter)
     if sorter is not None:
         from .indexing import _take
@@ -214,6 +212,18 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
     if is_distributed(x2):
         return x2.__xdap_wrap__(x2.distribution, Parts.of_array(result), False, True)
     return result if result.ndim else np.int64(result)
+
+
+def _before(a, b, or_equal: bool) -> np.ndarray:
+    """``a < b`` (``a <= b`` with ``or_equal``) pair by pair in NumPy's
+    sort order: NaN after every number, complex numbers by real part, then
+    imaginary part, NaNs last (what ``np.sort``/``np.searchsorted`` use)."""
+    if a.dtype.kind not in "fc":
+        return a <= b if or_equal else a < b
+    # a stable sort of each pair: the first of the two is the earlier one, ties kept in place
+    first = (a, b) if or_equal else (b, a)
+    order = np.argsort(np.stack(first, axis=1), axis=1, kind="stable")[:, 0]
+    return order == (0 if or_equal else 1)
 
 
 def _searchsorted_global(comm, d, own, queries, side, dt):
@@ -238,11 +248,7 @@ def _searchsorted_global(comm, d, own, queries, side, dt):
     base = before[k]
     # the one rank a query may fall inside: the next one, if it starts before v
     inside = k < len(order)
-    a, b = firsts[k[inside]], queries[inside]
-    if side == "left":                       # NumPy's order: NaN after every number
-        inside[inside] = (a < b) | (np.isnan(b) & ~np.isnan(a)) if dt.kind == "f" else a < b
-    else:
-        inside[inside] = (a <= b) | np.isnan(b) if dt.kind == "f" else a <= b
+    inside[inside] = _before(firsts[k[inside]], queries[inside], side == "right")
     ask = np.flatnonzero(inside)
     dest = order[k[ask]]
     route = Route.to_ranks(comm, dest, ask)

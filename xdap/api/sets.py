@@ -67,8 +67,15 @@ def unique_counts(x, /):
 def _inverse(values, x):
     from .searching import searchsorted
     inverse = searchsorted(values, x)
-    return inverse if hasattr(type(inverse), "__xdap_wrap__") else \
-        scalar_array(x, np.int64(inverse))
+    if not hasattr(type(inverse), "__xdap_wrap__"):
+        inverse = scalar_array(x, np.int64(inverse))
+    if x.dtype.kind == "c":
+        # NaNs count as one, the last value: a complex NaN sorts by its parts
+        # (R + nanj before nan + Rj), so searchsorted alone can land past it
+        nan = np.isnan(x.parts.values)
+        if nan.any():
+            inverse.parts.values[nan] = values.shape[0] - 1
+    return inverse
 
 
 @collective
