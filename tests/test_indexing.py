@@ -220,6 +220,23 @@ def test_boolean_masks_match_numpy(comm):
 
 
 @pytest.mark.mpi(ranks=RANKS)
+def test_a_mask_of_the_leading_dims_selects_rows_as_numpy(comm):
+    """a[m] with m of a's leading dims: (selected rows, *trailing dims), in
+    C order -- a NumPy mask or a DistArray one, trailing dims of size 0 too."""
+    rng = np.random.default_rng(5)                       # the same draws on every rank
+    for shape in [(7, 3), (4, 2, 3), (2, 0), (6, 1, 2)]:
+        g = rng.standard_normal(shape)
+        for k in range(1, len(shape)):
+            m = rng.random(shape[:k]) > 0.4
+            for kw in ({}, dict(dist=("c",) + ("n",) * (len(shape) - 1))):
+                a = xdap.from_global(g, comm=comm, **kw)
+                for key in (m, xdap.from_global(m, comm=comm)):
+                    got = a[key]
+                    assert got.shape == g[m].shape, (shape, k, kw)
+                    np.testing.assert_array_equal(got.to_numpy(), g[m], err_msg=f"{shape} {k}")
+
+
+@pytest.mark.mpi(ranks=RANKS)
 def test_a_whole_key_of_one_boolean_assigns_as_numpy(comm):
     """a[True] = v is a[None][...] = v (every element), a[False] = v writes
     nothing -- a Python bool, NumPy's or a 0-d bool DistArray; 0-d arrays too."""

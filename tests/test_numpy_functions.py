@@ -295,6 +295,16 @@ def test_unique_and_searchsorted_of_complex_follow_numpys_order(comm):
 
 
 @pytest.mark.mpi(ranks=RANKS)
+def test_argmin_argmax_along_the_one_axis_of_a_1d_array(comm):
+    # a 0-d array of the whole array's index, whatever the layout (an empty rank too)
+    for g in (np.array([3], np.uint8), V, np.array([2, 9, 9, -1])):
+        for kw in [{}] + list(layouts1(comm.size) if len(g) == 7 else []):
+            a = xdap.from_global(g, comm=comm, **kw)
+            for mine, theirs in ((xdap.argmin, np.argmin), (xdap.argmax, np.argmax)):
+                check(mine(a, axis=0), theirs(g, axis=0), f"{mine.__name__} {kw}")
+
+
+@pytest.mark.mpi(ranks=RANKS)
 def test_expand_dims_of_a_0d_array(comm):
     import xdap.array_api as xp
     for value in (np.float64(2.5), np.int8(-3)):

@@ -1,7 +1,11 @@
 """Run the Array API standard's test suite on xdap, on N MPI ranks.
 
     .venv/bin/python tools/array_api_suite/run.py SUITE [-n RANKS] [--max-examples 100]
-                     [--extra-path DIR] [--out DIR] [--timeout SECONDS] [-- PYTEST ARGS]
+                     [--extra-path DIR] [--out DIR] [--timeout SECONDS] [--split]
+                     [PYTEST ARGS]
+
+PYTEST ARGS that name test files (``array_api_tests/test_set_functions.py``)
+run those instead of the whole suite.
 
 SUITE is a checkout of data-apis/array-api-tests (with its ``array-api``
 submodule); it is not on the package index, so this is a private run.  The
@@ -47,10 +51,13 @@ def main(argv=None) -> int:
                XDAP_SUITE_SPLIT="1" if args.split else "0",
                PYTHONPATH=os.pathsep.join(p for p in (str(HERE), args.extra_path,
                                                        str(ROOT)) if p))
-    pytest = [sys.executable, "-m", "pytest", "array_api_tests", "-q", "-rf",
+    # test paths among the pytest args run instead of the whole suite
+    paths = [a for a in args.pytest_args if a.startswith("array_api_tests")]
+    pytest = [sys.executable, "-m", "pytest", *(paths or ["array_api_tests"]), "-q", "-rf",
               "-p", "no:cacheprovider", "-p", "xdap_suite_plugin",
               "--max-examples", str(args.max_examples), "--derandomize", "--disable-deadline",
-              "--disable-extension", "linalg", "fft", *args.pytest_args]
+              "--disable-extension", "linalg", "fft",
+              *[a for a in args.pytest_args if a not in paths]]
     # each rank's output to its own log (a shell per rank reads its rank)
     line = " ".join(f"'{a}'" for a in pytest)
     rank = "${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-0}}"

@@ -127,7 +127,8 @@ def _wrap(f, split):
     @functools.wraps(f)                 # the suite checks each function's signature
     def wrapped(*args, **kwargs):
         out = f(*args, **kwargs)
-        if split:
+        # copy=False promises a view of the input: moving it would break that
+        if split and kwargs.get("copy") is not False and not any(out is a for a in args):
             out = _spread(out)
         _count(out)
         return out

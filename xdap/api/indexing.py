@@ -89,10 +89,11 @@ def _bool_mask(k) -> bool:
     return isinstance(k, np.ndarray) and k.ndim > 0 and k.dtype == bool
 
 
-def _mask_key(x, mask):
+def _mask_key(x, mask, leading=False):
     """The checks of ``x[mask]``: ``("mask", mask)`` for a mask of
     ``x``'s shape, ``("empty", shape)`` for one with a zero-length dim
-    (it selects nothing: the standard's rule)."""
+    (it selects nothing: the standard's rule); with ``leading``,
+    ``("leading", mask)`` for a mask of ``x``'s leading dims."""
     shape = mask.shape
     if x.ndim == 0 or len(shape) > x.ndim or any(
             a != b for a, b in zip(shape, x.shape[:len(shape)]) if a != 0):
@@ -100,18 +101,18 @@ def _mask_key(x, mask):
                          f"array's shape {x.shape}")
     if 0 in shape:                         # selects nothing
         return "empty", (0,) + tuple(x.shape[len(shape):])
-    if shape != x.shape:
-        raise IndexError(f"a[mask]: a boolean index of shape {shape} on the leading dims of an "
-                         f"array of shape {x.shape} is not supported; give a mask of the "
-                         "array's shape")
+    if shape != x.shape and not leading:
+        raise IndexError(f"a[mask] = v: a boolean index of shape {shape} on the leading dims "
+                         f"of an array of shape {x.shape} is not supported; give a mask of "
+                         "the array's shape")
     if x.parts.info.ragged or x.parts.info.boxed:
         raise TypeError(f"a[mask]: {arguments.type_of(x)} data takes a slice of its "
                         "rows only")
     if is_distributed(mask):
         if mask.parts.info.optional:
             raise TypeError("a[mask]: the mask has missing values (?bool); fill them first")
-        return "mask", mask
-    return "numpy mask", np.ascontiguousarray(mask)
+        return ("mask" if shape == x.shape else "leading"), mask
+    return ("numpy mask" if shape == x.shape else "leading"), np.ascontiguousarray(mask)
 
 
 def _take_indices(name, n, idx):
@@ -164,7 +165,7 @@ def _key(x, key):
             return "element", tuple(s[2] for s in steps)
         return "basic", steps
     if _bool_mask(key):
-        return _mask_key(x, key)
+        return _mask_key(x, key, leading=True)
     if _integer_array(key):
         arguments.numeric("a[index array]", x)
         if x.ndim == 0:
@@ -267,9 +268,36 @@ def _selected(x, kind, norm):
         from ..kernels.apply import _local_block
         local = _local_block(norm, d).values
         return x.__xdap_wrap__(*_index.mask_index(d, p, d, local), agreed=True)
+    if kind == "leading":
+        return _leading_mask(x, norm)
     if kind == "take":
         return _take(x, norm, 0)
     return _take_points(x, norm)
+
+
+def _leading_mask(x, mask):
+    """``x[mask]`` for an agreed mask of ``x``'s leading dims: the mask
+    stretched over the trailing dims, the selection in C order (one 1-D
+    irregular block), reshaped to (selected, *trailing) -- a copy that
+    moves the selected rows twice at most."""
+    from .manipulation import broadcast_to, expand_dims, reshape
+    trailing = x.shape[mask.ndim:]
+    n = int(np.prod(trailing))
+    if is_distributed(mask):
+        full = mask
+        for _ in trailing:
+            full = expand_dims(full, axis=-1)
+        full = broadcast_to(full, x.shape)
+    else:
+        full = np.broadcast_to(mask.reshape(mask.shape + (1,) * len(trailing)), x.shape)
+    if n == 0:                                  # nothing to select but the count of rows
+        from ..create import zeros
+        count = int(np.count_nonzero(mask)) if not is_distributed(mask) else \
+            int(x.comm.allreduce(int(np.count_nonzero(mask.parts.values))))
+        return new(zeros((count,) + trailing, type=x.parts.info.leaf.lstrip("?"),
+                         comm=x.comm))
+    flat = _selected(x, *_mask_key(x, full))
+    return reshape(flat, (flat.shape[0] // n,) + trailing)
 
 
 # -- a[key] = v ----------------------------------------------------------------------

@@ -20,7 +20,7 @@ from ..arraylike import is_distributed
 from ..contract import collective, local
 from ..distribution import Distribution
 from ..parts import Parts
-from .layouts import axis_whole, in_blocks, one_copy, owned, rows, wrap
+from .layouts import axis_whole, in_blocks, one_copy, owned, rows, scalar_array, wrap
 
 __all__ = ["argmax", "argmin", "nonzero", "searchsorted", "where", "count_nonzero"]
 
@@ -71,6 +71,8 @@ def _arg_extreme(pick, x, axis):
     d, p = x.distribution, x.parts
     if not d.maps:
         return np.int64(0)
+    if axis is not None and x.ndim == 1:    # the whole array's index, as a 0-d array
+        return scalar_array(x, _arg_extreme(pick, x, None))
     if axis is not None:
         if not d.maps[axis].whole:
             return _arg_extreme(pick, axis_whole(x, axis), axis)
