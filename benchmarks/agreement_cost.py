@@ -70,7 +70,9 @@ def measure() -> dict:
         return everything[start:start + N]
 
     np.testing.assert_allclose(float(a.sum()), hand_sum(), rtol=1e-12)
-    np.testing.assert_array_equal(xdap.sort(a).local_numpy(), hand_sort())
+    # xdap's sample sort leaves irregular blocks; the hand version keeps N per rank
+    np.testing.assert_array_equal(xdap.sort(a).to_numpy(), np.sort(np.concatenate(
+        COMM.allgather(x))))
     out = {}
     for case, mine, hand, collective in (
             ("a[2:5]", lambda: a[2:5], lambda: x[2:5], True),

@@ -261,9 +261,15 @@ def _comm_of(args, kwargs, at, over=None):
     return resolve(None)
 
 
+_COMPLETE: set = set()           # (name, keys) already found complete: checked once
+
+
 def _incomplete(name, params, agreed):
     """Every parameter must be named: a key of its own, or part of one that
     names several (``"dist, grid and per_dim"``: compared together)."""
+    seen = (name, tuple(agreed))
+    if seen in _COMPLETE:
+        return
     named = set()
     for key in agreed:
         named.update(k.strip() for k in key.replace(" and ", ", ").split(","))
@@ -272,6 +278,7 @@ def _incomplete(name, params, agreed):
         raise RuntimeError(f"{name}: its agreement does not name {', '.join(missing)} (every "
                            "argument of a public function is agreed: yield it, or declare it "
                            "own=)")
+    _COMPLETE.add(seen)
 
 
 def _first_yield(gen, name):
