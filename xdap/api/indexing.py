@@ -34,7 +34,7 @@ from ..distribution import Distribution
 from ..dtypes import is_integer
 from ..maps import BlockMap
 from ..movement import index as _index
-from .layouts import filled, reshaped
+from .layouts import broadcast, filled, reshaped, unit_dim
 
 __all__ = ["getitem", "setitem", "take", "take_along_axis", "field", "global_indices",
            "iteration_length"]
@@ -101,6 +101,9 @@ def _mask_key(x, mask, leading=False):
                          f"array's shape {x.shape}")
     if 0 in shape:                         # selects nothing
         return "empty", (0,) + tuple(x.shape[len(shape):])
+    if shape != x.shape and leading and x.parts.info.optional:
+        raise TypeError(f"a[mask]: a mask of the leading dims of {arguments.type_of(x)} data "
+                        "is not supported yet; give a mask of the array's shape")
     if shape != x.shape and not leading:
         raise IndexError(f"a[mask] = v: a boolean index of shape {shape} on the leading dims "
                          f"of an array of shape {x.shape} is not supported; give a mask of "
@@ -280,14 +283,13 @@ def _leading_mask(x, mask):
     stretched over the trailing dims, the selection in C order (one 1-D
     irregular block), reshaped to (selected, *trailing) -- a copy that
     moves the selected rows twice at most."""
-    from .manipulation import broadcast_to, expand_dims, reshape
     trailing = x.shape[mask.ndim:]
     n = int(np.prod(trailing))
     if is_distributed(mask):
         full = mask
         for _ in trailing:
-            full = expand_dims(full, axis=-1)
-        full = broadcast_to(full, x.shape)
+            full = unit_dim(full, full.ndim)
+        full = broadcast(full, x.shape)
     else:
         full = np.broadcast_to(mask.reshape(mask.shape + (1,) * len(trailing)), x.shape)
     if n == 0:                                  # nothing to select but the count of rows
@@ -297,7 +299,7 @@ def _leading_mask(x, mask):
         return new(zeros((count,) + trailing, type=x.parts.info.leaf.lstrip("?"),
                          comm=x.comm))
     flat = _selected(x, *_mask_key(x, full))
-    return reshape(flat, (flat.shape[0] // n,) + trailing)
+    return reshaped(flat, (flat.shape[0] // n,) + trailing)
 
 
 # -- a[key] = v ----------------------------------------------------------------------

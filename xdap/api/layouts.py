@@ -168,3 +168,41 @@ def filled(x, shape: tuple):
     valid = p.validity is None or bool(p.valid_mask().reshape(-1)[0])
     return x.__xdap_wrap__(d, _allocate(d, p.info.with_shape((1,)), p.values[()] if valid
                                         else None), False, True)
+
+
+def unit_dim(x, axis: int):
+    """``x`` with a dim of size 1 inserted at the agreed ``axis``
+    (undistributed): a view of every rank's block, no MPI call; a 0-d
+    ``x``'s value goes to the one rank of ``(1,)``'s block."""
+    if x.ndim == 0:
+        return filled(x, (1,))
+    d, p = x.distribution, x.parts
+    maps = list(d.maps)
+    maps.insert(axis, BlockMap(1, 1))
+    nd = Distribution(maps, x.comm, np.insert(d.rank_coords, axis, 0, axis=1))
+    values = p.values.reshape(nd.local_shape)
+    return x.__xdap_wrap__(nd, Parts(p.info.with_shape(values.shape), values, p.validity),
+                           False, True)
+
+
+def broadcast(x, shape: tuple):
+    """``x`` broadcast to the agreed ``shape`` (``broadcast_to``'s work):
+    size-1 undistributed dims stretched locally where they can be, else a
+    template of ``shape``'s default distribution and ``x`` brought to it
+    (a smaller ``x`` is gathered on every rank: collective)."""
+    from .. import create
+    from ..arraylike import new
+    from ..kernels.apply import _leading, broadcast_operands
+    if x.shape == shape:
+        return x
+    leaf = x.parts.info.leaf
+    if 0 in shape:                      # nothing to fill
+        return new(create.zeros(shape, type=leaf.lstrip("?"), comm=x.comm))
+    if x.ndim == 0:
+        return filled(x, shape)
+    try:
+        return _leading((x,), shape, None)           # stretched locally
+    except ValueError:
+        pass
+    template = new(create.empty(shape, type=leaf, comm=x.comm))
+    return broadcast_operands((template, x))[1]

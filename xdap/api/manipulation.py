@@ -24,7 +24,8 @@ from ..distribution import Distribution
 from ..dtypes import is_integer
 from ..maps import BlockMap
 from ..parts import Parts
-from .layouts import (axis_whole, filled, reshaped, rows, scalar_array, values_on, wrap)
+from .layouts import (axis_whole, broadcast, reshaped, rows, scalar_array, unit_dim,
+                      values_on, wrap)
 
 __all__ = ["reshape", "permute_dims", "moveaxis", "expand_dims", "squeeze", "flip", "roll",
            "broadcast_to", "broadcast_arrays", "concat", "stack", "unstack", "tile", "repeat",
@@ -113,15 +114,7 @@ def expand_dims(x, /, axis=0):
     arguments.fixed("expand_dims", x)
     axis = arguments.axis("expand_dims", x.ndim + 1, axis)
     yield dict(x=x, axis=axis)
-    if x.ndim == 0:             # the value every rank holds, on the one rank of (1,)'s block
-        return filled(x, (1,))
-    d, p = x.distribution, x.parts
-    maps = list(d.maps)
-    maps.insert(axis, BlockMap(1, 1))
-    nd = Distribution(maps, x.comm, np.insert(d.rank_coords, axis, 0, axis=1))
-    values = p.values.reshape(nd.local_shape)
-    return x.__xdap_wrap__(nd, Parts(p.info.with_shape(values.shape), values, p.validity),
-                           False, True)
+    return unit_dim(x, axis)
 
 
 # -- collective shape functions --------------------------------------------------------
@@ -254,25 +247,7 @@ def broadcast_to(x, /, shape):
     """
     shape = _target_shape("broadcast_to", x, shape)
     yield dict(x=x, shape=shape)
-    return _broadcast(x, shape)
-
-
-def _broadcast(x, shape):
-    from .. import create
-    from ..kernels.apply import _leading, broadcast_operands
-    if x.shape == shape:
-        return x
-    leaf = x.parts.info.leaf
-    if 0 in shape:                      # nothing to fill
-        return new(create.zeros(shape, type=leaf.lstrip("?"), comm=x.comm))
-    if x.ndim == 0:
-        return filled(x, shape)
-    try:
-        return _leading((x,), shape, None)           # stretched locally
-    except ValueError:
-        pass
-    template = new(create.empty(shape, type=leaf, comm=x.comm))
-    return broadcast_operands((template, x))[1]
+    return broadcast(x, shape)
 
 
 @collective
@@ -288,7 +263,7 @@ def broadcast_arrays(*arrays):
         raise ValueError(f"broadcast_arrays: shapes {[a.shape for a in arrays]} do not "
                          "broadcast") from None
     yield dict(arrays=arrays)
-    return [_broadcast(a, shape) for a in arrays]
+    return [broadcast(a, shape) for a in arrays]
 
 
 # -- joins ---------------------------------------------------------------------------
