@@ -35,6 +35,22 @@ def shared_dir(comm):
 
 # -- creation without global data --------------------------------------------
 
+@pytest.mark.mpi(ranks=(1, 2, 3, 4))
+def test_arange_is_numpys_bit_for_bit(comm):
+    """Each rank computes its own values as NumPy does for the whole array
+    (first + i * (second - first), in the dtype): equal bits, blocks and
+    cyclic, float32 and float64, ints with negative steps."""
+    cases = [((10,), None), ((2, 11, 3), None), ((10, 0, -3), "int8"),
+             ((0.1, 7.3, 0.2), None), ((0.5, 7.3, 0.7), "float32"), ((5, -5, -1.5), "float32"),
+             ((1e10, 1e10 + 100, 7), None), ((0,), None)]
+    for args, type_ in cases:
+        want = np.arange(*args, dtype=type_)
+        for kw in ({}, dict(dist=("c",))):
+            got = xdap.arange(*args, type=type_, comm=comm, **kw).to_numpy()
+            assert got.dtype == want.dtype, (args, type_)
+            np.testing.assert_array_equal(got, want, err_msg=f"{args} {type_} {kw}")
+
+
 @pytest.mark.mpi(ranks=RANKS)
 def test_zeros_full_arange_from_function_every_kind(comm):
     n = 2 * comm.size + 5

@@ -481,11 +481,27 @@ def arange(start, stop=None, step=1, type=None, dist=None, grid=None, comm=None,
     d = make_distribution((n,), dist, grid, comm, **per_dim)
     yield dict(start=start, stop=stop, step=step, type=element, dtype=None, dist=d,
                grid=d.grid, comm=comm.size, per_dim=None)
-    i = np.asarray(d.global_indices(0))
-    if integral:
-        values = (start + i * step).astype(info.numpy_dtype)
+    dt = info.numpy_dtype
+    i = d.maps[0].buffer_indices(d.coords[0])
+    if isinstance(i, range) and (dt.kind == "f" or dt.kind == "i" and integral):
+        # a block: this rank's values in one pass, no index array
+        if len(i) == n:                # the whole array here: NumPy's own
+            values = np.arange(start, stop, step, dtype=dt)
+        elif integral:
+            values = np.arange(start + i.start * step, start + i.stop * step, step,
+                               dtype=np.int64)[:len(i)].astype(dt, copy=False)
+        else:                          # NumPy's values: first + i * (second - first), in dt
+            first, second = dt.type(start), dt.type(start + step)
+            values = np.arange(i.start, i.stop, dtype=dt)
+            values *= second - first
+            values += first
     else:
-        values = (start + i * np.float64(step)).astype(info.numpy_dtype)
+        i = np.asarray(i)
+        if integral:
+            values = (start + i * step).astype(dt)
+        else:
+            first, second = dt.type(start), dt.type(start + step)
+            values = first + i.astype(dt) * (second - first)
     return d, Parts(info.with_shape(values.shape), np.ascontiguousarray(values))
 
 
