@@ -59,10 +59,15 @@ def sort_parts(d: Distribution, p: Parts, indices: bool = False):
         m = d.maps[0]
     owned = m.owned_local_slice(d.coords[0])
     own = p.values[owned]
+    # unpadded blocks in rank order: global indices grow with the local
+    # position and with the rank, so a stable sort by value alone keeps
+    # equal values in index order -- here, and when the ranks' sorted runs
+    # arrive in rank order (NumPy's stable sort of floats merges runs)
+    in_order = m.contiguous and bool(np.array_equal(d.rank_coords[:, 0], np.arange(comm.size)))
 
     def by_value_and_index():
         gidx = np.asarray(d.global_indices(0))[owned]
-        order = np.lexsort((gidx, own))
+        order = np.argsort(own, kind="stable") if in_order else np.lexsort((gidx, own))
         return own[order], gidx[order]
     values, gidx = by_value_and_index() if indices else (np.sort(own), None)
     all_values, all_weights, all_gidx = _all_samples(comm, values, gidx)
@@ -79,7 +84,8 @@ def sort_parts(d: Distribution, p: Parts, indices: bool = False):
     arrived = move(route, *payload)
     merged = arrived[0].values
     if indices:
-        order = np.lexsort((arrived[1].values, merged))
+        order = np.argsort(merged, kind="stable") if in_order else \
+            np.lexsort((arrived[1].values, merged))
         merged, moved_idx = merged[order], arrived[1].values[order]
     else:
         merged = np.sort(merged, kind="stable")      # P sorted runs: timsort merges them
