@@ -234,6 +234,11 @@ def test_a_mask_of_the_leading_dims_selects_rows_as_numpy(comm):
                     got = a[key]
                     assert got.shape == g[m].shape, (shape, k, kw)
                     np.testing.assert_array_equal(got.to_numpy(), g[m], err_msg=f"{shape} {k}")
+    # zero-size rows: the count of selected rows, each counted once (a padded mask's ghosts not)
+    m = np.array([True, False, True, True, False, True, True])
+    for kw in ({}, dict(dist=("b",), padding=((1, 1),)), dict(dist=("c",))):
+        got = xdap.from_global(np.zeros((7, 0)), comm=comm)[xdap.from_global(m, comm=comm, **kw)]
+        assert got.shape == (5, 0), (kw, got.shape)
 
 
 @pytest.mark.mpi(ranks=RANKS)

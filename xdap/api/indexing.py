@@ -294,8 +294,9 @@ def _leading_mask(x, mask):
         full = np.broadcast_to(mask.reshape(mask.shape + (1,) * len(trailing)), x.shape)
     if n == 0:                                  # nothing to select but the count of rows
         from ..create import zeros
-        count = int(np.count_nonzero(mask)) if not is_distributed(mask) else \
-            int(x.comm.allreduce(int(np.count_nonzero(mask.parts.values))))
+        from ..movement.reduce import reduce_agreed
+        count = int(np.count_nonzero(mask)) if not is_distributed(mask) else int(reduce_agreed(
+            mask.distribution, mask.parts, "sum", tuple(range(mask.ndim))).value)
         return new(zeros((count,) + trailing, type=x.parts.info.leaf.lstrip("?"),
                          comm=x.comm))
     flat = _selected(x, *_mask_key(x, full))
