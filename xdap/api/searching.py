@@ -222,7 +222,9 @@ def _before(a, b, or_equal: bool) -> np.ndarray:
     imaginary part, NaNs last (what ``np.sort``/``np.searchsorted`` use)."""
     if a.dtype.kind not in "fc":
         return a <= b if or_equal else a < b
-    # a stable sort of each pair: the first of the two is the earlier one, ties kept in place
+    if a.dtype.kind == "f":                     # NaN after every number
+        return (a <= b) | np.isnan(b) if or_equal else (a < b) | (np.isnan(b) & ~np.isnan(a))
+    # complex: a stable sort of each pair: the first of the two is the earlier one, ties kept in place
     first = (a, b) if or_equal else (b, a)
     order = np.argsort(np.stack(first, axis=1), axis=1, kind="stable")[:, 0]
     return order == (0 if or_equal else 1)
