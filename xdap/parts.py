@@ -29,6 +29,7 @@ import numpy as np
 from xnd import xnd
 
 from . import _xndbuf
+from .arguments import _shown
 from .bitmaps import all_valid, pack_validity, unpack_validity
 from .dtypes import (HIDDEN, fields as record_fields, leaf_numpy_dtype, records_from_python,
                      records_to_python)
@@ -321,7 +322,7 @@ def as_container(data, type=None, dtype=None):
         return _from_python(data, type, dtype)
     except OverflowError:
         # xnd's words ("int too big to convert") name neither the value nor the type
-        raise ValueError(f"a value of {_shown_data(data)} does not fit "
+        raise ValueError(f"a value of {_shown(data)} does not fit "
                          f"{type or dtype or 'int64, the type of Python ints'}") from None
 
 
@@ -344,11 +345,6 @@ def _from_python(data, type, dtype):
             return xnd(data, type=str(dtype))       # a scalar: a 0-d container
         return xnd(data, dtype=str(dtype))
     return xnd(data)
-
-
-def _shown_data(data) -> str:
-    text = repr(data)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def numpy_parts(data: np.ndarray, type=None, dtype=None) -> Parts:
