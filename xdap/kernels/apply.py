@@ -99,25 +99,29 @@ def apply(func, *args, out=None):
     if debug() and first.distribution.comm.size > 1 and not nested():
         # debug mode: the whole call votes first -- the kernel, every operand
         # and the shape they broadcast to -- and what follows trusts it
-        with agreement(first.distribution.comm, "kernel") as ag:
-            ag.same("the kernel", _kernel_name(func))
-            ag.same("the operand types", tuple(_signature(a) for a in args), shown=tuple(args))
-            ag.same("out=", None if out is None else _signature(out),
-                    shown=out)
-            for i, a in enumerate(args):
-                if not is_distributed(a) and not is_scalar(a) and \
-                        not isinstance(a, (np.ndarray, list, xnd)):
-                    raise TypeError(f"operand {i} is a {type(a).__name__}: with DistArray "
-                                    "operands the others must be arrays or Python scalars")
-            if out is not None and not is_distributed(out):
-                raise TypeError(f"out= must be a DistArray like the operands, got "
-                                f"{type(out).__name__}")
-            # kernels with core dimensions check their own shapes below
-            if core_signature(func, args) is None and needs_broadcast(args, first):
-                broadcast_shape_of(args, out)
+        with _agreed_call(first.distribution.comm, _kernel_name(func), args, out,
+                          check=functools.partial(_whole_call_checks, func, first)):
+            pass
         with inside:
             return _apply_distributed(func, args, out, first)
     return _apply_distributed(func, args, out, first)
+
+
+def _whole_call_checks(func, first, args, out):
+    """The checks of a kernel call on DistArrays that hold whatever path
+    it then takes (debug mode's vote): operands that are arrays or
+    scalars, a DistArray ``out=``, and shapes that broadcast (kernels with
+    core dimensions check their own shapes later)."""
+    for i, a in enumerate(args):
+        if not is_distributed(a) and not is_scalar(a) and \
+                not isinstance(a, (np.ndarray, list, xnd)):
+            raise TypeError(f"operand {i} is a {type(a).__name__}: with DistArray "
+                            "operands the others must be arrays or Python scalars")
+    if out is not None and not is_distributed(out):
+        raise TypeError(f"out= must be a DistArray like the operands, got "
+                        f"{type(out).__name__}")
+    if core_signature(func, args) is None and needs_broadcast(args, first):
+        broadcast_shape_of(args, out)
 
 
 def _apply_distributed(func, args, out, first):
@@ -478,8 +482,7 @@ def _agreed_call(comm, name, args, out, check=None):
         (check or check_operands)(args, out)
         ag.same("the kernel", name)
         ag.same("the operand types", tuple(_signature(a) for a in args), shown=tuple(args))
-        ag.same("out=", None if out is None else _signature(out),
-                    shown=out)
+        ag.same("out=", None if out is None else _signature(out), shown=out)
         yield
 
 
