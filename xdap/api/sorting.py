@@ -73,8 +73,8 @@ def _sorted(x, axis, descending, want_indices):
     d, p = x.distribution, x.parts
     info = p.info
     if d.maps[axis].whole:
-        v = p.values
-        if not want_indices and not info.optional:
+        v = p.values            # numeric, no missing values (_sort_args)
+        if not want_indices:
             # values alone: NumPy's own sort (equal values are alike, so any
             # kind is stable); descending is its reverse
             out = np.sort(v, axis=axis)
@@ -85,10 +85,7 @@ def _sorted(x, axis, descending, want_indices):
             idx = n - 1 - np.flip(np.argsort(np.flip(v, axis), axis=axis, kind="stable"), axis)
         else:
             idx = np.argsort(v, axis=axis, kind="stable")
-        out = idx if want_indices else np.take_along_axis(v, idx, axis)
-        out = np.ascontiguousarray(out)
-        return x.__xdap_wrap__(d, Parts.of_array(out) if want_indices else
-                               Parts(info.with_shape(out.shape), out), False, True)
+        return x.__xdap_wrap__(d, Parts.of_array(np.ascontiguousarray(idx)), False, True)
     if d.ndim > 1:             # make the axis whole, then every rank sorts its rows
         return _sorted(axis_whole(x, axis), axis, descending, want_indices)
     from ..movement.index import basic_index, normalize_key
