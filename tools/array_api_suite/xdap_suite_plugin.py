@@ -102,7 +102,7 @@ def _sizes(n, parts, salt):
 def _spread(x):
     """``x`` redistributed over every rank, unevenly (deterministic in its
     shape: every rank makes the same choice)."""
-    if not hasattr(type(x), "__xdap_wrap__") or x.ndim == 0 or not x.size or x.size < 2 or \
+    if not hasattr(type(x), "__xdap_wrap__") or x.ndim == 0 or x.size < 2 or \
             x.parts.info.ragged:
         return x
     P = x.comm.size
