@@ -50,6 +50,15 @@ xnd 0.2.0dev3
     every leaf under the dimension is such an element;
     ``tests/test_types_containers.py`` checks new containers of every
     kind are still zero and usable.
+
+    ``xnd_clear`` (every container freed) walks every element the same
+    way to find pointers to free, with an ``ndt_is_concrete`` assertion a
+    visit: 33 ns an element, 3.3 ms of a 100,000 x 8 x 8 mat-vec kernel's
+    8 ms. The patch returns at once when no leaf under the dimension owns
+    memory (numbers, fixed strings and bytes, categories; not ``string``,
+    ``bytes`` or ``ref``); ``tests/test_types_containers.py`` checks that
+    strings and bytes under fixed and var dims are still freed (no leak),
+    ``benchmarks/user_kernels.py`` the time.
 """
 from __future__ import annotations
 
@@ -145,6 +154,34 @@ PATCHES = {
          '        for (i = 0; i < t->FixedDim.shape; i++) {\n'
          '            xnd_t next = _fixed_dim_next(x, i);\n'
          '            if (xnd_init(&next, flags, ctx) < 0) {'),
+        ("libxnd/xnd.c",
+         '/* Clear embedded pointers in the data according to flags. */\n'
+         'static void\n'
+         'xnd_clear(xnd_t * const x, const uint32_t flags)\n'
+         '{\n'
+         '    NDT_STATIC_CONTEXT(ctx);\n'
+         '    const ndt_t * const t = x->type;\n',
+         '/* xdap: true when no leaf under t\'s dimensions owns memory (no string,\n'
+         '   bytes or ref to free): xnd_clear need not visit them. */\n'
+         'static int\n'
+         'xdap_plain_leaves(const ndt_t *t)\n'
+         '{\n'
+         '    while (t->tag == FixedDim || t->tag == VarDim) {\n'
+         '        t = t->tag == FixedDim ? t->FixedDim.type : t->VarDim.type;\n'
+         '    }\n'
+         '    return t->tag != String && t->tag != Bytes && xdap_calloc_leaves(t);\n'
+         '}\n'
+         '\n'
+         '/* Clear embedded pointers in the data according to flags. */\n'
+         'static void\n'
+         'xnd_clear(xnd_t * const x, const uint32_t flags)\n'
+         '{\n'
+         '    NDT_STATIC_CONTEXT(ctx);\n'
+         '    const ndt_t * const t = x->type;\n'
+         '\n'
+         '    if ((t->tag == FixedDim || t->tag == VarDim) && xdap_plain_leaves(t)) {\n'
+         '        return;     /* xdap: nothing to free under these dims */\n'
+         '    }\n'),
     ],
 }
 
