@@ -170,8 +170,9 @@ def test_replicated_reduction_results_count_each_index_once(comm):
 
 @pytest.mark.mpi(ranks=RANKS)
 def test_reshape_matches_numpy(comm):
-    """Keeping the first dim: a view of each rank's rows (no data moves);
-    otherwise the C-order line moves to the new row blocks (one exchange)."""
+    """Where every rank's block is whole rows of the new shape: a view of
+    each rank's elements (no data moves); otherwise the C-order line moves
+    to the new row blocks (one exchange)."""
     g = np.arange(6 * 4, dtype=float).reshape(6, 4)
     empty = {1: [6], 2: [0, 6], 3: [2, 0, 4], 4: [3, 0, 3, 0]}[comm.size]
     for kw in (dict(dist=("b",)), dict(dist=("c",)), dict(dist=("b", "c")),
@@ -184,8 +185,23 @@ def test_reshape_matches_numpy(comm):
     same_rows = xdap.reshape(a, (6, 2, 2), copy=False)
     assert same_rows.local_numpy().size == 0 or np.shares_memory(same_rows.local_numpy(),
                                                                   a.local_numpy())
-    with pytest.raises(ValueError, match="moves data, so it copies"):
-        xdap.reshape(a, (4, 6), copy=False)
+    # (6, 4) -> (4, 6) in place exactly when every rank's elements -- a range
+    # of the C order -- are whole rows of 6 (1 and 2 ranks: yes; 3, 4: no)
+    rows = np.asarray(a.distribution.global_indices(0))
+    starts = comm.allgather((int(rows[0]) * 4 if rows.size else 0, rows.size * 4))
+    if all(lo % 6 == 0 and n % 6 == 0 for lo, n in starts):
+        wide = xdap.reshape(a, (4, 6), copy=False)
+        check(wide, g.reshape(4, 6), "in place")
+        assert wide.local_numpy().size == 0 or np.shares_memory(wide.local_numpy(),
+                                                                a.local_numpy())
+        assert wide.distribution.maps[0].bounds == tuple(lo // 6 for lo, _ in starts) + (4,)
+    else:
+        with pytest.raises(ValueError, match="moves data, so it copies"):
+            xdap.reshape(a, (4, 6), copy=False)
+    # 10^... -> whole rows on every rank count: a line of 12 * P in blocks of 12
+    line = np.arange(12.0 * comm.size)
+    b = xdap.reshape(xdap.from_global(line, comm=comm), (comm.size * 2, 2, 3), copy=False)
+    check(b, line.reshape(-1, 2, 3), "line in place")
     with pytest.raises(ValueError, match="cannot reshape"):
         xdap.reshape(a, (5, 5))
 

@@ -24,8 +24,8 @@ from ..distribution import Distribution
 from ..dtypes import is_integer
 from ..maps import BlockMap
 from ..parts import Parts
-from .layouts import (axis_whole, broadcast, reshaped, rows, scalar_array, unit_dim,
-                      values_on, wrap)
+from .layouts import (axis_whole, broadcast, reshaped, reshaped_in_place, rows, scalar_array,
+                      unit_dim, values_on, wrap)
 
 __all__ = ["reshape", "permute_dims", "moveaxis", "expand_dims", "squeeze", "flip", "roll",
            "broadcast_to", "broadcast_arrays", "concat", "stack", "unstack", "tile", "repeat",
@@ -171,9 +171,11 @@ def reshape(x, /, shape, *, copy=None):
     """``x`` with another shape, its elements in the same C order (the Array
     API's ``reshape``, ``np.reshape``; one -1 is inferred).
 
-    - rows in blocks with whole other dims, and a new shape that keeps the
-      first dim (``(n, 6) -> (n, 2, 3)``): every rank reshapes its block in
-      place -- a view, nothing moves;
+    - rows in blocks with whole other dims, and a new shape whose rows
+      each rank's block holds whole (``(n, 6) -> (n, 2, 3)``; ``10^7 ->
+      (10^4, 10^3)`` on 4 ranks): every rank reshapes its block in place
+      -- a view in O(1), nothing moves, no MPI call beyond the shape's
+      agreement;
     - otherwise the elements, seen as one line in C order (each rank's rows
       are a range of it), are moved to the new shape's row blocks: one
       exchange (a copy; ``copy=False`` refuses);
@@ -195,8 +197,7 @@ def reshape(x, /, shape, *, copy=None):
     shape = _new_shape(d.global_shape, shape)
     if copy is not None:
         copy = arguments.flag("reshape", "copy", copy)
-    view = shape == d.global_shape or (d.row_blocks and shape and
-                                       shape[0] == d.global_shape[0])
+    view = shape == d.global_shape or reshaped_in_place(d, shape) is not None
     if copy is False and not view:
         raise ValueError(f"reshape: {d.global_shape} -> {shape} moves data, so it copies "
                          "(copy=False)")
