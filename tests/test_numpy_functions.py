@@ -118,6 +118,11 @@ def test_shape_and_order_functions_match_numpy(comm):
     got = xdap.concat([xdap.from_global(V, comm=comm), ints])
     assert got.dtype == np.float64
     check(got, np.concatenate([V, np.arange(3)]), "concat promotes")
+    # inputs in padded blocks, with an empty rank, stacked in front
+    padded = xdap.from_global(G, dist=("b", "n"), padding=((1, 1), (0, 0)), comm=comm)
+    uneven = xdap.from_global(H, dist=("b",), sizes=([0] * (comm.size - 1) + [3],), comm=comm)
+    check(xdap.concat([padded, uneven, padded]), np.concatenate([G, H, G]), "concat padded")
+    check(xdap.stack([uneven, uneven * 2]), np.stack([H, H * 2]), "stack axis 0")
     check(xdap.roll(xdap.from_global(V, comm=comm), 4), np.roll(V, 4), "roll 1-D")
     with pytest.raises(ValueError, match="differ outside axis 0"):
         xdap.concat([xdap.from_global(G, comm=comm), xdap.from_global(G[:, :2].copy(), comm=comm)])

@@ -18,9 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import arguments
-from ..arraylike import is_distributed, new
+from ..arraylike import is_distributed
 from ..contract import collective, local
-from ..distribution import Distribution
+from ..distribution import Distribution, make_distribution
+from ..movement.redistribute import move_agreed
 from ..dtypes import is_integer
 from ..maps import BlockMap
 from ..parts import Parts
@@ -312,20 +313,32 @@ def concat(arrays, /, *, axis=0):
 
 
 def _concat(arrays, axis):
-    from .. import create
+    """The joined arrays in row blocks: each input (converted to the
+    common dtype) moves to the rows of the result its part lives in -- a
+    block -> block redistribution, one ``Alltoallw`` (none where it is
+    already there) -- then every rank joins its pieces (one local copy)."""
     from .data_types import astype
-    from .indexing import setitem
     dtype = np.result_type(*[a.dtype for a in arrays])
-    shapes = [a.shape for a in arrays]
-    shape = list(shapes[0])
-    shape[axis] = sum(s[axis] for s in shapes)
-    out = new(create.empty(tuple(shape), dtype=dtype, comm=arrays[0].comm))
-    at = 0
-    for a, s in zip(arrays, shapes):
-        key = (slice(None),) * axis + (slice(at, at + s[axis]),)
-        setitem(out, key, a if a.dtype == dtype else astype(a, dtype))
-        at += s[axis]
-    return out
+    arrays = [a if a.dtype == dtype else astype(a, dtype) for a in arrays]
+    shape = list(arrays[0].shape)
+    shape[axis] = sum(a.shape[axis] for a in arrays)
+    shape = tuple(shape)
+    target = make_distribution(shape, ("b",) + ("n",) * (len(shape) - 1), comm=arrays[0].comm)
+    bounds = np.asarray(target.maps[0].bounds, np.int64)
+    pieces, at = [], 0
+    for a in arrays:
+        n = a.shape[axis]
+        first = np.clip(bounds - at, 0, n) if axis == 0 else bounds
+        maps = [BlockMap(a.shape[0], target.maps[0].grid_size, bounds=first)] + \
+            [BlockMap(k, 1) for k in a.shape[1:]]
+        piece = Distribution(maps, a.comm, target.rank_coords)
+        pieces.append(a.parts.values if a.distribution == piece else
+                      move_agreed(a.distribution, a.parts, piece)[1].values)
+        at += n
+    values = np.concatenate(pieces, axis=axis)
+    info = arrays[0].parts.info
+    return arrays[0].__xdap_wrap__(target, Parts(info.with_shape(values.shape), values),
+                                   False, True)
 
 
 @collective

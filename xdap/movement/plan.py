@@ -72,6 +72,9 @@ class DimPlan:
             raise ValueError(f"dimension sizes differ: source {src.size}, target {dst.size}")
         self.src_grid, self.dst_grid = src.grid_size, dst.grid_size
         self.pairs: list[dict] = [dict() for _ in range(src.grid_size)]
+        if src.ranges and dst.ranges and not src.shared_owned:
+            self._between_ranges(src, dst)
+            return
         for q in range(dst.grid_size):
             g = dst.global_indices(q)
             if g.size == 0:
@@ -86,6 +89,25 @@ class DimPlan:
             for p in np.flatnonzero(counts):
                 sel = order[cuts[p]:cuts[p + 1]]
                 self.pairs[int(p)][q] = (compress(local[sel]), compress(sel.astype(_I64)))
+
+    def _between_ranges(self, src: Map, dst: Map) -> None:
+        """Blocks to blocks (padded or not): each target buffer's range
+        meets a few owned source ranges -- slices from the bounds alone,
+        O(P) a dim instead of a lookup per index (10^7 indices: 0.5 s)."""
+        owned = [src.owned_range(p) for p in range(self.src_grid)]
+        first = [src.buffer_range(p)[0] for p in range(self.src_grid)]
+        starts = np.array([lo for lo, _ in owned], _I64)
+        for q in range(self.dst_grid):
+            qs, qe = dst.buffer_range(q)
+            if qe <= qs:
+                continue
+            p = max(int(np.searchsorted(starts, qs, side="right")) - 1, 0)
+            while p < self.src_grid and owned[p][0] < qe:
+                a, b = max(qs, owned[p][0]), min(qe, owned[p][1])
+                if a < b:
+                    self.pairs[p][q] = (slice(a - first[p], b - first[p], 1),
+                                        slice(a - qs, b - qs, 1))
+                p += 1
 
     def send_lists(self, p) -> dict:
         """``{q: positions of p's buffer}`` for every target coordinate q."""
