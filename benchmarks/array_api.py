@@ -19,6 +19,12 @@ the hand-written mpi4py + NumPy equivalent, one run, ratios, on 4 ranks.
                   by hand: target <= 1.5x
   cumulative_prod xdap.cumulative_prod vs np.cumprod and an Exscan of the
                   ranks' products: target <= 1.5x
+  argsort         xdap.argsort vs xdap.sort: target <= 1.3x (NumPy's own
+                  argsort / sort on the rank's values beside it)
+  concat          two arrays of N/2 joined, the first call (cold) and
+                  repeated, vs one Alltoallv per input straight into the
+                  rows of a fresh result (counts from the block bounds):
+                  target <= 1.2x
   matmul          a row-distributed 4096 x 4096 matrix @ a vector and @ a
                   4096 x 512 matrix every rank holds (by hand: each rank's
                   rows @ it), and @ a block-distributed vector (by hand:
@@ -155,7 +161,9 @@ def child():
     m_x, m_h = peak(lambda: xdap.sort(a)), peak(lambda: hand_sample_sort(local))
     say(f"  {'':14s} peak NumPy memory per rank: xdap {m_x:.0f} MiB, by hand {m_h:.0f} MiB "
         f"(the data: {local.nbytes / 2**20:.0f} MiB)")
-    matmul_section(rng)
+    argsort_section(a, local)
+    concat_section(np.random.default_rng(20 + r))
+    matmul_section(np.random.default_rng(7))        # one seed: v and B are every rank's
     ints = xdap.from_local(rng.integers(0, 10**6, hi - lo).astype(np.float64), comm=COMM)
     raw = ints.local_numpy()
     line("unique", *bench([lambda: xdap.unique_values(ints), lambda: hand_unique(raw)]), 1.5)
@@ -178,6 +186,67 @@ def child():
         return run
     np.testing.assert_allclose(xdap.cumulative_prod(b).local_numpy(), hand_cumprod(), rtol=1e-12)
     line("cumulative_prod", *bench([lambda: xdap.cumulative_prod(b), hand_cumprod]), 1.5)
+
+
+def argsort_section(a, local):
+    """xdap.argsort against xdap.sort (target <= 1.3x), beside NumPy's own
+    np.argsort(kind="stable") / np.sort on the rank's values: the local
+    index sort's cost, which a distributed argsort cannot go below."""
+    t_arg, t_sort = bench([lambda: xdap.argsort(a), lambda: xdap.sort(a)])
+    n_arg, n_sort = bench([lambda: np.argsort(local, kind="stable"), lambda: np.sort(local)])
+    say(f"  {'argsort':14s} xdap.argsort {t_arg*1e3:9.3f} ms   xdap.sort {t_sort*1e3:9.3f} ms   "
+        f"ratio {t_arg / t_sort:5.2f} (target <= 1.3){' ok' if t_arg <= 1.3 * t_sort else ' FAIL'}"
+        f"; NumPy's own argsort / sort on a rank's values {n_arg / n_sort:.2f}")
+
+
+def hand_concat(parts, total, P):
+    """concat by hand, as a good engineer writes it: the result's block
+    bounds, then per input ONE Alltoallv straight into its rows of a fresh
+    result (counts from the bounds alone: blocks meet blocks)."""
+    bounds = np.array([total * r // P for r in range(P + 1)])
+    me = COMM.rank
+    out = np.empty(bounds[me + 1] - bounds[me])
+    at = 0
+    for local, lo, n, d_bounds in parts:
+        dst = np.clip(bounds - at, 0, n)                     # the input's rows of each rank
+        send = np.diff(np.clip(dst, lo, lo + len(local)))
+        src = np.asarray(d_bounds)                           # every rank's rows of this input
+        mine = dst[me], dst[me + 1]
+        recv = np.diff(np.clip(src, *mine))
+        start = at + mine[0] - bounds[me]
+        COMM.Alltoallv([local, send], [out[start:start + recv.sum()], recv])
+        at += n
+    return out
+
+
+def concat_section(rng):
+    """concat of two arrays of N/2 float64 in blocks: the first call (cold:
+    plans made) and repeated, against ``hand_concat``; target <= 1.2x."""
+    import time
+    P = COMM.size
+    half = N // 2
+    xs = [xdap.from_local(rng.standard_normal(half // P + (r < half % P)), comm=COMM)
+          for r in (COMM.rank, COMM.rank)]
+    parts = [(x.local_numpy(), int(np.asarray(x.distribution.global_indices(0))[0])
+              if x.local_numpy().size else 0, half, x.distribution.maps[0].bounds) for x in xs]
+    want = hand_concat(parts, 2 * half, P)
+    assert np.array_equal(xdap.concat(xs).local_numpy(), want)
+
+    def cold(f):
+        """f's first call: no plan kept (cleared before), the median of 7."""
+        times = []
+        for _ in range(7):
+            xdap.plans.clear(COMM)
+            COMM.Barrier()
+            t0 = time.perf_counter()
+            f()
+            times.append(COMM.allreduce(time.perf_counter() - t0, op=MPI.MAX))
+        return float(np.median(times))
+    line("concat, cold", cold(lambda: xdap.concat(xs)),
+         cold(lambda: hand_concat(parts, 2 * half, P)),
+         1.2)
+    line("concat", *bench([lambda: xdap.concat(xs), lambda: hand_concat(parts, 2 * half, P)]),
+         1.2)
 
 
 def matmul_section(rng):

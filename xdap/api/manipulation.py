@@ -316,7 +316,9 @@ def _concat(arrays, axis):
     """The joined arrays in row blocks: each input (converted to the
     common dtype) moves to the rows of the result its part lives in -- a
     block -> block redistribution, one ``Alltoallw`` (none where it is
-    already there) -- then every rank joins its pieces (one local copy)."""
+    already there): along axis 0 straight into its rows of the result,
+    along another axis into a piece that every rank then joins (one
+    local copy)."""
     from .data_types import astype
     dtype = np.result_type(*[a.dtype for a in arrays])
     arrays = [a if a.dtype == dtype else astype(a, dtype) for a in arrays]
@@ -325,18 +327,30 @@ def _concat(arrays, axis):
     shape = tuple(shape)
     target = make_distribution(shape, ("b",) + ("n",) * (len(shape) - 1), comm=arrays[0].comm)
     bounds = np.asarray(target.maps[0].bounds, np.int64)
-    pieces, at = [], 0
+    info = arrays[0].parts.info
+    values = np.empty(target.local_shape, info.numpy_dtype)
+    row = at = 0                              # axis 0: each input straight into its rows
+    pieces = []
     for a in arrays:
         n = a.shape[axis]
         first = np.clip(bounds - at, 0, n) if axis == 0 else bounds
         maps = [BlockMap(a.shape[0], target.maps[0].grid_size, bounds=first)] + \
             [BlockMap(k, 1) for k in a.shape[1:]]
         piece = Distribution(maps, a.comm, target.rank_coords)
-        pieces.append(a.parts.values if a.distribution == piece else
-                      move_agreed(a.distribution, a.parts, piece)[1].values)
+        if axis == 0:
+            k = piece.local_shape[0]
+            into = Parts(info.with_shape(piece.local_shape), values[row:row + k])
+            if a.distribution == piece:
+                into.values[...] = a.parts.values
+            else:
+                move_agreed(a.distribution, a.parts, piece, into)
+            row += k
+        else:
+            pieces.append(a.parts.values if a.distribution == piece else
+                          move_agreed(a.distribution, a.parts, piece)[1].values)
         at += n
-    values = np.concatenate(pieces, axis=axis)
-    info = arrays[0].parts.info
+    if axis:
+        np.concatenate(pieces, axis=axis, out=values)
     return arrays[0].__xdap_wrap__(target, Parts(info.with_shape(values.shape), values),
                                    False, True)
 

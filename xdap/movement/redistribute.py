@@ -165,11 +165,13 @@ def move(d: Distribution, p: Parts, dist=None, grid=None, comm=None, *, method: 
     return _moving(d, p, target, dist, grid, comm, method, per_dim)(p)
 
 
-def move_agreed(d: Distribution, p: Parts, target: Distribution):
+def move_agreed(d: Distribution, p: Parts, target: Distribution, out: Parts | None = None):
     """``(d, p)`` moved to ``target`` -- a distribution of ``d``'s shape on
     ``d.comm`` that every rank computed from agreed values (an engine's own
-    layout change): no vote, the exchange alone."""
-    return _moving(d, p, target, None, None, None, "auto", {})(p)
+    layout change): no vote, the exchange alone.  ``out``: fixed Parts of
+    the target's local layout (C-contiguous) written in place, nothing
+    allocated."""
+    return _moving(d, p, target, None, None, None, "auto", {})(p, out)
 
 
 def _target_args(d, p, dist, grid, comm, method, per_dim):
