@@ -211,3 +211,17 @@ def test_what_the_suite_found(comm):
     with pytest.raises(IndexError):
         zero_d[np.array([True])]
     assert type(xp.can_cast(xp.int8, xp.int16)) is bool
+
+
+def test_equal_values_digest_alike_whatever_objects_hold_them():
+    """A rank whose description holds one cached string twice and a rank
+    holding two equal strings agree (pickle's memo would write the first
+    as a reference: another digest, a false 'differs on one rank')."""
+    from xdap.agreement import _digest
+    one = "5 * 5 * int64"
+    two = "".join(["5 * 5 * ", "int64"])
+    assert one == two and one is not two
+    assert _digest((one, one)) == _digest((one, two))
+    shape = (5, 5)
+    assert _digest((shape, shape)) == _digest(((5, 5), tuple([5, 5])))
+    assert _digest((one, 1)) != _digest((one, 2))

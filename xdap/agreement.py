@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import os
 import pickle
 import struct
@@ -58,7 +59,15 @@ def _verdict(error) -> tuple:
 
 
 def _digest(value) -> bytes:
-    return hashlib.blake2b(pickle.dumps(value, protocol=5), digest_size=16).digest()
+    """A digest of ``value``'s pickle, taken without pickle's memo: a pickle
+    writes an object met twice as a reference to the first, so equal values
+    holding one string twice (a cached type string) or two equal strings
+    would pickle -- and hash -- differently on two ranks."""
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, protocol=5)
+    pickler.fast = True           # no memo: the bytes depend on values alone
+    pickler.dump(value)
+    return hashlib.blake2b(out.getbuffer(), digest_size=16).digest()
 
 
 @functools.lru_cache(maxsize=1024)
