@@ -560,11 +560,91 @@ fail:
 }
 
 
+/* from_strided(leaf, values) -> an xnd container over a strided N-d view
+   (a transpose, a slice with steps): fixed dims whose steps are the view's
+   strides in items, based at its first element -- no copy.  The leaf must
+   be a non-optional dtype of the view's itemsize, every stride a multiple
+   of it (NumPy views of one array are). */
+static PyObject *
+from_strided(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *leaf;
+    PyObject *values;
+    if (!PyArg_ParseTuple(args, "sO", &leaf, &values)) {
+        return NULL;
+    }
+    NDT_STATIC_CONTEXT(ctx);
+    ndt_t *t = ndt_from_string(leaf, &ctx);
+    if (t == NULL) {
+        return Ndt_SetError(&ctx);
+    }
+    if (t->ndim != 0 || ndt_is_optional(t)) {
+        ndt_del(t);
+        PyErr_Format(PyExc_ValueError,
+            "from_strided: the leaf must be a dtype without missing values, got '%s'", leaf);
+        return NULL;
+    }
+    KeepObject *keep = PyObject_New(KeepObject, &Keep_Type);
+    if (keep == NULL) {
+        ndt_del(t);
+        return NULL;
+    }
+    keep->validity = NULL;
+    keep->has_validity = 0;
+    if (PyObject_GetBuffer(values, &keep->values, PyBUF_STRIDES | PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        if (PyObject_GetBuffer(values, &keep->values, PyBUF_STRIDES) < 0) {
+            keep->values.obj = NULL;
+            PyObject_Free(keep);
+            ndt_del(t);
+            return NULL;
+        }
+    }
+    const Py_buffer *b = &keep->values;
+    const Py_ssize_t itemsize = b->itemsize;
+    if (itemsize != t->datasize || b->ndim < 1 || b->ndim > NDT_MAX_DIM) {
+        PyErr_Format(PyExc_ValueError,
+            "from_strided: a view of 1 to %d dims of %lld-byte items, got %d dims of %zd bytes",
+            NDT_MAX_DIM, (long long)t->datasize, b->ndim, itemsize);
+        ndt_del(t);
+        Py_DECREF(keep);
+        return NULL;
+    }
+    int64_t contiguous_step = 1;
+    for (int i = b->ndim - 1; i >= 0; i--) {
+        const Py_ssize_t stride = b->strides[i];
+        int64_t step = contiguous_step;       /* a dim of one item: any step reads it */
+        if (b->shape[i] > 1) {
+            if (stride == 0 || stride % itemsize != 0) {
+                PyErr_Format(PyExc_ValueError,
+                    "from_strided: stride %zd of dim %d is not a nonzero multiple of the "
+                    "%zd-byte item", stride, i, itemsize);
+                ndt_del(t);
+                Py_DECREF(keep);
+                return NULL;
+            }
+            step = (int64_t)(stride / itemsize);
+        }
+        t = ndt_fixed_dim(t, (int64_t)b->shape[i], step, &ctx);     /* steals t */
+        if (t == NULL) {
+            Py_DECREF(keep);
+            return Ndt_SetError(&ctx);
+        }
+        contiguous_step *= b->shape[i];
+    }
+    PyObject *x = xdap_view_over(xnd_type_object, (PyObject *)keep, t, NULL);   /* steals t */
+    Py_DECREF(keep);
+    return x;
+}
+
 static PyMethodDef methods[] = {
     {"layout", layout, METH_VARARGS,
      "layout(x, format) -> (values, validity, offsets): zero-copy views of a whole xnd container."},
     {"from_buffers", from_buffers, METH_VARARGS,
      "from_buffers(type, offsets, values, validity) -> xnd over existing memory (values not copied)."},
+    {"from_strided", from_strided, METH_VARARGS,
+     "from_strided(leaf, values) -> xnd over a strided N-d view (values not copied)."},
     {NULL, NULL, 0, NULL},
 };
 

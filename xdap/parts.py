@@ -207,8 +207,10 @@ def container(p: Parts):
     """The xnd container over the given parts, without copying the values
     (made on the first call, then kept on ``p``).
 
-    The values (and validity) must be C-contiguous; a non-contiguous values
-    array is copied first.
+    Values that are a strided view (a transpose, a slice with steps) of
+    data without missing values give a strided container over the same
+    memory; other non-contiguous values (optional data: the bitmap has no
+    steps) are copied first.
     """
     if p.xnd is None:
         p.xnd = (_text_container(p) if p.info.text else _python_container(p)
@@ -218,6 +220,11 @@ def container(p: Parts):
 
 def _make_container(p: Parts):
     values = np.asarray(p.values, dtype=p.info.numpy_dtype)
+    if not values.flags.c_contiguous and values.ndim and not (p.info.optional or p.info.ragged):
+        try:                # a view (a transpose, a strided slice): xnd takes its steps
+            return _xndbuf.from_strided(p.info.leaf, values)
+        except ValueError:
+            pass
     if not values.flags.c_contiguous:     # (ascontiguousarray would make a 0-d array 1-d)
         values = values.copy(order="C")
     validity = None

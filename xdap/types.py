@@ -46,7 +46,9 @@ from .dtypes import (DTYPES, LEAVES_HELP, buffer_format, dtype_from_format,
                      dtype_from_numpy, is_numeric, leaf_format, leaf_numpy_dtype,
                      numpy_dtype, optional_fields)
 
-_FIXED_DIM = re.compile(r"^(\d+)$|^fixed\(shape=(\d+), step=(-?\d+)\)$")
+# a fixed dim: "5"; with steps "fixed(shape=5, step=-1)"; "!5": the first dim of a
+# Fortran-order (column-major) view, as ndtypes writes a transpose
+_FIXED_DIM = re.compile(r"^!?(\d+)$|^fixed\(shape=(\d+), step=(-?\d+)\)$")
 
 
 class Kind(str, enum.Enum):

@@ -44,13 +44,17 @@ def _permutation(name, ndim, axes) -> tuple:
 
 
 def _permuted(x, axes):
+    """``x`` with its dims in the order ``axes``: the maps and the grid
+    follow; the local block is a transposed view of ``x``'s (O(1), no
+    copy), but for missing values -- a bitmap has no strides -- copied."""
     d, p = x.distribution, x.parts
     nd = Distribution([d.maps[a] for a in axes], x.comm,
                       d.rank_coords[:, list(axes)] if axes else None)
-    values = np.asarray(np.transpose(p.values, axes), order="C")
+    values = np.transpose(p.values, axes)
     validity = None
     if p.validity is not None:
         from ..bitmaps import pack_validity
+        values = np.ascontiguousarray(values)
         validity = pack_validity(np.transpose(p.valid_mask(), axes))
     return x.__xdap_wrap__(nd, Parts(p.info.with_shape(values.shape), values, validity),
                            False, True)
@@ -60,7 +64,9 @@ def _permuted(x, axes):
 def permute_dims(x, /, axes):
     """``x`` with its dims reordered (the Array API's ``permute_dims``,
     ``np.transpose``): no data moves between ranks -- the maps and the grid
-    follow the dims; every rank transposes its own block (a local copy).
+    follow the dims; every rank's block is a transposed view of its own
+    (O(1), no copy; data with missing values is copied: its bitmap has
+    no strides).
 
     >>> import numpy as np, xdap
     >>> from mpi4py import MPI

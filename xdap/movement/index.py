@@ -229,8 +229,10 @@ def _select_parts(p, nd, maps, local):
     validity = None
     if p.validity is not None:
         validity = pack_validity(p.valid_mask()[index].reshape(values.shape))
-    if not values.flags.c_contiguous:
-        values = np.ascontiguousarray(values)   # the engines want C-contiguous buffers
+        # a bitmap has no strides: optional values are copied with it
+        values = np.ascontiguousarray(values)
+    # else a strided slice stays a view (O(1)); what needs contiguous memory
+    # copies (the transport, kernels over N-d views)
     return Parts(p.info.with_shape(values.shape), values, validity)
 
 
