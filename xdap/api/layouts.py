@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import plans
 from ..distribution import Distribution, make_distribution
 from ..dtypes import dtype_from_numpy
 from ..maps import BlockMap
@@ -160,6 +161,17 @@ def reshaped_in_place(d, shape: tuple):
     """
     if not shape or not d.row_blocks:
         return None
+    found = plans.pure.get_or_make(plans.Key("reshape in place", (d.fingerprint(), shape)),
+                                   lambda: _whole_rows(d, shape))
+    if found is None:
+        return None
+    maps, coords = found
+    return Distribution.detached(maps, coords) if d.comm is None else \
+        Distribution(maps, d.comm, coords)
+
+
+def _whole_rows(d, shape):
+    """``reshaped_in_place``'s maps and rank placement (pure: kept)."""
     line = np.asarray(d.maps[0].bounds, np.int64) * int(np.prod(d.global_shape[1:], dtype=np.int64))
     row = int(np.prod(shape[1:], dtype=np.int64))
     if row == 0 or (line % row).any():
@@ -171,9 +183,7 @@ def reshaped_in_place(d, shape: tuple):
         [BlockMap(n, 1) for n in shape[1:]]
     coords = np.zeros((d.size, len(shape)), np.int64)
     coords[:, 0] = d.rank_coords[:, 0]
-    if d.comm is None:
-        return Distribution.detached(maps, coords)
-    return Distribution(maps, d.comm, coords)
+    return tuple(maps), coords
 
 
 def _line(d):
