@@ -36,11 +36,18 @@ def package_dir(name):
 
 stack = [package_dir(name) for name in ("ndtypes", "xnd")]
 
+
+def numpy_include() -> str:
+    """NumPy's C headers: _xndbuf hands out NumPy arrays over xnd memory."""
+    import numpy
+    return numpy.get_include()
+
+
 xndbuf = Extension(
     "xdap._xndbuf",
     sources=["xdap/_xndbuf.c"],
     depends=["xdap/_xndmirror.h"],       # shared with _apply: mirrored xnd layouts
-    include_dirs=stack,
+    include_dirs=stack + [numpy_include()],
     library_dirs=stack,
     libraries=["ndtypes", "xnd"],
     runtime_library_dirs=stack,
@@ -54,7 +61,7 @@ apply_ext = Extension(
     "xdap._apply",
     sources=["xdap/_apply.c"],
     depends=["xdap/_xndmirror.h"],
-    include_dirs=stack + [gumath_dir],
+    include_dirs=stack + [gumath_dir, numpy_include()],
     library_dirs=stack + [gumath_dir],
     libraries=["gumath", "ndtypes", "xnd"],
     runtime_library_dirs=stack + [gumath_dir],

@@ -6,8 +6,9 @@
  * data and their offsets/validity bitmaps are reachable only from C.  This
  * module closes that gap in both directions, without copying values:
  *
- *   layout(x, format)  -> (values, validity, offsets)
- *       views of a whole container's memory: the leaf values (N-d for fixed
+ *   layout(x, dtype)  -> (values, validity, offsets)
+ *       NumPy views of a whole container's memory (the container is their
+ *       base): the leaf values of NumPy dtype `dtype` (N-d for fixed
  *       dims, flat 1-d over all leaves for var dims), the validity bitmap
  *       (LSB-first, 1 = valid, as in Arrow) or None, and one int32 offsets
  *       array per var dimension, outermost first.  Each view keeps x alive.
@@ -32,133 +33,12 @@
 #include "xnd.h"
 #include "pyxnd.h"
 #include "_xndmirror.h"   /* the mirrored layouts, shared with _apply */
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
 
 static PyObject *xnd_type_object = NULL;   /* xnd.xnd */
-
-
-/* ------------------------------------------------------------------------ */
-/* View: a minimal PEP-3118 exporter over memory owned by another object.    */
-/* ------------------------------------------------------------------------ */
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *owner;
-    char *buf;
-    Py_ssize_t itemsize;
-    int ndim;
-    int readonly;
-    Py_ssize_t shape[NDT_MAX_DIM];
-    Py_ssize_t strides[NDT_MAX_DIM];
-    char *format;   /* owned copy: record formats are long (T{...}) */
-} ViewObject;
-
-static PyTypeObject View_Type;
-
-static PyObject *
-view_new(PyObject *owner, char *buf, const char *format, Py_ssize_t itemsize,
-         int ndim, const Py_ssize_t *shape, const Py_ssize_t *strides,
-         int readonly)
-{
-    char *fmt = PyMem_Malloc(strlen(format) + 1);
-    if (fmt == NULL) {
-        return PyErr_NoMemory();
-    }
-    strcpy(fmt, format);
-    ViewObject *v = PyObject_New(ViewObject, &View_Type);
-    if (v == NULL) {
-        PyMem_Free(fmt);
-        return NULL;
-    }
-    v->format = fmt;
-    Py_INCREF(owner);
-    v->owner = owner;
-    v->buf = buf;
-    v->itemsize = itemsize;
-    v->ndim = ndim;
-    v->readonly = readonly;
-    for (int i = 0; i < ndim; i++) {
-        v->shape[i] = shape[i];
-        v->strides[i] = strides[i];
-    }
-    return (PyObject *)v;
-}
-
-static void
-view_dealloc(ViewObject *self)
-{
-    Py_XDECREF(self->owner);
-    PyMem_Free(self->format);
-    PyObject_Free(self);
-}
-
-static int
-view_getbuf(ViewObject *self, Py_buffer *view, int flags)
-{
-    if ((flags & PyBUF_WRITABLE) && self->readonly) {
-        PyErr_SetString(PyExc_BufferError, "xdap view is read-only");
-        view->obj = NULL;
-        return -1;
-    }
-    Py_ssize_t len = self->itemsize;
-    for (int i = 0; i < self->ndim; i++) {
-        len *= self->shape[i];
-    }
-    view->buf = self->buf;
-    view->obj = (PyObject *)self;
-    Py_INCREF(self);
-    view->len = len;
-    view->readonly = self->readonly;
-    view->itemsize = self->itemsize;
-    view->format = (flags & PyBUF_FORMAT) ? self->format : NULL;
-    view->ndim = self->ndim;
-    view->shape = (flags & PyBUF_ND) == PyBUF_ND ? self->shape : NULL;
-    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? self->strides : NULL;
-    view->suboffsets = NULL;
-    view->internal = NULL;
-    if (!(flags & PyBUF_STRIDES)) {
-        /* A consumer that cannot take strides needs C-contiguous memory. */
-        Py_ssize_t expect = self->itemsize;
-        for (int i = self->ndim - 1; i >= 0; i--) {
-            if (self->shape[i] > 1 && self->strides[i] != expect) {
-                PyErr_SetString(PyExc_BufferError, "xdap view is not C-contiguous");
-                Py_DECREF(self);
-                view->obj = NULL;
-                return -1;
-            }
-            expect *= self->shape[i];
-        }
-    }
-    return 0;
-}
-
-static PyBufferProcs view_as_buffer = {
-    .bf_getbuffer = (getbufferproc)view_getbuf,
-    .bf_releasebuffer = NULL,
-};
-
-static PyObject *
-view_owner(ViewObject *self, void *closure)
-{
-    (void)closure;
-    Py_INCREF(self->owner);
-    return self->owner;
-}
-
-static PyGetSetDef view_getset[] = {
-    {"owner", (getter)view_owner, NULL, "the object that owns the memory", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyTypeObject View_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "xdap._xndbuf.View",
-    .tp_basicsize = sizeof(ViewObject),
-    .tp_dealloc = (destructor)view_dealloc,
-    .tp_as_buffer = &view_as_buffer,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A PEP-3118 view of memory owned by `owner` (an xnd container).",
-    .tp_getset = view_getset,
-};
+static PyArray_Descr *int32_descr = NULL;   /* offsets */
+static PyArray_Descr *uint8_descr = NULL;   /* validity bitmaps */
 
 
 /* ------------------------------------------------------------------------ */
@@ -217,13 +97,39 @@ static PyTypeObject Keep_Type = {
 /* ------------------------------------------------------------------------ */
 
 
+/* A NumPy array of `descr` (a new reference is taken) over memory `data`
+   owned by `owner` (kept alive as the array's base): no copy. */
+static PyObject *
+array_over(PyObject *owner, char *data, PyArray_Descr *descr, int ndim,
+           const Py_ssize_t *shape, const Py_ssize_t *strides, int readonly)
+{
+    npy_intp dims[NDT_MAX_DIM], steps[NDT_MAX_DIM];
+    for (int i = 0; i < ndim; i++) {
+        dims[i] = (npy_intp)shape[i];
+        steps[i] = (npy_intp)strides[i];
+    }
+    Py_INCREF(descr);
+    PyObject *a = PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims, steps,
+                                       data != NULL ? data : &empty_byte,
+                                       readonly ? 0 : NPY_ARRAY_WRITEABLE, NULL);
+    if (a == NULL) {
+        return NULL;
+    }
+    Py_INCREF(owner);
+    if (PyArray_SetBaseObject((PyArrayObject *)a, owner) < 0) {
+        Py_DECREF(a);
+        return NULL;
+    }
+    return a;
+}
+
 static PyObject *
 layout(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *x;
-    const char *format;
-    if (!PyArg_ParseTuple(args, "Os", &x, &format)) {
+    PyArray_Descr *descr;
+    if (!PyArg_ParseTuple(args, "OO!", &x, &PyArrayDescr_Type, &descr)) {
         return NULL;
     }
     if (!Xnd_Check(x)) {
@@ -266,7 +172,7 @@ layout(PyObject *self, PyObject *args)
                 goto error;
             }
             Py_ssize_t s = n, st = sizeof(int32_t);
-            PyObject *o = view_new(x, (char *)off, "i", sizeof(int32_t), 1, &s, &st, 1);
+            PyObject *o = array_over(x, (char *)off, int32_descr, 1, &s, &st, 1);
             if (o == NULL) {
                 goto error;
             }
@@ -278,8 +184,10 @@ layout(PyObject *self, PyObject *args)
         shape[0] = (Py_ssize_t)nleaves;
         strides[0] = (Py_ssize_t)u->datasize;
         ndim = 1;
-        values = view_new(x, xv->ptr, format, (Py_ssize_t)u->datasize,
-                          1, shape, strides, readonly);
+        if (PyDataType_ELSIZE(descr) != u->datasize) {
+            goto wrong_size;
+        }
+        values = array_over(x, xv->ptr, descr, 1, shape, strides, readonly);
         if (values == NULL) {
             goto error;
         }
@@ -314,9 +222,13 @@ layout(PyObject *self, PyObject *args)
                 "layout() needs a whole C-contiguous container for optional data");
             return NULL;
         }
+        if (PyDataType_ELSIZE(descr) != u->datasize) {
+            PyErr_Format(PyExc_ValueError, "layout(): dtype of %zd bytes for %lld-byte items",
+                         (Py_ssize_t)PyDataType_ELSIZE(descr), (long long)u->datasize);
+            return NULL;
+        }
         char *base = xv->ptr + xv->index * u->datasize;
-        values = view_new(x, nleaves ? base : xv->ptr, format, (Py_ssize_t)u->datasize,
-                          ndim, shape, strides, readonly);
+        values = array_over(x, nleaves ? base : xv->ptr, descr, ndim, shape, strides, readonly);
         if (values == NULL) {
             return NULL;
         }
@@ -333,8 +245,8 @@ layout(PyObject *self, PyObject *args)
             PyErr_SetString(PyExc_ValueError, "optional container without a bitmap");
             goto error;
         }
-        validity = view_new(x, nbytes ? (char *)xv->bitmap.data : &empty_byte,
-                            "B", 1, 1, &nbytes, &one, readonly);
+        validity = array_over(x, nbytes ? (char *)xv->bitmap.data : &empty_byte, uint8_descr,
+                              1, &nbytes, &one, readonly);
         if (validity == NULL) {
             goto error;
         }
@@ -345,6 +257,9 @@ layout(PyObject *self, PyObject *args)
     }
     return Py_BuildValue("(NNN)", values, validity, offsets);
 
+wrong_size:
+    PyErr_Format(PyExc_ValueError, "layout(): dtype of %zd bytes for %lld-byte items",
+                 (Py_ssize_t)PyDataType_ELSIZE(descr), (long long)t->datasize);
 error:
     Py_XDECREF(values);
     Py_XDECREF(validity);
@@ -640,7 +555,8 @@ from_strided(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"layout", layout, METH_VARARGS,
-     "layout(x, format) -> (values, validity, offsets): zero-copy views of a whole xnd container."},
+     "layout(x, dtype) -> (values, validity, offsets): zero-copy NumPy views of a whole xnd "
+     "container."},
     {"from_buffers", from_buffers, METH_VARARGS,
      "from_buffers(type, offsets, values, validity) -> xnd over existing memory (values not copied)."},
     {"from_strided", from_strided, METH_VARARGS,
@@ -656,20 +572,21 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__xndbuf(void)
 {
+    import_array();
+    int32_descr = PyArray_DescrFromType(NPY_INT32);
+    uint8_descr = PyArray_DescrFromType(NPY_UINT8);
+    if (int32_descr == NULL || uint8_descr == NULL) {
+        return NULL;
+    }
     xnd_type_object = xdap_import_xnd_type();
     if (xnd_type_object == NULL) {
         return NULL;
     }
-    if (PyType_Ready(&View_Type) < 0 || PyType_Ready(&Keep_Type) < 0) {
+    if (PyType_Ready(&Keep_Type) < 0) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) {
-        return NULL;
-    }
-    Py_INCREF(&View_Type);
-    if (PyModule_AddObject(m, "View", (PyObject *)&View_Type) < 0) {
-        Py_DECREF(m);
         return NULL;
     }
     return m;

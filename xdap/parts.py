@@ -113,12 +113,11 @@ def parts_of(x, info: TypeInfo) -> Parts:
         p.xnd = x
         return p
     try:
-        values, validity, offsets = _xndbuf.layout(x, info.format)
+        values, validity, offsets = _xndbuf.layout(x, info.numpy_dtype)
     except ValueError:
         x = xnd(x.value, type=str(x.type) if info.ragged else info.type_string())
-        values, validity, offsets = _xndbuf.layout(x, info.format)
-    return Parts(info, np.asarray(values), None if validity is None else np.asarray(validity),
-                 tuple(map(np.asarray, offsets)) if offsets else (), xnd=x)
+        values, validity, offsets = _xndbuf.layout(x, info.numpy_dtype)
+    return Parts(info, values, validity, offsets, xnd=x)
 
 
 def text_parts(items, info: TypeInfo) -> Parts:
@@ -457,7 +456,7 @@ def _leaf_values(level: list, info: TypeInfo) -> np.ndarray:
         dt = info.numpy_dtype
         return records_from_python([v if v is not None else _zero_record(dt) for v in level], dt)
     x = xnd(level, type=f"{len(level)} * {info.leaf}")
-    values, _, _ = _xndbuf.layout(x, info.format)
+    values, _, _ = _xndbuf.layout(x, info.numpy_dtype)
     return np.array(values)
 
 
