@@ -69,7 +69,7 @@ def group_order(keys: np.ndarray, n: int) -> np.ndarray:
     """
     keys = np.asarray(keys)
     if n <= 8 and len(keys) > 4096:       # a few groups: one vectorised pass each
-        small = keys.astype(np.uint8)
+        small = keys.astype(np.uint8, copy=False)
         out, at = np.empty(len(keys), np.int64), 0
         for k in range(n):
             hit = np.flatnonzero(small == k)
@@ -77,9 +77,9 @@ def group_order(keys: np.ndarray, n: int) -> np.ndarray:
             at += len(hit)
         return out
     if n <= 256:                          # NumPy's radix sort: one pass of bytes
-        return np.argsort(keys.astype(np.uint8), kind="stable")
+        return np.argsort(keys.astype(np.uint8, copy=False), kind="stable")
     if n <= np.iinfo(np.int16).max:
-        return np.argsort(keys.astype(np.int16), kind="stable")
+        return np.argsort(keys.astype(np.int16, copy=False), kind="stable")
     return np.argsort(keys, kind="stable")
 
 
