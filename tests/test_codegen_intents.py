@@ -70,10 +70,15 @@ def test_array_intents(m, name, returned, caller):
 @pytest.mark.mpi(ranks=(1, 2))
 def test_intents_on_distarrays(comm, m):
     """An inplace kernel writes every rank's part; an input one reads a
-    strided part through a copy."""
-    g = np.arange(12.0).reshape(6, 2) + 1
+    strided part through a copy (xndtools' rule), and a contiguous one --
+    a view's rows of one element -- in place: the writes of an input
+    argument reach the caller's array, as on a plain container."""
+    g = np.arange(24.0).reshape(6, 4) + 1
     a = xdap.from_global(g, comm=comm)
-    assert m.arr_input(a[:, ::2]) is None
+    assert m.arr_input(a[:, ::2]) is None         # rows of 2 with a step: copied in
+    np.testing.assert_array_equal(a.to_numpy(), g)
+    assert m.arr_input(a[:, 1::4]) is None        # rows of one element: the array's own
+    g[:, 1] *= 2
     np.testing.assert_array_equal(a.to_numpy(), g)
     assert m.arr_inplace(a) is None
     np.testing.assert_array_equal(a.to_numpy(), 2 * g)
