@@ -232,8 +232,11 @@ def _described(kind, norm):
 def getitem(x, key):
     """``x[key]`` (see the module docstring): a record field for a string
     key, else a DistArray -- a 0-d one for an element.  Collective: the
-    key is agreed first.  Slices of block dims are views (no copy where
-    the selection is contiguous; a local copy otherwise)."""
+    key is agreed first.  Slices of block dims are views of every rank's
+    block (strided where the slice has steps; O(1), no copy): a later
+    write to ``x`` shows through them, as in NumPy.  Optional data is
+    copied (its bitmap has no strides), as are slices of cyclic or
+    unstructured dims (moved to blocks first)."""
     arguments.array("a[key]", x)
     kind, norm = _key(x, key)
     yield dict(x=x, key=_described(kind, norm))
