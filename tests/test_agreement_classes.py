@@ -225,3 +225,27 @@ def test_equal_values_digest_alike_whatever_objects_hold_them():
     shape = (5, 5)
     assert _digest((shape, shape)) == _digest(((5, 5), tuple([5, 5])))
     assert _digest((one, 1)) != _digest((one, 2))
+
+
+def test_memoised_digests_keep_typed_values_apart():
+    """Agreements of described values share a digest memo: values that are
+    equal but not alike (1, True, 1.0; -0.0 and 0.0; two arrays of one
+    distribution and other types) still digest apart, after either was
+    memoised first."""
+    from mpi4py import MPI
+    from xdap.agreement import Agreement, Described
+    from xdap.contract import describe
+
+    def digest(*values):
+        ag = Agreement(MPI.COMM_SELF, "f")
+        for k, v in enumerate(values):
+            ag.same(f"v{k}", describe(v))
+        return ag._digest()
+    a = xdap.from_global(np.zeros(4), comm=MPI.COMM_SELF)
+    b = xdap.from_global(np.zeros(4, np.float32), comm=MPI.COMM_SELF)
+    assert type(describe(a)) is Described and type(describe((1, "x", None))) is Described
+    for group in ((1, True, 1.0), (0.0, -0.0), (a, b), ((1, 2), [1, 2], (1.0, 2))):
+        digests = [digest(v) for v in group] + [digest(v) for v in reversed(group)]
+        n = len(group)
+        assert len(set(digests[:n])) == n and digests[:n] == digests[n:][::-1], group
+    assert digest(a, 3) == digest(xdap.from_global(np.ones(4), comm=MPI.COMM_SELF), 3)

@@ -84,6 +84,28 @@ def _name_digest(what: str, share: bool) -> bytes:
     return _digest((what, share, []))
 
 
+class Described(tuple):
+    """A value as ranks compare it (``xdap.contract.describe``) whose every
+    leaf is typed -- ``("int", 5)``, ``("float", "0x1.4p+2")``, an array's
+    fingerprint, shape and type string -- so two are equal exactly when
+    their pickles are: agreements of such values (and strings) share one
+    digest memo (``_described_digest``), where ``1 == True == 1.0`` of raw
+    values would not allow it."""
+    __slots__ = ()
+
+
+def _memoisable(value) -> bool:
+    return value is None or type(value) is str or type(value) is Described
+
+
+@functools.lru_cache(maxsize=1024)
+def _described_digest(what: str, share: bool, items: tuple) -> bytes:
+    """The digest of an agreement whose ``same`` values are all strings,
+    None or ``Described`` (memoised: a repeated call -- a halo exchange of
+    one array -- hashes nothing)."""
+    return _digest((what, share, list(items)))
+
+
 @functools.lru_cache(maxsize=1024)
 def _str_digest(what: str, share: bool, items: tuple) -> bytes:
     """The digest of an agreement whose ``same`` values are all strings
@@ -227,6 +249,8 @@ class Agreement:
             return _name_digest(self.what, self._share)
         if all(type(v) is str for v in self._same.values()):     # e.g. a dtype name
             return _str_digest(self.what, self._share, tuple(self._same.items()))
+        if all(_memoisable(v) for v in self._same.values()):
+            return _described_digest(self.what, self._share, tuple(self._same.items()))
         try:
             return _digest((self.what, self._share, list(self._same.items())))
         except Exception as e:

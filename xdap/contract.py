@@ -55,6 +55,7 @@ import threading
 import numpy as np
 
 from . import agreement as _agreement
+from .agreement import Described, _memoisable
 from .arraylike import is_distributed
 from .comm import resolve
 
@@ -142,18 +143,21 @@ def describe(value):
     kind = type(value)
     if kind is str or kind is bytes or value is None:
         return value
+    # typed leaves come back Described: equal exactly when their pickles are
     if kind is int or kind is bool:            # typed: True and 1 are not one argument
-        return (kind.__name__, value)
+        return Described((kind.__name__, value))
     if kind is float:                          # by its bits: -0.0 is not 0.0, NaN is NaN
-        return ("float", value.hex())
+        return Described(("float", value.hex()))
     if kind is complex:
-        return ("complex", value.real.hex(), value.imag.hex())
+        return Described(("complex", value.real.hex(), value.imag.hex()))
     if is_distributed(value):
         d, info = value.distribution, value.parts.info
-        return ("DistArray", d.fingerprint(), d.global_shape, info.global_type(d.global_shape),
-                d.comm.size)
+        return Described(("DistArray", d.fingerprint(), d.global_shape,
+                          info.global_type(d.global_shape), d.comm.size))
     if kind is tuple or kind is list:
-        return (kind.__name__,) + tuple(describe(v) for v in value)
+        items = tuple(describe(v) for v in value)
+        out = (kind.__name__,) + items
+        return Described(out) if all(_memoisable(v) for v in items) else out
     if isinstance(value, np.ndarray):
         data = np.ascontiguousarray(value)
         if data.dtype.hasobject:
