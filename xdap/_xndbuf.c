@@ -91,6 +91,28 @@ static PyTypeObject Keep_Type = {
     .tp_doc = "Owner of the buffers behind an xnd container made by from_buffers.",
 };
 
+/* A new Keep holding a buffer of `values` (writable if it can be, else
+   read-only) requested with `flags`; NULL with an exception. */
+static KeepObject *
+keep_values(PyObject *values, int flags)
+{
+    KeepObject *keep = PyObject_New(KeepObject, &Keep_Type);
+    if (keep == NULL) {
+        return NULL;
+    }
+    keep->validity = NULL;
+    keep->has_validity = 0;
+    if (PyObject_GetBuffer(values, &keep->values, flags | PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        if (PyObject_GetBuffer(values, &keep->values, flags) < 0) {
+            keep->values.obj = NULL;
+            PyObject_Free(keep);
+            return NULL;
+        }
+    }
+    return keep;
+}
+
 
 /* ------------------------------------------------------------------------ */
 /* layout                                                                     */
@@ -412,21 +434,10 @@ from_buffers(PyObject *self, PyObject *args)
     const int64_t itemsize = leaf->datasize;
     const int optional = ndt_is_optional(leaf);
 
-    KeepObject *keep = PyObject_New(KeepObject, &Keep_Type);
+    KeepObject *keep = keep_values(values, PyBUF_C_CONTIGUOUS);
     if (keep == NULL) {
         ndt_del(t);
         return NULL;
-    }
-    keep->validity = NULL;
-    keep->has_validity = 0;
-    if (PyObject_GetBuffer(values, &keep->values, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
-        PyErr_Clear();
-        if (PyObject_GetBuffer(values, &keep->values, PyBUF_C_CONTIGUOUS) < 0) {
-            keep->values.obj = NULL;
-            PyObject_Free(keep);
-            ndt_del(t);
-            return NULL;
-        }
     }
     PyObject *x = NULL;
     /* Fixed dims may carry steps (a field of a record array): the type's
@@ -500,21 +511,10 @@ from_strided(PyObject *self, PyObject *args)
             "from_strided: the leaf must be a dtype without missing values, got '%s'", leaf);
         return NULL;
     }
-    KeepObject *keep = PyObject_New(KeepObject, &Keep_Type);
+    KeepObject *keep = keep_values(values, PyBUF_STRIDES);
     if (keep == NULL) {
         ndt_del(t);
         return NULL;
-    }
-    keep->validity = NULL;
-    keep->has_validity = 0;
-    if (PyObject_GetBuffer(values, &keep->values, PyBUF_STRIDES | PyBUF_WRITABLE) < 0) {
-        PyErr_Clear();
-        if (PyObject_GetBuffer(values, &keep->values, PyBUF_STRIDES) < 0) {
-            keep->values.obj = NULL;
-            PyObject_Free(keep);
-            ndt_del(t);
-            return NULL;
-        }
     }
     const Py_buffer *b = &keep->values;
     const Py_ssize_t itemsize = b->itemsize;

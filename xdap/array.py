@@ -568,28 +568,28 @@ def _bind_scalar_operators():
 def _binary(refs, self, other, name, reflected):
     """``self <op> other`` (``other <op> self`` when ``reflected``);
     ``refs``: ``self``'s reference count in the operator (0: not asked)."""
+    if _agreement._DEBUG and elementwise.debug_vote(name, self, other):
+        with inside:                 # debug mode: the operands agreed first
+            return _binary(0, self, other, name, reflected)
     kind = type(other)
     if name == "power" and not reflected and kind is int and other < 0 and \
             self.parts.info.numeric and is_integer(self.parts.info.dtype):
         # NumPy's rule (the kernel would truncate 1 / x to 0): agreed state and the argument
         raise ValueError("Integers to negative integer powers are not allowed.")
     # (-0.0 and 0.0 share a memo entry: they take the general path's _scalar)
-    if (kind is int or (kind is float and other != 0.0)) and not _agreement._DEBUG and not (
+    if (kind is int or (kind is float and other != 0.0)) and not (
             refs and self._fresh and refs <= (_TEMPORARY_R if reflected else _TEMPORARY)):
         if _scalar_result is None:
             _bind_scalar_operators()
-        try:
-            number = _memo_scalar(kind, other, self.parts.info.dtype)
-        except (ValueError, TypeError, OverflowError):   # e.g. 2**70: the general path says it
-            number = None
         handle = _HANDLES.get(name)
-        if number is not None and handle is not None:
-            result = _scalar_result(handle, self, number, reflected)
+        if handle is not None:
+            try:
+                number = _memo_scalar(kind, other, self.parts.info.dtype)
+            except (ValueError, TypeError, OverflowError):   # e.g. 2**70: the general path
+                number = None
+            result = None if number is None else _scalar_result(handle, self, number, reflected)
             if result is not None:
                 return result
-    if elementwise.debug_vote(name, self, other):
-        with inside:                 # debug mode: the operands agreed first
-            return _binary(0, self, other, name, reflected)
     if kind is not DistArray and kind not in _OPERANDS and not isinstance(other, numbers.Number):
         return NotImplemented        # e.g. a == None: Python's default, not a kernel call
     k = _KERNELS.get(name) or _kernel_fn(name)
