@@ -91,6 +91,53 @@ def test_edge_cut_and_both_partitioners(comm):
         ref_interface = [any(everyone[o] != everyone[c] for o in ref[c]) for c in mine]
         assert interface.tolist() == ref_interface, name
         assert comm.allreduce(int(interface.sum())) > 0
+        # from the dual graph's arrays: the same answers, no second facet pass
+        cut, interface = partition_interface(None, mine, part, comm, graph=(offsets, nbrs))
+        assert cut == want and interface.tolist() == ref_interface, name
+        assert edge_cut(None, part, comm, graph=(offsets, nbrs), cell_ids=mine) == want, name
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3))
+def test_node_ids_too_wide_for_one_key_word(comm):
+    # node ids near 2**40: three of them need two 64-bit words a facet key,
+    # and two facets equal in their low bits must still differ
+    pts, tets = cube_tets(3)
+    ref = reference_graph(tets)
+    wide = tets + (1 << 40)
+    wide[::2] += 1 << 41                     # half the mesh moved up: no facet joins the halves
+    halves = reference_graph(wide)
+    mine = my_cells(comm, len(tets), "scattered")
+    offsets, nbrs = dual_graph(wide[mine], mine, comm)
+    for i, c in enumerate(mine):
+        assert nbrs[offsets[i]:offsets[i + 1]].tolist() == halves[c], c
+    assert any(halves[c] != ref[c] for c in range(len(tets)))
+    offsets, nbrs = dual_graph(tets[mine] + (1 << 40), mine, comm)
+    assert all(nbrs[offsets[i]:offsets[i + 1]].tolist() == ref[c] for i, c in enumerate(mine))
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_graph_arguments_differing_on_one_rank(comm):
+    _, tets = cube_tets(2)
+    mine = my_cells(comm, len(tets), "scattered")
+    offsets, nbrs = dual_graph(tets[mine], mine, comm)
+    part = mine % 2
+    bad = (offsets[:-1], nbrs) if comm.rank == 1 else (offsets, nbrs)
+    with pytest.raises(ValueError, match=r"graph offsets must rise.*\(rank 1\)"):
+        partition_interface(None, mine, part, comm, graph=bad)
+    bad = (offsets, nbrs + 1000) if comm.rank == 0 else (offsets, nbrs)
+    with pytest.raises(ValueError, match=r"neighbour \d+ on rank 0 is no cell"):
+        edge_cut(None, part, comm, graph=bad, cell_ids=mine)
+    with pytest.raises(ValueError, match="parts needs one part per cell"):
+        partition_interface(None, mine, part[:-1] if comm.rank == 1 else part, comm,
+                            graph=(offsets, nbrs))
+    with pytest.raises(ValueError, match="parts needs one part per cell"):
+        partition_interface(None, mine, part.astype(float) if comm.rank == 0 else part, comm,
+                            graph=(offsets, nbrs))
+    with pytest.raises(TypeError, match="graph must be"):
+        edge_cut(None, part, comm, graph=[offsets, nbrs] if comm.rank else (offsets, nbrs),
+                 cell_ids=mine)
+    assert edge_cut(None, part, comm, graph=(offsets, nbrs), cell_ids=mine) == \
+        edge_cut(tets[mine], part, comm)                                     # still in step
 
 
 @pytest.mark.mpi(ranks=(2, 3))

@@ -137,9 +137,9 @@ def run(args) -> int:
         dest = hilbert_partition(centroids, comm)
         if args.partitioner == "refined":
             dest = refine_partition(offsets, nbrs, ids, dest, comm)
-    del graph, offsets, nbrs
     counts = comm.allreduce(np.bincount(dest, minlength=comm.size))
-    cut, interface = partition_interface(block.cells, block.ids, dest, comm)
+    cut, interface = partition_interface(None, ids, dest, comm, graph=(offsets, nbrs))
+    del graph, offsets, nbrs
     say(f"    {args.partitioner} partition: edge cut {cut:,} faces, cells per rank "
         f"{counts.tolist()} (imbalance {counts.max() / counts.mean():.3f})")
     if comm.size > 1 and counts.min() == 0:

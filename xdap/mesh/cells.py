@@ -4,8 +4,9 @@ Cells come as an ``(n, k)`` integer array (one kind: simplices, or one
 ``dim``-D kind), as ragged ``(offsets, node_ids)`` NumPy arrays (mixed
 kinds), or as a DistArray of either (``N * k * int64``, ``var * var *
 int64``). ``cell_list`` checks them (an agreement: a bad piece on one
-rank is the same error on every rank) and ``facets_of`` lists every cell's
-facets as sorted node-id rows -- what the dual graph matches.
+rank is the same error on every rank), ``facets_of`` lists every cell's
+facets as sorted node-id rows, and ``facet_keys`` packs each such row into
+one or two 64-bit words -- what the dual graph sorts and matches.
 
 >>> import numpy as np
 >>> from mpi4py import MPI
@@ -13,6 +14,10 @@ facets as sorted node-id rows -- what the dual graph matches.
 ...                            None)
 >>> rows.tolist(), per_cell.tolist()
 ([[0, 1], [0, 2], [1, 2]], [3])
+>>> keys, slots, F = facet_keys(cell_list(np.array([[0, 1, 2]]), MPI.COMM_SELF, "doc", None),
+...                          None, bits=2)
+>>> [bin(int(k)) for k in keys[:, 0]], slots.tolist()     # (a + 1) << 2 | (b + 1)
+(['0b110', '0b111', '0b1011'], [0, 1, 2])
 """
 from __future__ import annotations
 
@@ -22,7 +27,8 @@ import numpy as np
 from ..arraylike import unwrap
 from ..agreement import agreement
 
-__all__ = ["FACETS", "CellList", "cell_list", "facets_of", "local_cells"]
+__all__ = ["FACETS", "CellList", "cell_list", "facets_of", "facet_keys", "key_bits",
+           "local_cells"]
 
 # leaf types a cell's node ids may have
 INTEGER_LEAVES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -130,6 +136,68 @@ def facets_of(cells: CellList, dim):
                 rows[at, wide - len(facet) + c] = cells.nodes[cells.starts[which] + corner]
     rows.sort(axis=1)
     return rows, counts
+
+
+def key_bits(max_node: int) -> int:
+    """Bits a facet key gives each node id: ids are stored plus one, so the
+    -1 padding of a narrower facet packs as 0."""
+    return max(int(max_node) + 1, 1).bit_length()
+
+
+def _sorted_columns(a: np.ndarray) -> np.ndarray:
+    """``a`` (``(n, k)``) with each row sorted: a sorting network of
+    column-wise min/max for k <= 4 (a few vectorised passes instead of n
+    tiny sorts), else ``np.sort``."""
+    networks = {2: [(0, 1)], 3: [(0, 1), (1, 2), (0, 1)],
+                4: [(0, 1), (2, 3), (0, 2), (1, 3), (1, 2)]}
+    if a.shape[1] not in networks:
+        return np.sort(a, axis=1)
+    cols = [a[:, j].copy() for j in range(a.shape[1])]
+    for i, j in networks[a.shape[1]]:
+        lo = np.minimum(cols[i], cols[j])
+        np.maximum(cols[i], cols[j], out=cols[j])
+        cols[i] = lo
+    return np.stack(cols, axis=1)
+
+
+def _pack(columns, bits: int) -> np.ndarray:
+    """Node-id columns (each sorted row read left to right; -1 = padding)
+    packed into ``(m, W)`` uint64 words, ``64 // bits`` ids a word, so that
+    equal rows -- and only they -- have equal words."""
+    per_word = 64 // bits
+    words = -(-len(columns) // per_word)
+    out = np.zeros((len(columns[0]), words), np.uint64)
+    for w in range(words):
+        word = out[:, w]
+        for c in columns[w * per_word:(w + 1) * per_word]:
+            word <<= np.uint64(bits)
+            word |= (c + 1).astype(np.uint64)
+    return out
+
+
+def facet_keys(cells: CellList, dim, bits: int):
+    """Every facet of every cell as packed words (``(m, W)`` uint64; equal
+    exactly for the same facet, see ``_pack``; ``bits`` from ``key_bits``
+    of the largest node id on any rank) and the slot of each:
+    ``cell * F + j`` for facet ``j`` of local cell ``cell``, ``F`` the most
+    facets a local cell has. Simplices (``dim`` None) sort each cell's
+    nodes once, so its facets -- the combinations of ``k - 1`` of them --
+    come out sorted; other kinds go through ``facets_of``."""
+    n = len(cells)
+    if dim is None:
+        k = cells.width
+        nodes = _sorted_columns(cells.nodes.reshape(-1, k))
+        keys = np.empty((n, k, -(-(k - 1) // (64 // bits))), np.uint64)
+        for j, pick in enumerate(itertools.combinations(range(k), k - 1)):
+            keys[:, j] = _pack([nodes[:, c] for c in pick], bits)
+        return keys.reshape(n * k, keys.shape[2]), np.arange(n * k, dtype=np.int64), k
+    rows, counts = facets_of(cells, dim)
+    F = int(counts.max()) if n else 1
+    first = np.zeros(n, np.int64)
+    np.cumsum(counts[:-1], out=first[1:])
+    cell = np.repeat(np.arange(n, dtype=np.int64), counts)
+    slots = cell * F + (np.arange(len(rows), dtype=np.int64) - first[cell])
+    return _pack([rows[:, c] for c in range(rows.shape[1])], bits), slots, F
 
 
 def local_cells(cells, what: str = "mesh"):

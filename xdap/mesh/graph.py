@@ -24,79 +24,112 @@ from mpi4py import MPI
 from .. import comm as _comm
 from ..heap import trims_heap
 from ..arraylike import is_distributed, unwrap, wrap_like
+from ..directory import remember, unstructured_map
 from ..distribution import Distribution
+from ..movement.scatter import Scatter
 from ..parts import Parts
 from ..transport import Route, group_order, move
 from ..types import TypeInfo
-from .cells import CellList, cell_list, facets_of, local_cells
+from .cells import CellList, _sorted_columns, cell_list, facet_keys, key_bits, local_cells
 from ..agreement import agree, agreement
 
 __all__ = ["dual_graph", "edge_cut", "partition_interface", "metis_partition"]
 
 
-def _owner(facets, P):
-    """The rank that matches a facet's copies: a hash of its node ids."""
-    h = np.zeros(len(facets), np.uint64)
-    for j in range(facets.shape[1]):
-        h = (h ^ facets[:, j].astype(np.uint64)) * np.uint64(0x100000001B3)
-    return (h % np.uint64(P)).astype(np.int64)
+def _owner(keys: np.ndarray, P: int) -> np.ndarray:
+    """The rank that matches a facet's copies: a hash of its packed key
+    (a multiply-xorshift mix of its words), so matching work spreads evenly
+    over the ranks whatever the node numbering."""
+    h = keys[:, 0].copy()
+    for w in range(1, keys.shape[1]):
+        h *= np.uint64(0x9E3779B97F4A7C15)
+        h ^= keys[:, w]
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xFF51AFD7ED558CCD)
+    h ^= h >> np.uint64(33)
+    h %= np.uint64(P)
+    return h.astype(np.int64)
 
 
 def _shared_facets(cells: CellList, dim, payload, comm):
     """At each facet's owner rank, the interior facets met there:
     ``(payload rows of one side, of the other, rank of one, rank of the
-    other)``. ``payload``: int64 per cell, ``(n,)`` or ``(n, q)``; the
-    payload rows come back ``(m, q)``. Raises (on every rank) for a facet
-    of more than two cells."""
+    other, F)``. ``payload``: a function ``(slots, F) -> [q columns]`` of
+    int64 (the facets' slots are ``cell * F + j``: see
+    ``cells.facet_keys``); each side comes back as its ``q`` columns, one
+    entry per shared facet. Raises (on every rank) for a facet of more than two
+    cells.
+
+    One pass: each facet is a packed key of one or two words; the keys go
+    to the rank their hash names (one ``Alltoallv`` of ``W + q`` int64 per
+    facet; none on one rank) and are sorted there once, neighbours in the
+    sorted order being the two sides of an interior facet."""
     P = comm.size
-    payload = np.asarray(payload, np.int64)
-    payload = payload[:, None] if payload.ndim == 1 else payload      # (n, q), n may be 0
-    q = payload.shape[1]
-    facets, per = facets_of(cells, dim)
-    k = facets.shape[1]
-    dest = _owner(facets, P)
-    order = group_order(dest, P)
-    # the records, built column by column in send order (temporaries of one
-    # column, not of the whole table: this is the pipeline's memory peak)
-    rec = np.empty((len(facets), k + q), np.int64)
-    for j in range(k):
-        rec[:, j] = facets[order, j]
-    del facets
-    for j in range(q):
-        rec[:, k + j] = np.repeat(payload[:, j], per)[order]
-    # in send order already: the route moves the table as it is (no copy)
-    route = Route(comm, None, np.bincount(dest, minlength=P)).with_recv_counts()
-    got = move(route, Parts.of_array(rec))[0].values
-    del rec
-    recv = route.recv_counts
-    order = np.lexsort(got[:, :k].T[::-1])
+    local_max = int(cells.nodes.max()) if cells.nodes.size else 0
+    bits = key_bits(comm.allreduce(local_max, op=MPI.MAX))
+    keys, slots, F = facet_keys(cells, dim, bits)
+    W = keys.shape[1]
+    if P == 1:          # the keys stay; the payload is made for matched facets alone
+        words, recv = keys, np.array([len(keys)])
+    else:
+        dest = _owner(keys, P)
+        order = group_order(dest, P)
+        # the records in send order, built column by column (temporaries of
+        # one column, not of the whole table: this is the stage's memory peak)
+        pay = payload(slots[order], F)
+        rec = np.empty((len(keys), W + len(pay)), np.int64)
+        for j in range(W):
+            rec[:, j] = keys[order, j].view(np.int64)
+        for j, column in enumerate(pay):
+            rec[:, W + j] = column
+        del keys, pay, order, slots
+        route = Route(comm, None, np.bincount(dest, minlength=P)).with_recv_counts()
+        rec = move(route, Parts.of_array(rec))[0].values
+        recv = route.recv_counts
+        words = rec[:, :W].view(np.uint64)
+    order = np.argsort(words[:, 0]) if W == 1 else np.lexsort(words.T[::-1])
     # equal neighbours in sorted order are the two sides of a facet
-    same = np.ones(max(len(got) - 1, 0), bool)
-    for j in range(k):
-        col = got[order, j]
+    same = np.ones(max(len(words) - 1, 0), bool)
+    for j in range(W):
+        col = words[order, j]
         same &= col[1:] == col[:-1]
+        del col
     error = None
     if len(same) > 1 and (same[1:] & same[:-1]).any():
         i = int(order[np.flatnonzero(same[1:] & same[:-1])[0]])
-        error = ValueError(f"mesh: facet {got[i, :k].tolist()} is shared by more than two cells "
-                           "(a non-manifold mesh, or a cell listed twice)")
+        error = ValueError(f"mesh: facet {_unpack(words[i], bits)} is shared by more than two "
+                           "cells (a non-manifold mesh, or a cell listed twice)")
     agree(comm, error)
-    first = order[np.flatnonzero(same)]
-    second = order[np.flatnonzero(same) + 1]
-    src = np.repeat(np.arange(P), recv)
-    return got[first, k:], got[second, k:], src[first], src[second]
+    pairs = np.flatnonzero(same)
+    first, second = order[pairs], order[pairs + 1]
+    del order, same, pairs
+    if P == 1:
+        none = np.zeros(len(first), np.int64)
+        return payload(slots[first], F), payload(slots[second], F), none, none, F
+    # column by column: a gather of whole rows of a 2-d array is several times slower
+    side = [[rec[at, j] for j in range(W, rec.shape[1])] for at in (first, second)]
+    starts = np.cumsum(recv) - recv
+    rank = [np.searchsorted(starts, at, side="right") - 1 for at in (first, second)]
+    return side[0], side[1], rank[0], rank[1], F
+
+
+def _unpack(words, bits: int) -> list:
+    """A packed facet key's node ids (for an error message)."""
+    ids = []
+    per_word = 64 // bits
+    for w in words.tolist():
+        got = [(w >> (bits * i)) & ((1 << bits) - 1) for i in range(per_word)][::-1]
+        ids += [g - 1 for g in got if g]
+    return ids
 
 
 def _to_holders(comm, rows: np.ndarray, to: np.ndarray) -> np.ndarray:
     """Send int64 ``rows`` (``(m, w)``) to ranks ``to``; returns the rows
-    this rank receives (one alltoallv of counts, one of rows)."""
+    this rank receives (one alltoallv of counts, one of rows; none on one
+    rank)."""
+    if comm.size == 1:
+        return rows
     return move(Route.to_ranks(comm, to), Parts.of_array(rows))[0].values
-
-
-def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Where each of ``wanted`` (all present) is in ``ids``."""
-    sorter = np.argsort(ids, kind="stable")
-    return sorter[np.searchsorted(ids, wanted, sorter=sorter)]
 
 
 def _cells_are_distributed(cells, comm, what) -> bool:
@@ -105,6 +138,29 @@ def _cells_are_distributed(cells, comm, what) -> bool:
     with agreement(_comm.comm_of(cells, default=comm), what) as ag:
         ag.same("cells are a DistArray", is_distributed(cells))
     return is_distributed(cells)
+
+
+def _length(a) -> int:
+    """The length of a 1-d array-like, -1 for anything else (refused later,
+    in an agreement)."""
+    shape = np.shape(a)
+    return shape[0] if len(shape) == 1 else -1
+
+
+def _one_per_cell(comm, what, n, **arrays) -> list:
+    """Each of ``arrays`` as int64 with one entry per local cell (an
+    agreement: a wrong length or a non-integer on one rank is the same
+    error on every rank)."""
+    out = []
+    with agreement(comm, what):
+        for name, a in arrays.items():
+            a = np.asarray(a)
+            if a.shape != (n,) or (a.size and a.dtype.kind not in "iu"):
+                one = "id" if name == "cell_ids" else "part" if name == "parts" else "entry"
+                raise ValueError(f"{what}: {name} needs one {one} per cell ({n}), integers; "
+                                 f"got shape {a.shape} dtype {a.dtype}")
+            out.append(a.astype(np.int64, copy=False))
+    return out
 
 
 @trims_heap
@@ -125,26 +181,39 @@ def dual_graph(cells, cell_ids=None, comm=None, *, dim=None):
     a ``var * var * int64`` DistArray with the cells' row distribution --
     row ``i`` lists cell ``i``'s neighbours.  ndtypes has no ``N * var``,
     so the rows are ragged.
+
+    Cost: one sort of this rank's share of the facets' packed keys (see
+    ``_shared_facets``), two ``Alltoallv`` of int64 rows (the keys with
+    the cell id and facet slot, 3 words a tetrahedron facet; then the
+    neighbour ids back), no sort on the way back: each neighbour lands in
+    its facet's slot.
     """
     if _cells_are_distributed(cells, comm, "dual_graph"):
         return _dual_graph_array(cells, dim)
     comm = _comm.resolve(comm)
     cells = cell_list(cells, comm, "dual_graph", dim)
-    ids = np.asarray(cell_ids if cell_ids is not None else [], np.int64)
-    with agreement(comm, "dual_graph"):
-        if ids.shape != (len(cells),):
-            raise ValueError(f"dual_graph: cell_ids needs one id per cell ({len(cells)}), got "
-                             f"shape {ids.shape} on rank {comm.rank}")
-    a, b, ra, rb = _shared_facets(cells, dim, ids, comm)
-    a, b = a[:, 0], b[:, 0]
-    # each end of every edge goes to the rank holding its cell: (cell, neighbour)
-    mine = _to_holders(comm, np.concatenate([np.stack([a, b], 1), np.stack([b, a], 1)]),
-                       np.concatenate([ra, rb]))
-    at = _positions(ids, mine[:, 0])
-    order = np.lexsort((mine[:, 1], at))
+    ids, = _one_per_cell(comm, "dual_graph", len(cells),
+                         cell_ids=cell_ids if cell_ids is not None else [])
+    (a_id, a_slot), (b_id, b_slot), ra, rb, F = _shared_facets(
+        cells, dim, lambda slots, F: [ids[slots // F], slots], comm)
+    # each side of a facet gets the other's id in its facet's slot
+    table = np.full(len(cells) * F, -1, np.int64)
+    if comm.size == 1:
+        table[a_slot], table[b_slot] = b_id, a_id
+    else:
+        back = np.empty((2 * len(a_id), 2), np.int64)
+        back[:len(a_id), 0], back[:len(a_id), 1] = a_slot, b_id
+        back[len(a_id):, 0], back[len(a_id):, 1] = b_slot, a_id
+        del a_id, b_id, a_slot, b_slot
+        mine = _to_holders(comm, back, np.concatenate([ra, rb]))
+        del back
+        table[mine[:, 0]] = mine[:, 1]
+        del mine
+    table = _sorted_columns(table.reshape(len(cells), F))     # -1 (no neighbour) first
+    found = table >= 0
     offsets = np.zeros(len(cells) + 1, np.int64)
-    np.cumsum(np.bincount(at, minlength=len(cells)), out=offsets[1:])
-    return offsets, np.ascontiguousarray(mine[order, 1])
+    np.cumsum(found.sum(axis=1), out=offsets[1:])
+    return offsets, table[found]
 
 
 def _dual_graph_array(cells, dim):
@@ -161,47 +230,139 @@ def _dual_graph_array(cells, dim):
     return wrap_like(cells, Distribution((d.maps[0],), d.comm), rows, agreed=True)
 
 
+def neighbour_fetch(offsets, neighbours, cell_ids, comm, what):
+    """A plan fetching a value per cell for every neighbour entry of the
+    graph (collective to make: the cells' directory): returns ``(bind,
+    cells)``; ``bind(values)`` (int64, one per local cell) gives a function
+    whose every call is one exchange of the distinct neighbours' values --
+    read in place from ``values``, so change it and call again -- returning
+    one value per entry of ``neighbours``; ``cells`` is the agreed global
+    cell count. Checks the ids (each cell on one rank) and the neighbours
+    (every one a cell) in agreements."""
+    ids, nbrs = np.asarray(cell_ids, np.int64), np.asarray(neighbours, np.int64)
+    m, directory = unstructured_map(comm, comm.size, comm.rank, ids, one_to_one=True,
+                                    what=f"{what}: cell_ids")
+    d = Distribution([m], comm)
+    remember(d, 0, directory)
+    with agreement(comm, f"{what}: neighbours"):
+        if nbrs.size and (nbrs.min() < 0 or nbrs.max() >= m.size):
+            bad = int(nbrs.min() if nbrs.min() < 0 else nbrs.max())
+            raise ValueError(f"{what}: neighbour {bad} on rank {comm.rank} is no cell "
+                             f"(cells 0 .. {m.size - 1})")
+    uniq, at = unique_inverse(nbrs)
+    scatter = Scatter(d, uniq)
+
+    def bind(values):
+        plan = scatter.bind(Parts.of_array(values), out=np.empty(len(uniq), np.int64))
+        return lambda: plan()[at]
+    return bind, m.size
+
+
+def unique_inverse(ids: np.ndarray):
+    """``np.unique(ids, return_inverse=True)`` for non-negative int64 ids:
+    by a bitmap over their range when it is at most 8x their count (O(n),
+    memory O(n): a mesh's neighbour ids cluster), else by sorting.
+
+    >>> [a.tolist() for a in unique_inverse(np.array([5, 3, 5, 9]))]
+    [[3, 5, 9], [1, 0, 1, 2]]
+    """
+    if not len(ids):
+        return ids.copy(), np.zeros(0, np.int64)
+    lo, hi = int(ids.min()), int(ids.max())
+    if hi - lo >= 8 * len(ids):
+        return np.unique(ids, return_inverse=True)
+    present = np.zeros(hi - lo + 1, bool)
+    present[ids - lo] = True
+    uniq = np.flatnonzero(present)
+    rank = np.cumsum(present, dtype=np.int64)
+    rank -= 1
+    return uniq + lo, rank[ids - lo]
+
+
+def _graph_check(comm, what, graph, n):
+    """``graph`` as ``(offsets, neighbours)`` int64 for ``n`` local cells
+    (an agreement)."""
+    with agreement(comm, what):
+        if not isinstance(graph, tuple) or len(graph) != 2:
+            raise TypeError(f"{what}: graph must be (offsets, neighbours) as dual_graph gives "
+                            f"it, got {type(graph).__name__} on rank {comm.rank}")
+        offsets, nbrs = (np.asarray(g) for g in graph)
+        if offsets.shape != (n + 1,) or nbrs.ndim != 1 or \
+                (offsets.size and offsets.dtype.kind not in "iu") or \
+                (nbrs.size and nbrs.dtype.kind not in "iu") or offsets[0] != 0 or \
+                offsets[-1] != len(nbrs) or (np.diff(offsets) < 0).any():
+            raise ValueError(f"{what}: graph offsets must rise from 0 to len(neighbours) with "
+                             f"one entry per cell + 1 ({n} cells on rank {comm.rank})")
+    return offsets.astype(np.int64, copy=False), nbrs.astype(np.int64, copy=False)
+
+
+def _interface_from_graph(graph, ids, parts, comm, what):
+    """``(cut, interface)`` from the dual graph's arrays: one fetch of the
+    neighbours' parts."""
+    offsets, nbrs = _graph_check(comm, what, graph, len(ids))
+    bind, _ = neighbour_fetch(offsets, nbrs, ids, comm, what)
+    far = bind(parts)()
+    crossing = far != np.repeat(parts, np.diff(offsets))
+    # every cut facet is seen from both sides: halve the sum
+    cut = int(comm.allreduce(int(crossing.sum()), op=MPI.SUM)) // 2
+    interface = np.add.reduceat(crossing, offsets[:-1]) > 0 if len(nbrs) else \
+        np.zeros(len(ids), bool)
+    interface &= np.diff(offsets) > 0                  # reduceat reads one entry for empty rows
+    return cut, interface
+
+
 @trims_heap
-def edge_cut(cells, parts, comm=None, *, dim=None) -> int:
+def edge_cut(cells, parts, comm=None, *, dim=None, graph=None, cell_ids=None) -> int:
     """The number of dual-graph edges (shared facets) whose two cells lie in
     different parts (collective; the same int on every rank). ``cells`` as
-    for ``dual_graph`` (NumPy or a DistArray); ``parts``: one per local cell."""
+    for ``dual_graph`` (NumPy or a DistArray); ``parts``: one per local cell.
+
+    With ``graph=(offsets, neighbours)`` from ``dual_graph`` and
+    ``cell_ids``, the cut comes from the graph (one fetch of the
+    neighbours' parts) and ``cells`` may be None; else the facets are
+    matched again (``_shared_facets``)."""
+    if graph is not None:
+        comm = _comm.resolve(comm)
+        ids = cell_ids if cell_ids is not None else []
+        ids, parts = _one_per_cell(comm, "edge_cut", _length(ids), cell_ids=ids, parts=parts)
+        return _interface_from_graph(graph, ids, parts, comm, "edge_cut")[0]
     if _cells_are_distributed(cells, comm, "edge_cut"):
         comm = cells.distribution.comm
         cells, _ = local_cells(cells, "edge_cut")
     comm = _comm.resolve(comm)
     cells = cell_list(cells, comm, "edge_cut", dim)
-    parts = np.asarray(parts, np.int64)
-    with agreement(comm, "edge_cut"):
-        if parts.shape != (len(cells),):
-            raise ValueError(f"edge_cut: parts needs one part per cell ({len(cells)}), got "
-                             f"shape {parts.shape} on rank {comm.rank}")
-    a, b, _, _ = _shared_facets(cells, dim, parts, comm)
+    parts, = _one_per_cell(comm, "edge_cut", len(cells), parts=parts)
+    (a,), (b,), _, _, _ = _shared_facets(cells, dim, lambda slots, F: [parts[slots // F]], comm)
     return int(comm.allreduce(int((a != b).sum()), op=MPI.SUM))
 
 
 @trims_heap
-def partition_interface(cells, cell_ids, parts, comm=None, *, dim=None) -> tuple:
+def partition_interface(cells, cell_ids, parts, comm=None, *, dim=None, graph=None) -> tuple:
     """``(edge cut, interface)`` of a partition (collective): the number of
     facets between cells of different parts (the same int on every rank),
     and for each of this rank's cells whether it shares a facet with a cell
-    of another part -- the cells the partition's ghost layers copy. Costs
-    ``edge_cut`` plus one small exchange. ``cells`` as for ``dual_graph``."""
+    of another part -- the cells the partition's ghost layers copy.
+    ``cells`` as for ``dual_graph``.
+
+    With ``graph=(offsets, neighbours)`` from ``dual_graph`` (this rank's
+    cells in the same order as ``cell_ids``) it costs one fetch of the
+    neighbours' parts and ``cells`` may be None; without, the facets are
+    matched again and the interface cells told (one more exchange)."""
     comm = _comm.resolve(comm)
+    if graph is not None:
+        ids, parts = _one_per_cell(comm, "partition_interface", _length(cell_ids),
+                                   cell_ids=cell_ids, parts=parts)
+        return _interface_from_graph(graph, ids, parts, comm, "partition_interface")
     cells = cell_list(cells, comm, "partition_interface", dim)
-    ids = np.asarray(cell_ids, np.int64)
-    parts = np.asarray(parts, np.int64)
-    with agreement(comm, "partition_interface"):
-        if ids.shape != (len(cells),) or parts.shape != (len(cells),):
-            raise ValueError(f"partition_interface: cell_ids and parts need one entry per cell "
-                             f"({len(cells)}), got shapes {ids.shape} and {parts.shape} on rank "
-                             f"{comm.rank}")
-    a, b, ra, rb = _shared_facets(cells, dim, np.stack([ids, parts], 1), comm)
-    cut = a[:, 1] != b[:, 1]
-    crossing = _to_holders(comm, np.concatenate([a[cut, :1], b[cut, :1]]),
+    ids, parts = _one_per_cell(comm, "partition_interface", len(cells), cell_ids=cell_ids,
+                               parts=parts)
+    (a_slot, a_part), (b_slot, b_part), ra, rb, F = _shared_facets(
+        cells, dim, lambda slots, F: [slots, parts[slots // F]], comm)
+    cut = a_part != b_part
+    crossing = _to_holders(comm, np.concatenate([a_slot[cut], b_slot[cut]])[:, None],
                            np.concatenate([ra[cut], rb[cut]]))
     interface = np.zeros(len(cells), bool)
-    interface[_positions(ids, crossing[:, 0])] = True
+    interface[crossing[:, 0] // F] = True
     return int(comm.allreduce(int(cut.sum()), op=MPI.SUM)), interface
 
 

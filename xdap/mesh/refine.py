@@ -35,13 +35,10 @@ from mpi4py import MPI
 
 from .. import arguments
 from .. import comm as _comm
-from ..agreement import agreed_on, agreement
+from ..agreement import agreed_on
 from ..contract import collective
-from ..directory import remember, unstructured_map
-from ..distribution import Distribution
 from ..heap import trims_heap
-from ..movement.scatter import Scatter
-from ..parts import Parts
+from .graph import neighbour_fetch
 
 __all__ = ["refine_partition", "ROUNDS"]
 
@@ -96,28 +93,18 @@ def refine_partition(offsets, neighbours, cell_ids, parts_of, comm=None, *,
     # the graph is each rank's own: its checks are in the vote, its values not compared
     yield dict(comm=comm, parts=parts, imbalance=imbalance, rounds=rounds)
     parts = int(parts)
-    # the cells' parts, distributed as the cells are; the plan fetching the
-    # neighbours' parts is made once (unstructured_map checks the ids)
-    m, directory = unstructured_map(comm, comm.size, comm.rank, ids, one_to_one=True,
-                                    what="refine_partition: cell_ids")
-    if parts > max(m.size, 1):       # decided from the agreed cell count: alike everywhere
+    # the plan fetching the neighbours' parts is made once, reading label in
+    # place (neighbour_fetch checks the ids and the neighbours)
+    bind, cells = neighbour_fetch(offsets, nbrs, ids, comm, "refine_partition")
+    if parts > max(cells, 1):       # decided from the agreed cell count: alike everywhere
         raise agreed_on(comm, ValueError(
-            f"refine_partition: parts={parts} for {m.size} cells (at most one part a cell)"))
-    d = Distribution([m], comm)
-    remember(d, 0, directory)
-    with agreement(comm, "refine_partition: neighbours"):
-        if nbrs.size and (nbrs.min() < 0 or nbrs.max() >= m.size):
-            bad = int(nbrs.min() if nbrs.min() < 0 else nbrs.max())
-            raise ValueError(f"refine_partition: neighbour {bad} on rank {comm.rank} is no "
-                             f"cell (cells 0 .. {m.size - 1})")
-    uniq, at = np.unique(nbrs, return_inverse=True)
-    held = Parts.of_array(label)                        # the plan reads label in place
-    fetch = Scatter(d, uniq).bind(held, out=np.empty(len(uniq), np.int64))
+            f"refine_partition: parts={parts} for {cells} cells (at most one part a cell)"))
+    fetch = bind(label)
     src = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
-    room_for = int(np.floor(imbalance * m.size / parts))
+    room_for = int(np.floor(imbalance * cells / parts))
     quiet = 0
     for r in range(rounds):
-        nl = fetch()[at]                               # each edge's far part
+        nl = fetch()                                   # each edge's far part
         moves = _propose(label, src, nl, parts, upward=(r % 2 == 0))
         cell, to, gain = moves
         size = np.bincount(label, minlength=parts)
