@@ -15,9 +15,9 @@ one or two 64-bit words -- what the dual graph sorts and matches.
 >>> rows.tolist(), per_cell.tolist()
 ([[0, 1], [0, 2], [1, 2]], [3])
 >>> keys, slots, F = facet_keys(cell_list(np.array([[0, 1, 2]]), MPI.COMM_SELF, "doc", None),
-...                          None, bits=2)
->>> [bin(int(k)) for k in keys[:, 0]], slots.tolist()     # (a + 1) << 2 | (b + 1)
-(['0b110', '0b111', '0b1011'], [0, 1, 2])
+...                             None, bits=2)
+>>> [bin(int(k)) for k in keys[:, 0]], slots, F     # (a + 1) << 2 | (b + 1); slots 0 .. m-1
+(['0b110', '0b111', '0b1011'], None, 3)
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from ..arraylike import unwrap
 from ..agreement import agreement
 
 __all__ = ["FACETS", "CellList", "cell_list", "facets_of", "facet_keys", "key_bits",
-           "local_cells"]
+           "sort_rows", "local_cells"]
 
 # leaf types a cell's node ids may have
 INTEGER_LEAVES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -144,60 +144,68 @@ def key_bits(max_node: int) -> int:
     return max(int(max_node) + 1, 1).bit_length()
 
 
-def _sorted_columns(a: np.ndarray) -> np.ndarray:
-    """``a`` (``(n, k)``) with each row sorted: a sorting network of
-    column-wise min/max for k <= 4 (a few vectorised passes instead of n
-    tiny sorts), else ``np.sort``."""
+def sort_rows(a: np.ndarray) -> np.ndarray:
+    """Sort each row of ``a`` (``(n, k)``) in place and return it: a sorting
+    network of column-wise min/max for k <= 4 (a few vectorised passes, one
+    column of scratch, instead of n tiny sorts), else ``ndarray.sort``."""
     networks = {2: [(0, 1)], 3: [(0, 1), (1, 2), (0, 1)],
                 4: [(0, 1), (2, 3), (0, 2), (1, 3), (1, 2)]}
     if a.shape[1] not in networks:
-        return np.sort(a, axis=1)
-    cols = [a[:, j].copy() for j in range(a.shape[1])]
+        a.sort(axis=1)
+        return a
+    low = np.empty(len(a), a.dtype)
     for i, j in networks[a.shape[1]]:
-        lo = np.minimum(cols[i], cols[j])
-        np.maximum(cols[i], cols[j], out=cols[j])
-        cols[i] = lo
-    return np.stack(cols, axis=1)
+        np.minimum(a[:, i], a[:, j], out=low)
+        np.maximum(a[:, i], a[:, j], out=a[:, j])
+        a[:, i] = low
+    return a
 
 
-def _pack(columns, bits: int) -> np.ndarray:
-    """Node-id columns (each sorted row read left to right; -1 = padding)
-    packed into ``(m, W)`` uint64 words, ``64 // bits`` ids a word, so that
-    equal rows -- and only they -- have equal words."""
+def _pack(columns, bits: int, out: np.ndarray) -> np.ndarray:
+    """Node-id columns of a sorted facet (uint64, stored plus one: 0 is
+    the -1 padding), ``64 // bits`` to a word, into ``out`` (``(m, W)``
+    uint64), so that equal rows -- and only they -- have equal words."""
     per_word = 64 // bits
-    words = -(-len(columns) // per_word)
-    out = np.zeros((len(columns[0]), words), np.uint64)
-    for w in range(words):
+    for w in range(out.shape[1]):
         word = out[:, w]
-        for c in columns[w * per_word:(w + 1) * per_word]:
+        group = columns[w * per_word:(w + 1) * per_word]
+        word[...] = group[0]
+        for c in group[1:]:
             word <<= np.uint64(bits)
-            word |= (c + 1).astype(np.uint64)
+            word |= c
     return out
 
 
 def facet_keys(cells: CellList, dim, bits: int):
     """Every facet of every cell as packed words (``(m, W)`` uint64; equal
     exactly for the same facet, see ``_pack``; ``bits`` from ``key_bits``
-    of the largest node id on any rank) and the slot of each:
+    of the largest node id on any rank), the slot of each, and ``F``:
     ``cell * F + j`` for facet ``j`` of local cell ``cell``, ``F`` the most
-    facets a local cell has. Simplices (``dim`` None) sort each cell's
-    nodes once, so its facets -- the combinations of ``k - 1`` of them --
-    come out sorted; other kinds go through ``facets_of``."""
+    facets a local cell has (None for simplices: the slots are ``0 .. m-1``).
+    Simplices (``dim`` None) sort each cell's nodes once, so its facets --
+    the combinations of ``k - 1`` of them -- come out sorted; other kinds
+    go through ``facets_of``. Writes each key once: no temporaries the size
+    of the facets but the keys themselves."""
     n = len(cells)
+    per_word = 64 // bits
     if dim is None:
         k = cells.width
-        nodes = _sorted_columns(cells.nodes.reshape(-1, k))
-        keys = np.empty((n, k, -(-(k - 1) // (64 // bits))), np.uint64)
+        nodes = cells.nodes.reshape(-1, k).astype(np.uint64)    # the one copy of the cells
+        nodes += np.uint64(1)
+        sort_rows(nodes)
+        keys = np.empty((n, k, -(-(k - 1) // per_word)), np.uint64)
         for j, pick in enumerate(itertools.combinations(range(k), k - 1)):
-            keys[:, j] = _pack([nodes[:, c] for c in pick], bits)
-        return keys.reshape(n * k, keys.shape[2]), np.arange(n * k, dtype=np.int64), k
+            _pack([nodes[:, c] for c in pick], bits, keys[:, j])
+        return keys.reshape(n * k, keys.shape[2]), None, k
     rows, counts = facets_of(cells, dim)
     F = int(counts.max()) if n else 1
     first = np.zeros(n, np.int64)
     np.cumsum(counts[:-1], out=first[1:])
     cell = np.repeat(np.arange(n, dtype=np.int64), counts)
     slots = cell * F + (np.arange(len(rows), dtype=np.int64) - first[cell])
-    return _pack([rows[:, c] for c in range(rows.shape[1])], bits), slots, F
+    rows = (rows + 1).astype(np.uint64)
+    keys = np.empty((len(rows), -(-rows.shape[1] // per_word)), np.uint64)
+    return _pack([rows[:, c] for c in range(rows.shape[1])], bits, keys), slots, F
 
 
 def local_cells(cells, what: str = "mesh"):

@@ -30,7 +30,7 @@ from ..movement.scatter import Scatter
 from ..parts import Parts
 from ..transport import Route, group_order, move
 from ..types import TypeInfo
-from .cells import CellList, _sorted_columns, cell_list, facet_keys, key_bits, local_cells
+from .cells import CellList, cell_list, facet_keys, key_bits, local_cells, sort_rows
 from ..agreement import agree, agreement
 
 __all__ = ["dual_graph", "edge_cut", "partition_interface", "metis_partition"]
@@ -76,7 +76,7 @@ def _shared_facets(cells: CellList, dim, payload, comm):
         order = group_order(dest, P)
         # the records in send order, built column by column (temporaries of
         # one column, not of the whole table: this is the stage's memory peak)
-        pay = payload(slots[order], F)
+        pay = payload(order if slots is None else slots[order], F)
         rec = np.empty((len(keys), W + len(pay)), np.int64)
         for j in range(W):
             rec[:, j] = keys[order, j].view(np.int64)
@@ -105,7 +105,9 @@ def _shared_facets(cells: CellList, dim, payload, comm):
     del order, same, pairs
     if P == 1:
         none = np.zeros(len(first), np.int64)
-        return payload(slots[first], F), payload(slots[second], F), none, none, F
+        if slots is not None:
+            first, second = slots[first], slots[second]
+        return payload(first, F), payload(second, F), none, none, F
     # column by column: a gather of whole rows of a 2-d array is several times slower
     side = [[rec[at, j] for j in range(W, rec.shape[1])] for at in (first, second)]
     starts = np.cumsum(recv) - recv
@@ -209,7 +211,7 @@ def dual_graph(cells, cell_ids=None, comm=None, *, dim=None):
         del back
         table[mine[:, 0]] = mine[:, 1]
         del mine
-    table = _sorted_columns(table.reshape(len(cells), F))     # -1 (no neighbour) first
+    table = sort_rows(table.reshape(len(cells), F))           # -1 (no neighbour) first
     found = table >= 0
     offsets = np.zeros(len(cells) + 1, np.int64)
     np.cumsum(found.sum(axis=1), out=offsets[1:])
