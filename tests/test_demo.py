@@ -31,7 +31,7 @@ def mesh_args(out, **kw):
 
 
 @pytest.mark.mpi(ranks=(1, 2, 4))
-@pytest.mark.parametrize("partitioner", ["refined", "hilbert", "metis"])
+@pytest.mark.parametrize("partitioner", ["refined", "rcb", "hilbert", "metis"])
 def test_mesh_pipeline_checks_pass(comm, capsys, tmp_path_factory, partitioner):
     import os
     from xdap import demo_mesh
@@ -40,7 +40,8 @@ def test_mesh_pipeline_checks_pass(comm, capsys, tmp_path_factory, partitioner):
     text = capsys.readouterr().out
     if comm.rank == 0:
         assert "all checks passed" in text and "FAIL" not in text, text
-        assert text.count("OK  ") == 8
+        assert text.count("OK  ") == 9
+        assert open(os.path.join(out, "result.xdmf")).read().startswith("<?xml")
         assert open(os.path.join(out, "partition.png"), "rb").read(8) == b"\x89PNG\r\n\x1a\n"
         import zarr
         assert zarr.open_group(os.path.join(out, "result.xdap"), mode="r")["values"].ndim == 1
@@ -69,6 +70,7 @@ def test_mesh_pipeline_bad_input_raises_on_every_rank(comm, tmp_path_factory):
         meshio.write(os.path.join(src, "dangling.vtu"),
                      meshio.Mesh(pts, [("tetra", np.array([[0, 1, 2, 3], [1, 2, 3, 9]]))]))
         # two tets with one centroid: their Hilbert keys are equal, so one part
+        # (the Hilbert partitioner's; bisection splits ties exactly)
         twin = np.concatenate([pts[:4], 2 * pts[:4].mean(axis=0) - pts[:4]])
         meshio.write(os.path.join(src, "twins.vtu"),
                      meshio.Mesh(twin, [("tetra", np.array([[0, 1, 2, 3], [4, 5, 6, 7]]))]))
@@ -79,5 +81,5 @@ def test_mesh_pipeline_bad_input_raises_on_every_rank(comm, tmp_path_factory):
                           ("twins.vtu", "leaves a rank without cells" if comm.size == 2 else
                            r"2 cells on 3 ranks: rank 0 read none")]:
         with pytest.raises(ValueError, match=message):
-            demo_mesh.run(mesh_args(out, mesh=os.path.join(src, name)))
+            demo_mesh.run(mesh_args(out, mesh=os.path.join(src, name), partitioner="hilbert"))
     assert comm.bcast(sorted(os.listdir(out)) if comm.rank == 0 else None) == []

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from xdap.mesh import hilbert_keys, hilbert_partition
+from xdap.mesh import hilbert_keys, hilbert_partition, rcb_partition
 from xdap.mesh.hilbert import max_bits
 
 
@@ -96,3 +96,69 @@ def test_bad_points_raise_on_every_rank(comm):
         hilbert_partition(np.zeros((3, 2 if comm.rank else 3)), comm)
     with pytest.raises(TypeError, match="parts must be an int"):
         hilbert_partition(np.zeros((3, 2)), comm, parts=0)
+
+
+def serial_rcb(pts, parts):
+    """Recursive coordinate bisection of all points on one process, written
+    from its definition: the longest side of the set's box (the lowest axis
+    on ties), the lowest ``len * (parts // 2) // parts`` values go down."""
+    label = np.zeros(len(pts), np.int64)
+
+    def cut(idx, first, k):
+        if k == 1:
+            label[idx] = first
+            return
+        p = pts[idx]
+        axis = int(np.argmax(p.max(axis=0) - p.min(axis=0))) if len(idx) else 0
+        m = len(idx) * (k // 2) // k
+        order = np.argsort(p[:, axis], kind="stable")
+        cut(idx[order[:m]], first, k // 2)
+        cut(idx[order[m:]], first + k // 2, k - k // 2)
+    cut(np.arange(len(pts)), 0, parts)
+    return label
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3, 4))
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_rcb_is_the_serial_bisection(comm, d):
+    # distinct coordinates: the distributed cut is exactly the serial one
+    rng = np.random.default_rng(20 + comm.rank)
+    n = 0 if comm.rank == 1 else 500 * (comm.rank + 1)       # uneven, one rank empty
+    pts = rng.normal(size=(n, d)) * np.arange(1, d + 1)
+    everyone = np.concatenate(comm.allgather(pts))
+    for parts in (1, 2, 3, 5, 8, comm.size):
+        dest = rcb_partition(pts, comm, parts)
+        assert dest.dtype == np.int64 and dest.shape == (n,)
+        np.testing.assert_array_equal(np.concatenate(comm.allgather(dest)),
+                                      serial_rcb(everyone, parts))
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3))
+def test_rcb_counts_are_exact_with_ties(comm):
+    # grid points: whole planes share a coordinate; the counts are still the
+    # serial bisection's, shared out across ranks by the prefix sum
+    g = np.arange(6.0)
+    grid = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
+    mine = grid[np.random.default_rng(1).permutation(len(grid)) % comm.size == comm.rank]
+    everyone = np.concatenate(comm.allgather(mine))
+    for parts in (2, 3, 7):
+        dest = np.concatenate(comm.allgather(rcb_partition(mine, comm, parts)))
+        want = np.bincount(serial_rcb(everyone, parts), minlength=parts)
+        np.testing.assert_array_equal(np.bincount(dest, minlength=parts), want)
+    same = rcb_partition(np.ones((4, 2)), comm, parts=2)      # one point many times
+    counts = np.bincount(np.concatenate(comm.allgather(same)), minlength=2)
+    assert counts.tolist() == [2 * comm.size, 2 * comm.size]
+    assert rcb_partition(np.zeros((0, 3)), comm).shape == (0,)
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_rcb_bad_points_raise_on_every_rank(comm):
+    pts = np.random.default_rng(0).random((10, 3))
+    if comm.rank == comm.size - 1:
+        pts[2, 0] = np.inf
+    with pytest.raises(ValueError, match=f"point 2 on rank {comm.size - 1} has a non-finite"):
+        rcb_partition(pts, comm)
+    with pytest.raises(ValueError, match="dimension"):
+        rcb_partition(np.zeros((3, 2 if comm.rank else 3)), comm)
+    with pytest.raises(ValueError, match="parts must be the same"):
+        rcb_partition(np.zeros((3, 2)), comm, parts=2 + (comm.rank == 1))

@@ -8,10 +8,10 @@
   their facets;
 - ``graph``: the dual graph (cells sharing a facet), edge cuts, the
   partition's interface, and METIS on the graph;
-- ``hilbert`` and ``partition``: Hilbert-curve keys, and a distributed
-  geometric partitioner (keys of cell centroids cut into equal runs by a
-  distributed sample sort, as Zoltan's HSFC and p4est do) that never
-  gathers;
+- ``hilbert`` and ``partition``: Hilbert-curve keys, and two distributed
+  geometric partitioners that never gather: keys of cell centroids cut
+  into equal runs by a distributed sample sort (as Zoltan's HSFC and p4est
+  do), and recursive coordinate bisection (Zoltan's RCB);
 - ``refine``: the partition refined across its boundaries in parallel
   (label propagation under a balance bound, as ParMETIS and KaHIP refine),
   never gathering;
@@ -20,7 +20,9 @@
   (``ghost_layer``);
 - ``nodes``: nodes follow their cells -- a node field owned by ranks whose
   cells use each node (``node_field``), so the ghost layer is the halo;
-- ``geometry``: tetrahedron volumes and plane slices (pure NumPy).
+- ``geometry``: tetrahedron volumes and plane slices (pure NumPy);
+- ``xdmf``: the distributed mesh and its fields written as XDMF + HDF5,
+  each rank its slab (``write_xdmf``), for ParaView, VisIt and meshio.
 """
 from .distributed import GhostLayer, MigratedMesh, ghost_layer, migrate_mesh
 from .files import MeshBlock, cell_centroids, generate_box, read_block, read_points
@@ -28,11 +30,12 @@ from .cells import FACETS, local_cells
 from .graph import dual_graph, edge_cut, metis_partition, partition_interface
 from .hilbert import hilbert_keys
 from .nodes import node_field, node_owners, node_points
-from .partition import hilbert_partition
+from .partition import hilbert_partition, rcb_partition
 from .refine import refine_partition
+from .xdmf import write_xdmf
 
-__all__ = ["hilbert_keys", "hilbert_partition", "dual_graph", "edge_cut", "partition_interface",
+__all__ = ["hilbert_keys", "hilbert_partition", "rcb_partition", "dual_graph", "edge_cut", "partition_interface",
            "metis_partition", "local_cells", "FACETS", "generate_box", "read_block",
            "read_points", "cell_centroids", "MeshBlock", "migrate_mesh", "MigratedMesh",
            "ghost_layer", "GhostLayer", "node_field", "node_owners", "node_points",
-           "refine_partition"]
+           "refine_partition", "write_xdmf"]

@@ -28,7 +28,7 @@ from ..arraylike import unwrap
 from ..agreement import agreement
 
 __all__ = ["FACETS", "CellList", "cell_list", "facets_of", "facet_keys", "key_bits",
-           "sort_rows", "local_cells"]
+           "sort_rows", "unique_inverse", "local_cells"]
 
 # leaf types a cell's node ids may have
 INTEGER_LEAVES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -206,6 +206,27 @@ def facet_keys(cells: CellList, dim, bits: int):
     rows = (rows + 1).astype(np.uint64)
     keys = np.empty((len(rows), -(-rows.shape[1] // per_word)), np.uint64)
     return _pack([rows[:, c] for c in range(rows.shape[1])], bits, keys), slots, F
+
+
+def unique_inverse(ids: np.ndarray):
+    """``np.unique(ids, return_inverse=True)`` for non-negative int64 ids:
+    by a bitmap over their range when it is at most 8x their count (O(n),
+    memory O(n): a mesh's neighbour ids cluster), else by sorting.
+
+    >>> [a.tolist() for a in unique_inverse(np.array([5, 3, 5, 9]))]
+    [[3, 5, 9], [1, 0, 1, 2]]
+    """
+    if not len(ids):
+        return ids.copy(), np.zeros(0, np.int64)
+    lo, hi = int(ids.min()), int(ids.max())
+    if hi - lo >= 8 * len(ids):
+        return np.unique(ids, return_inverse=True)
+    present = np.zeros(hi - lo + 1, bool)
+    present[ids - lo] = True
+    uniq = np.flatnonzero(present)
+    rank = np.cumsum(present, dtype=np.int64)
+    rank -= 1
+    return uniq + lo, rank[ids - lo]
 
 
 def local_cells(cells, what: str = "mesh"):

@@ -39,7 +39,7 @@ from ..distribution import Distribution
 from ..movement.migrate import MigrationPlan, migrate
 from ..directory import owners_of
 from ..movement.scatter import Scatter
-from .cells import local_cells
+from .cells import local_cells, unique_inverse
 from ..agreement import agreement
 
 __all__ = ["migrate_mesh", "MigratedMesh", "ghost_layer", "GhostLayer"]
@@ -115,7 +115,7 @@ class GhostLayer:
                 raise ValueError(f"ghost_layer: cells must be an (n, k) integer array, ragged "
                                  f"(offsets, node_ids) or a DistArray of cells; got "
                                  f"{ids.dtype} {ids.shape} on rank {comm.rank}")
-        used, positions = np.unique(ids.reshape(-1), return_inverse=True)
+        used, positions = unique_inverse(ids.reshape(-1).astype(np.int64, copy=False))
         d = nodes if isinstance(nodes, Distribution) else nodes.distribution
         with agreement(comm, "ghost_layer: nodes"):
             d.require_dims("ghost_layer")

@@ -32,6 +32,7 @@ from ..packing import Form, no_rows
 from ..parts import Parts
 from ..transport import Route, move
 from ..types import TypeInfo
+from .cells import unique_inverse
 
 __all__ = ["generate_box", "read_block", "read_points", "cell_centroids", "MeshBlock", "KINDS"]
 
@@ -275,7 +276,8 @@ def read_points(block: MeshBlock, node_ids, comm=None) -> np.ndarray:
     rank when it fails on one."""
     comm = _comm.resolve(comm)
     ids = np.asarray(node_ids, np.int64).reshape(-1)
-    uniq, back = np.unique(ids, return_inverse=True)
+    uniq, back = unique_inverse(ids) if ids.size and ids.min() >= 0 else \
+        np.unique(ids, return_inverse=True)
     with agreement(comm, "read_points"):
         if uniq.size and (uniq[0] < 0 or uniq[-1] >= block.nnodes):
             bad = int(uniq[0] if uniq[0] < 0 else uniq[-1])
@@ -324,13 +326,13 @@ def cell_centroids(block: MeshBlock, comm=None) -> np.ndarray:
     Each node is read once; no ``(n, k, dim)`` corner array is made."""
     if isinstance(block.cells, tuple):             # ragged: mixed kinds
         offsets, nodes = block.cells
-        uniq, at = np.unique(nodes, return_inverse=True)
+        uniq, at = unique_inverse(np.asarray(nodes, np.int64))
         xyz = read_points(block, uniq, comm)
         sizes = np.diff(offsets)
         owner = np.repeat(np.arange(len(sizes)), sizes)
         return np.stack([np.bincount(owner, weights=xyz[at, c], minlength=len(sizes))
                          for c in range(xyz.shape[1])], axis=1) / np.maximum(sizes, 1)[:, None]
-    uniq, at = np.unique(block.cells, return_inverse=True)
+    uniq, at = unique_inverse(np.asarray(block.cells, np.int64).reshape(-1))
     xyz = read_points(block, uniq, comm)
     at = at.reshape(block.cells.shape)
     total = np.zeros((len(at), xyz.shape[1]))

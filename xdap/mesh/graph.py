@@ -30,7 +30,8 @@ from ..movement.scatter import Scatter
 from ..parts import Parts
 from ..transport import Route, group_order, move
 from ..types import TypeInfo
-from .cells import CellList, cell_list, facet_keys, key_bits, local_cells, sort_rows
+from .cells import (CellList, cell_list, facet_keys, key_bits, local_cells, sort_rows,
+                    unique_inverse)
 from ..agreement import agree, agreement
 
 __all__ = ["dual_graph", "edge_cut", "partition_interface", "metis_partition"]
@@ -258,27 +259,6 @@ def neighbour_fetch(offsets, neighbours, cell_ids, comm, what):
         plan = scatter.bind(Parts.of_array(values), out=np.empty(len(uniq), np.int64))
         return lambda: plan()[at]
     return bind, m.size
-
-
-def unique_inverse(ids: np.ndarray):
-    """``np.unique(ids, return_inverse=True)`` for non-negative int64 ids:
-    by a bitmap over their range when it is at most 8x their count (O(n),
-    memory O(n): a mesh's neighbour ids cluster), else by sorting.
-
-    >>> [a.tolist() for a in unique_inverse(np.array([5, 3, 5, 9]))]
-    [[3, 5, 9], [1, 0, 1, 2]]
-    """
-    if not len(ids):
-        return ids.copy(), np.zeros(0, np.int64)
-    lo, hi = int(ids.min()), int(ids.max())
-    if hi - lo >= 8 * len(ids):
-        return np.unique(ids, return_inverse=True)
-    present = np.zeros(hi - lo + 1, bool)
-    present[ids - lo] = True
-    uniq = np.flatnonzero(present)
-    rank = np.cumsum(present, dtype=np.int64)
-    rank -= 1
-    return uniq + lo, rank[ids - lo]
 
 
 def _graph_check(comm, what, graph, n):

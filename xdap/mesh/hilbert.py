@@ -39,30 +39,63 @@ def hilbert_keys(cells, bits: int) -> np.ndarray:
     if cells.size and (cells.min() < 0 or cells.max() >= (1 << bits)):
         raise ValueError(f"hilbert_keys: coordinates must lie in [0, 2**{bits})")
     x = [cells[:, i].astype(np.uint64) for i in range(d)]
-    one = np.uint64(1)
+    # in place, with masks instead of np.where: every step one pass over
+    # the points and no temporaries beyond two columns (``mask``, ``t``)
+    mask = np.empty(n, np.uint64)
+    t = np.empty(n, np.uint64)
+    zero = np.uint64(0)
     # undo the rotations and reflections, top bit down
-    q = 1 << (bits - 1)
-    while q > 1:
-        p = np.uint64(q - 1)
-        uq = np.uint64(q)
+    for b in range(bits - 1, 0, -1):
+        p = np.uint64((1 << b) - 1)
         for i in range(d):
-            hit = (x[i] & uq) != 0
-            x[0] = np.where(hit, x[0] ^ p, x[0])                      # reflect
-            t = np.where(hit, np.uint64(0), (x[0] ^ x[i]) & p)        # else exchange low bits
+            np.right_shift(x[i], np.uint64(b), out=mask)
+            mask &= np.uint64(1)
+            np.subtract(zero, mask, out=mask)                 # all ones where bit b is set
+            np.bitwise_xor(x[0], x[i], out=t)                 # exchange the low bits ...
+            t &= p
+            t &= ~mask                                        # ... where it is clear
+            np.bitwise_and(mask, p, out=mask)                 # reflect where it is set
+            x[0] ^= mask
             x[0] ^= t
             x[i] ^= t
-        q >>= 1
     # Gray encode
     for i in range(1, d):
         x[i] ^= x[i - 1]
-    t = np.zeros(n, np.uint64)
-    q = 1 << (bits - 1)
-    while q > 1:
-        t = np.where((x[d - 1] & np.uint64(q)) != 0, t ^ np.uint64(q - 1), t)
-        q >>= 1
+    t[:] = 0
+    for b in range(bits - 1, 0, -1):
+        np.right_shift(x[d - 1], np.uint64(b), out=mask)
+        mask &= np.uint64(1)
+        np.subtract(zero, mask, out=mask)
+        mask &= np.uint64((1 << b) - 1)
+        t ^= mask
     for i in range(d):
         x[i] ^= t
-    # interleave: the top bit of every coordinate first
+    return _interleave(x, bits)
+
+
+# bit spreading by magic masks: each coordinate's bits moved d - 1 apart
+_SPREAD = {2: [(16, 0x0000FFFF0000FFFF), (8, 0x00FF00FF00FF00FF), (4, 0x0F0F0F0F0F0F0F0F),
+               (2, 0x3333333333333333), (1, 0x5555555555555555)],
+           3: [(32, 0x001F00000000FFFF), (16, 0x001F0000FF0000FF), (8, 0x100F00F00F00F00F),
+               (4, 0x10C30C30C30C30C3), (2, 0x1249249249249249)]}
+
+
+def _interleave(x, bits: int) -> np.ndarray:
+    """The coordinates' bits interleaved, the top bit of every coordinate
+    first (coordinate 0 the most significant): magic-mask spreading for 2
+    and 3 dims (five shift-or-mask passes), a loop over the bits else."""
+    d, n = len(x), len(x[0])
+    if d == 1:
+        return x[0]
+    if d in _SPREAD:
+        key = np.zeros(n, np.uint64)
+        for i in range(d):
+            v = x[i]
+            for shift, m in _SPREAD[d]:
+                v = (v | (v << np.uint64(shift))) & np.uint64(m)
+            key |= v << np.uint64(d - 1 - i)
+        return key
+    one = np.uint64(1)
     key = np.zeros(n, np.uint64)
     for b in range(bits - 1, -1, -1):
         for i in range(d):

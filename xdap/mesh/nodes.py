@@ -35,7 +35,7 @@ from ..heap import trims_heap
 from ..maps import BlockMap, is_int
 from ..parts import Parts
 from ..transport import Route, move
-from .cells import local_cells
+from .cells import local_cells, unique_inverse
 from .files import block_bounds, read_points
 
 __all__ = ["node_field", "node_owners", "node_points"]
@@ -103,7 +103,7 @@ def node_field(cells, nnodes: int, type: str = "float64"):
             bad = int(ids.min() if ids.min() < 0 else ids.max())
             raise ValueError(f"node_field: a cell on rank {comm.rank} names node {bad}, but "
                              f"there are {nnodes} nodes")
-    used = np.unique(ids)
+    used = unique_inverse(ids)[0]
     del ids, local
     owner, unused = node_owners(comm, int(nnodes), used)
     owned = np.union1d(used[owner == comm.rank], unused)

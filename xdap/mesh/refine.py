@@ -10,13 +10,19 @@ and KaHIP run on each level. Each round:
    through a ``Scatter`` planned once);
 2. a boundary cell's gain for part ``q`` is its neighbours in ``q`` minus
    its neighbours in its own part; it proposes its best part when the gain
-   is positive. To keep two neighbours from trading places in the same
+   is positive, or zero and ``q`` is smaller than its own part (a move
+   that costs nothing and evens the sizes: without these, greedy
+   propagation stalls on plateaus -- KaHIP's label propagation breaks such
+   ties too). To keep two neighbours from trading places in the same
    round, even rounds move cells only to higher-numbered parts, odd rounds
    only to lower ones;
-3. the ranks sum their part sizes and their proposals per target part
-   (one ``Allreduce`` of 2P numbers); where a part would grow past
-   ``imbalance * N / parts`` each rank takes its share of the room, best
-   gains first.
+3. the ranks sum their part sizes, their proposals per target part and the
+   gain of the moves they last took (one ``Allreduce`` of 2P + 1 numbers);
+   where a part would grow past ``imbalance * N / parts`` each rank takes
+   its share of the room, best gains first.
+
+Rounds run until two in a row gained nothing (or ``rounds``): on the
+966,885-tet box that is 8 to 12 rounds.
 
 Memory O(local cells + local edges + P) per rank; nothing is gathered.
 
@@ -99,26 +105,26 @@ def refine_partition(offsets, neighbours, cell_ids, parts_of, comm=None, *,
     if parts > max(cells, 1):       # decided from the agreed cell count: alike everywhere
         raise agreed_on(comm, ValueError(
             f"refine_partition: parts={parts} for {cells} cells (at most one part a cell)"))
+    if parts == 1:                  # one part: no boundary to move
+        return label
     fetch = bind(label)
     src = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
     room_for = int(np.floor(imbalance * cells / parts))
-    quiet = 0
+    sizes = np.bincount(label, minlength=parts)
+    comm.Allreduce(MPI.IN_PLACE, sizes, op=MPI.SUM)
+    quiet, gained = 0, 0
     for r in range(rounds):
         nl = fetch()                                   # each edge's far part
-        moves = _propose(label, src, nl, parts, upward=(r % 2 == 0))
-        cell, to, gain = moves
-        size = np.bincount(label, minlength=parts)
+        cell, to, gain = _propose(label, src, nl, parts, r % 2 == 0, sizes)
         proposed = np.bincount(to, minlength=parts)
-        both = np.concatenate([size, proposed])
+        both = np.concatenate([np.bincount(label, minlength=parts), proposed, [gained]])
         comm.Allreduce(MPI.IN_PLACE, both, op=MPI.SUM)
-        room = np.maximum(room_for - both[:parts], 0)
-        total = both[parts:]
-        if not total.any():
-            quiet += 1
-            if quiet == 2:                             # neither direction moves any more
-                break
-            continue
-        quiet = 0
+        sizes, total = both[:parts], both[parts:2 * parts]
+        # the last round's moves gained nothing (or none was proposed), twice: done
+        quiet = quiet + 1 if (r and both[-1] == 0) or not total.any() else 0
+        if quiet == 2:
+            break
+        room = np.maximum(room_for - sizes, 0)
         # my share of each part's room, best gains first
         mine = np.where(total <= room, proposed,
                         (room * proposed) // np.maximum(total, 1))
@@ -126,13 +132,15 @@ def refine_partition(offsets, neighbours, cell_ids, parts_of, comm=None, *,
         rank_in = np.arange(len(order)) - np.searchsorted(to[order], to[order], side="left")
         take = order[rank_in < mine[to[order]]]
         label[cell[take]] = to[take]
+        gained = int(gain[take].sum())
     return label
 
 
-def _propose(label, src, far, parts, upward):
+def _propose(label, src, far, parts, upward, sizes):
     """The moves this rank's cells propose: ``(cell, target part, gain)`` of
-    every cell with a positive gain, to its best part in the round's
-    direction."""
+    every cell with a positive gain, or a zero gain into a part smaller
+    than its own (``sizes``: the parts' sizes at the round's start), to its
+    best part in the round's direction."""
     own = label[src]
     cross = far != own
     if not cross.any():
@@ -149,7 +157,7 @@ def _propose(label, src, far, parts, upward):
     ok = ~home & ((part > label[cell]) if upward else (part < label[cell]))
     cell, part, count = cell[ok], part[ok], count[ok]
     gain = count - in_own[cell]
-    good = gain > 0
+    good = (gain > 0) | ((gain == 0) & (sizes[part] < sizes[label[cell]] - 1))
     cell, part, gain = cell[good], part[good], gain[good]
     # the best part of each cell: highest gain (lowest part on ties)
     order = np.lexsort((part, -gain, cell))
