@@ -348,6 +348,12 @@ def test_mesh_pipeline_doc_runs(comm, tmp_path_factory):
     layer = scope["layer"]
     np.testing.assert_allclose(scope["ghost_values"], ref[layer.needed], rtol=1e-12, atol=1e-15)
     assert abs(scope["total"] - 1.0) < 1e-9
+    written = meshio.read(os.path.join(where, "box", "result.xdmf"))      # write_xdmf's file
+    node_id = written.point_data["node_id"]
+    np.testing.assert_allclose(written.point_data["volume"], ref[node_id], rtol=1e-12,
+                               atol=1e-15)
+    np.testing.assert_array_equal(node_id[written.cells_dict["tetra"]],
+                                  tets[written.cell_data["cell_id"][0]])
 
 
 def test_kernel_fidelity_demo_runs_as_written(tmp_path):

@@ -286,3 +286,17 @@ def test_numpy_cells_on_one_rank_distarray_on_the_others(comm):
     with pytest.raises(ValueError, match="cells are a DistArray must be the same on every rank"):
         edge_cut(tets[mine], mine % 2, comm) if comm.rank == 1 else edge_cut(a, mine % 2)
     assert edge_cut(a, mine % 2) == edge_cut(tets[mine], mine % 2, comm)      # still in step
+
+
+@pytest.mark.mpi(ranks=(1, 2))
+@pytest.mark.parametrize("wide", [False, True])
+def test_enough_facets_to_match_in_buckets(comm, wide):
+    # over 2**15 facets a rank: the matching sorts hash buckets one by one
+    # (graph._matching_order); with node ids near 2**40, keys of two words
+    _, tets = cube_tets(16)
+    ref = reference_graph(tets)
+    mine = my_cells(comm, len(tets), "scattered")
+    offsets, nbrs = dual_graph(tets[mine] + ((1 << 40) if wide else 0), mine, comm)
+    assert 4 * len(tets) // comm.size >= 2 * (1 << 14)
+    for i, c in enumerate(mine):
+        assert nbrs[offsets[i]:offsets[i + 1]].tolist() == ref[c], c

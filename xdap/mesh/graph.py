@@ -37,10 +37,9 @@ from ..agreement import agree, agreement
 __all__ = ["dual_graph", "edge_cut", "partition_interface", "metis_partition"]
 
 
-def _owner(keys: np.ndarray, P: int) -> np.ndarray:
-    """The rank that matches a facet's copies: a hash of its packed key
-    (a multiply-xorshift mix of its words), so matching work spreads evenly
-    over the ranks whatever the node numbering."""
+def _mix(keys: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each packed key (its words folded by a multiply,
+    then a multiply-xorshift finaliser): every bit depends on every word."""
     h = keys[:, 0].copy()
     for w in range(1, keys.shape[1]):
         h *= np.uint64(0x9E3779B97F4A7C15)
@@ -48,8 +47,44 @@ def _owner(keys: np.ndarray, P: int) -> np.ndarray:
     h ^= h >> np.uint64(33)
     h *= np.uint64(0xFF51AFD7ED558CCD)
     h ^= h >> np.uint64(33)
+    return h
+
+
+def _owner(keys: np.ndarray, P: int) -> np.ndarray:
+    """The rank that matches a facet's copies: its hash modulo P, so the
+    matching work spreads evenly over the ranks whatever the numbering."""
+    h = _mix(keys)
     h %= np.uint64(P)
     return h.astype(np.int64)
+
+
+# keys a bucket of the matching sort holds, about: small enough that its
+# sort runs in cache
+BUCKET = 1 << 14
+
+
+def _matching_order(words: np.ndarray) -> np.ndarray:
+    """An order of the packed keys ``words`` (``(m, W)``) in which equal
+    keys are adjacent -- not a sorted order: the keys are first grouped by
+    the top byte of their hash (a radix pass, O(m)), then each group sorted
+    alone, in cache. Twice as fast as one ``argsort`` of millions of keys."""
+    m = len(words)
+    bits = min(8, max(0, (m // BUCKET).bit_length() - 1))
+    if bits == 0:
+        return np.argsort(words[:, 0]) if words.shape[1] == 1 else np.lexsort(words.T[::-1])
+    bucket = (_mix(words) >> np.uint64(64 - bits)).astype(np.uint8)
+    order = np.argsort(bucket, kind="stable")               # NumPy's radix sort for bytes
+    ends = np.cumsum(np.bincount(bucket, minlength=1 << bits))
+    del bucket
+    # the keys in bucket order, a column each (a gather of whole 2-d rows is slower)
+    columns = [words[:, w][order] for w in range(words.shape[1] - 1, -1, -1)]
+    start = 0
+    for end in ends.tolist():
+        inner = np.argsort(columns[0][start:end]) if len(columns) == 1 else \
+            np.lexsort([c[start:end] for c in columns])
+        order[start:end] = order[start:end][inner]
+        start = end
+    return order
 
 
 def _shared_facets(cells: CellList, dim, payload, comm):
@@ -63,8 +98,9 @@ def _shared_facets(cells: CellList, dim, payload, comm):
 
     One pass: each facet is a packed key of one or two words; the keys go
     to the rank their hash names (one ``Alltoallv`` of ``W + q`` int64 per
-    facet; none on one rank) and are sorted there once, neighbours in the
-    sorted order being the two sides of an interior facet."""
+    facet; none on one rank) and are put in an order where equal keys are
+    adjacent (``_matching_order``), neighbours in it being the two sides
+    of an interior facet."""
     P = comm.size
     local_max = int(cells.nodes.max()) if cells.nodes.size else 0
     bits = key_bits(comm.allreduce(local_max, op=MPI.MAX))
@@ -88,8 +124,8 @@ def _shared_facets(cells: CellList, dim, payload, comm):
         rec = move(route, Parts.of_array(rec))[0].values
         recv = route.recv_counts
         words = rec[:, :W].view(np.uint64)
-    order = np.argsort(words[:, 0]) if W == 1 else np.lexsort(words.T[::-1])
-    # equal neighbours in sorted order are the two sides of a facet
+    order = _matching_order(words)
+    # equal neighbours in this order are the two sides of a facet
     same = np.ones(max(len(words) - 1, 0), bool)
     for j in range(W):
         col = words[order, j]
