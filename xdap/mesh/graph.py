@@ -125,32 +125,30 @@ def _shared_facets(cells: CellList, dim, payload, comm):
         recv = route.recv_counts
         words = rec[:, :W].view(np.uint64)
     order = _matching_order(words)
-    # the records (keys alone on one rank) in that order: one gather of
-    # whole rows, then every read below is sequential
-    ordered = np.take(words if P == 1 else rec, order, axis=0)
     # equal neighbours in this order are the two sides of a facet
     same = np.ones(max(len(words) - 1, 0), bool)
     for j in range(W):
-        col = ordered[:, j]
+        col = words[order, j]
         same &= col[1:] == col[:-1]
+        del col
     error = None
     if len(same) > 1 and (same[1:] & same[:-1]).any():
-        i = int(np.flatnonzero(same[1:] & same[:-1])[0])
-        error = ValueError(f"mesh: facet {_unpack(ordered[i, :W].view(np.uint64), bits)} is "
-                           "shared by more than two cells (a non-manifold mesh, or a cell "
-                           "listed twice)")
+        i = int(order[np.flatnonzero(same[1:] & same[:-1])[0]])
+        error = ValueError(f"mesh: facet {_unpack(words[i], bits)} is shared by more than two "
+                           "cells (a non-manifold mesh, or a cell listed twice)")
     agree(comm, error)
     pairs = np.flatnonzero(same)
-    del same
+    first, second = order[pairs], order[pairs + 1]
+    del order, same, pairs
     if P == 1:
-        first, second = order[pairs], order[pairs + 1]
         none = np.zeros(len(first), np.int64)
         if slots is not None:
             first, second = slots[first], slots[second]
         return payload(first, F), payload(second, F), none, none, F
-    side = [[ordered[at, j] for j in range(W, rec.shape[1])] for at in (pairs, pairs + 1)]
+    # column by column: a gather of whole rows of a 2-d array is several times slower
+    side = [[rec[at, j] for j in range(W, rec.shape[1])] for at in (first, second)]
     starts = np.cumsum(recv) - recv
-    rank = [np.searchsorted(starts, order[at], side="right") - 1 for at in (pairs, pairs + 1)]
+    rank = [np.searchsorted(starts, at, side="right") - 1 for at in (first, second)]
     return side[0], side[1], rank[0], rank[1], F
 
 
