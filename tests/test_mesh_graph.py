@@ -300,3 +300,26 @@ def test_enough_facets_to_match_in_buckets(comm, wide):
     assert 4 * len(tets) // comm.size >= 2 * (1 << 14)
     for i, c in enumerate(mine):
         assert nbrs[offsets[i]:offsets[i + 1]].tolist() == ref[c], c
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_the_kept_neighbour_plan_is_used_only_when_every_rank_has_it(comm):
+    # partition_interface keeps its plan under a digest of the graph; a rank
+    # whose graph changed makes every rank make it again (no rank alone)
+    _, tets = cube_tets(3)
+    ref = reference_graph(tets)
+    mine = my_cells(comm, len(tets), "scattered")
+    offsets, nbrs = dual_graph(tets[mine], mine, comm)
+    part = mine % 2
+    want = sum((a % 2) != (b % 2) for a, v in ref.items() for b in v if a < b)
+    assert partition_interface(None, mine, part, comm, graph=(offsets, nbrs))[0] == want
+    other = (np.zeros(len(mine) + 1, np.int64), np.zeros(0, np.int64))
+    changed = other if comm.rank == 1 else (offsets, nbrs)
+    cut, interface = partition_interface(None, mine, part, comm, graph=changed)
+    if comm.rank == 1:
+        assert not interface.any()                      # its cells have no neighbours now
+    shifted = (mine + 1) % 2                            # other parts, the same graph: kept plan
+    cut, interface = partition_interface(None, mine, shifted, comm, graph=(offsets, nbrs))
+    assert cut == want
+    ref_interface = [any((o + 1) % 2 != (c + 1) % 2 for o in ref[c]) for c in mine]
+    assert interface.tolist() == ref_interface

@@ -18,10 +18,13 @@ dual graph, and each end goes back to the rank holding its cell (a second
 """
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 from mpi4py import MPI
 
 from .. import comm as _comm
+from .. import plans
 from ..heap import trims_heap
 from ..arraylike import is_distributed, unwrap, wrap_like
 from ..directory import remember, unstructured_map
@@ -269,6 +272,10 @@ def _dual_graph_array(cells, dim):
     return wrap_like(cells, Distribution((d.maps[0],), d.comm), rows, agreed=True)
 
 
+# the next number of a neighbour_fetch making, process-wide: it only grows
+_MAKINGS = [0]
+
+
 def neighbour_fetch(offsets, neighbours, cell_ids, comm, what):
     """A plan fetching a value per cell for every neighbour entry of the
     graph (collective to make: the cells' directory): returns ``(bind,
@@ -277,8 +284,34 @@ def neighbour_fetch(offsets, neighbours, cell_ids, comm, what):
     read in place from ``values``, so change it and call again -- returning
     one value per entry of ``neighbours``; ``cells`` is the agreed global
     cell count. Checks the ids (each cell on one rank) and the neighbours
-    (every one a cell) in agreements."""
-    ids, nbrs = np.asarray(cell_ids, np.int64), np.asarray(neighbours, np.int64)
+    (every one a cell) in agreements.
+
+    The plan is kept (``plans.on(comm)``) under a digest of the ids and
+    neighbours with the number of the making it came from, and used again
+    only when every rank finds one of the same making (one small
+    ``allreduce`` says so -- the ranks' halves of a plan fit only each
+    other): ``refine_partition`` and then ``partition_interface`` on the
+    same graph make it once."""
+    ids = np.ascontiguousarray(cell_ids, np.int64)
+    nbrs = np.ascontiguousarray(neighbours, np.int64)
+    key = plans.Key("neighbour_fetch", (hashlib.blake2b(ids, digest_size=16).digest(),
+                                        hashlib.blake2b(nbrs, digest_size=16).digest()))
+    store = plans.on(comm)
+    kept = store.get(key)
+    making = -1 if kept is None else kept[0]
+    both = np.array([making, -making], np.int64)
+    comm.Allreduce(MPI.IN_PLACE, both, op=MPI.MIN)
+    if both[0] >= 0 and both[0] == -both[1]:        # every rank holds its half of one making
+        return kept[1]
+    # a number no rank has used yet: above every rank's own count
+    number = comm.allreduce(_MAKINGS[0], op=MPI.MAX)
+    _MAKINGS[0] = number + 1
+    made = _make_fetch(ids, nbrs, comm, what)
+    store.put(key, (number, made))
+    return made
+
+
+def _make_fetch(ids, nbrs, comm, what):
     m, directory = unstructured_map(comm, comm.size, comm.rank, ids, one_to_one=True,
                                     what=f"{what}: cell_ids")
     d = Distribution([m], comm)
