@@ -140,6 +140,10 @@ def pipeline(tets: int) -> None:
     # what the mesh adds: the same stages on a 2,000-tet mesh hold every library and
     # buffer a rank loads, and next to no mesh
     tiny = {ranks: run_demo(ranks, 2000) for ranks in (4, 2)}
+    for ranks in (2, 4):        # what a stage costs with next to no mesh: its constant part
+        print(f"RESULT mesh_constant_overheads_{ranks}_ranks=" + ", ".join(
+            f"{name.split(' (')[0]} {1e3 * t:.0f} ms" for name, t, _ in tiny[ranks]["stages"]
+            if not name.startswith("picture")) + " (the stages on a 2,000-tet mesh) INFO")
 
     def held(run):        # the largest peak of any rank in the stages read .. compute
         return max(max(m) for name, _, m in run["stages"]

@@ -6,8 +6,9 @@
   gmsh test mesh;
 - ``cells``: cells as node-id lists (one kind, or mixed kinds, ragged) and
   their facets;
-- ``graph``: the dual graph (cells sharing a facet), edge cuts, the
-  partition's interface, and METIS on the graph;
+- ``graph``: the dual graph (cells sharing a facet), and METIS on it;
+- ``cuts``: a partition's edge cut and interface, from the dual graph's
+  arrays (or the cells' facets matched again);
 - ``hilbert`` and ``partition``: Hilbert-curve keys, and two distributed
   geometric partitioners that never gather: keys of cell centroids cut
   into equal runs by a distributed sample sort (as Zoltan's HSFC and p4est
@@ -27,7 +28,8 @@
 from .distributed import GhostLayer, MigratedMesh, ghost_layer, migrate_mesh
 from .files import MeshBlock, cell_centroids, generate_box, read_block, read_points
 from .cells import FACETS, local_cells
-from .graph import dual_graph, edge_cut, metis_partition, partition_interface
+from .cuts import edge_cut, partition_interface
+from .graph import dual_graph, metis_partition
 from .hilbert import hilbert_keys
 from .nodes import node_field, node_owners, node_points
 from .partition import hilbert_partition, rcb_partition

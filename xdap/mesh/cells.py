@@ -28,7 +28,8 @@ from ..arraylike import unwrap
 from ..agreement import agreement
 
 __all__ = ["FACETS", "CellList", "cell_list", "facets_of", "facet_keys", "key_bits",
-           "sort_rows", "unique_inverse", "local_cells"]
+           "sort_rows", "unique_inverse", "one_per_cell", "length",
+           "local_cells"]
 
 # leaf types a cell's node ids may have
 INTEGER_LEAVES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -227,6 +228,29 @@ def unique_inverse(ids: np.ndarray):
     rank = np.cumsum(present, dtype=np.int64)
     rank -= 1
     return uniq + lo, rank[ids - lo]
+
+
+def length(a) -> int:
+    """The length of a 1-d array-like, -1 for anything else (refused later,
+    in an agreement)."""
+    shape = np.shape(a)
+    return shape[0] if len(shape) == 1 else -1
+
+
+def one_per_cell(comm, what, n, **arrays) -> list:
+    """Each of ``arrays`` as int64 with one entry per local cell (an
+    agreement: a wrong length or a non-integer on one rank is the same
+    error on every rank)."""
+    out = []
+    with agreement(comm, what):
+        for name, a in arrays.items():
+            a = np.asarray(a)
+            if a.shape != (n,) or (a.size and a.dtype.kind not in "iu"):
+                one = "id" if name == "cell_ids" else "part" if name == "parts" else "entry"
+                raise ValueError(f"{what}: {name} needs one {one} per cell ({n}), integers; "
+                                 f"got shape {a.shape} dtype {a.dtype}")
+            out.append(a.astype(np.int64, copy=False))
+    return out
 
 
 def local_cells(cells, what: str = "mesh"):

@@ -1,4 +1,4 @@
-"""The dual graph of a distributed mesh, its edge cut, and METIS.
+"""The dual graph of a distributed mesh, and METIS on it.
 
 Two cells are neighbours when they share a facet (a face of a 3-D cell, an
 edge of a 2-D one; see ``cells.FACETS``). No rank sees the whole mesh: every rank sends each
@@ -13,31 +13,27 @@ dual graph, and each end goes back to the rank holding its cell (a second
 >>> offsets, neighbours = dual_graph(tris, np.arange(3), MPI.COMM_SELF)
 >>> [neighbours[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
 [[1], [0, 2], [1]]
->>> edge_cut(tris, np.array([0, 0, 1]), MPI.COMM_SELF)
-1
+
+The partition's edge cut and interface, from the graph or from the cells
+again, are ``cuts``'s.
 """
 from __future__ import annotations
-
-import hashlib
 
 import numpy as np
 from mpi4py import MPI
 
 from .. import comm as _comm
-from .. import plans
 from ..heap import trims_heap
 from ..arraylike import is_distributed, unwrap, wrap_like
-from ..directory import remember, unstructured_map
 from ..distribution import Distribution
-from ..movement.scatter import Scatter
 from ..parts import Parts
 from ..transport import Route, group_order, move
 from ..types import TypeInfo
-from .cells import (CellList, cell_list, facet_keys, key_bits, local_cells, sort_rows,
-                    unique_inverse)
+from .cells import (CellList, cell_list, facet_keys, key_bits, local_cells, one_per_cell,
+                    sort_rows)
 from ..agreement import agree, agreement
 
-__all__ = ["dual_graph", "edge_cut", "partition_interface", "metis_partition"]
+__all__ = ["dual_graph", "metis_partition"]
 
 
 def _mix(keys: np.ndarray) -> np.ndarray:
@@ -182,29 +178,6 @@ def _cells_are_distributed(cells, comm, what) -> bool:
     return is_distributed(cells)
 
 
-def _length(a) -> int:
-    """The length of a 1-d array-like, -1 for anything else (refused later,
-    in an agreement)."""
-    shape = np.shape(a)
-    return shape[0] if len(shape) == 1 else -1
-
-
-def _one_per_cell(comm, what, n, **arrays) -> list:
-    """Each of ``arrays`` as int64 with one entry per local cell (an
-    agreement: a wrong length or a non-integer on one rank is the same
-    error on every rank)."""
-    out = []
-    with agreement(comm, what):
-        for name, a in arrays.items():
-            a = np.asarray(a)
-            if a.shape != (n,) or (a.size and a.dtype.kind not in "iu"):
-                one = "id" if name == "cell_ids" else "part" if name == "parts" else "entry"
-                raise ValueError(f"{what}: {name} needs one {one} per cell ({n}), integers; "
-                                 f"got shape {a.shape} dtype {a.dtype}")
-            out.append(a.astype(np.int64, copy=False))
-    return out
-
-
 @trims_heap
 def dual_graph(cells, cell_ids=None, comm=None, *, dim=None):
     """The neighbours of this rank's cells: the cells sharing a facet with
@@ -234,7 +207,7 @@ def dual_graph(cells, cell_ids=None, comm=None, *, dim=None):
         return _dual_graph_array(cells, dim)
     comm = _comm.resolve(comm)
     cells = cell_list(cells, comm, "dual_graph", dim)
-    ids, = _one_per_cell(comm, "dual_graph", len(cells),
+    ids, = one_per_cell(comm, "dual_graph", len(cells),
                          cell_ids=cell_ids if cell_ids is not None else [])
     (a_id, a_slot), (b_id, b_slot), ra, rb, F = _shared_facets(
         cells, dim, lambda slots, F: [ids[slots // F], slots], comm)
@@ -270,151 +243,6 @@ def _dual_graph_array(cells, dim):
     rows = Parts(TypeInfo.of_ragged(2, "int64", False), nbrs,
                  offsets=(np.array([0, len(ids)], np.int32), offsets.astype(np.int32)))
     return wrap_like(cells, Distribution((d.maps[0],), d.comm), rows, agreed=True)
-
-
-# the next number of a neighbour_fetch making, process-wide: it only grows
-_MAKINGS = [0]
-
-
-def neighbour_fetch(offsets, neighbours, cell_ids, comm, what):
-    """A plan fetching a value per cell for every neighbour entry of the
-    graph (collective to make: the cells' directory): returns ``(bind,
-    cells)``; ``bind(values)`` (int64, one per local cell) gives a function
-    whose every call is one exchange of the distinct neighbours' values --
-    read in place from ``values``, so change it and call again -- returning
-    one value per entry of ``neighbours``; ``cells`` is the agreed global
-    cell count. Checks the ids (each cell on one rank) and the neighbours
-    (every one a cell) in agreements.
-
-    The plan is kept (``plans.on(comm)``) under a digest of the ids and
-    neighbours with the number of the making it came from, and used again
-    only when every rank finds one of the same making (one small
-    ``allreduce`` says so -- the ranks' halves of a plan fit only each
-    other): ``refine_partition`` and then ``partition_interface`` on the
-    same graph make it once."""
-    ids = np.ascontiguousarray(cell_ids, np.int64)
-    nbrs = np.ascontiguousarray(neighbours, np.int64)
-    key = plans.Key("neighbour_fetch", (hashlib.blake2b(ids, digest_size=16).digest(),
-                                        hashlib.blake2b(nbrs, digest_size=16).digest()))
-    store = plans.on(comm)
-    kept = store.get(key)
-    making = -1 if kept is None else kept[0]
-    both = np.array([making, -making], np.int64)
-    comm.Allreduce(MPI.IN_PLACE, both, op=MPI.MIN)
-    if both[0] >= 0 and both[0] == -both[1]:        # every rank holds its half of one making
-        return kept[1]
-    # a number no rank has used yet: above every rank's own count
-    number = comm.allreduce(_MAKINGS[0], op=MPI.MAX)
-    _MAKINGS[0] = number + 1
-    made = _make_fetch(ids, nbrs, comm, what)
-    store.put(key, (number, made))
-    return made
-
-
-def _make_fetch(ids, nbrs, comm, what):
-    m, directory = unstructured_map(comm, comm.size, comm.rank, ids, one_to_one=True,
-                                    what=f"{what}: cell_ids")
-    d = Distribution([m], comm)
-    remember(d, 0, directory)
-    with agreement(comm, f"{what}: neighbours"):
-        if nbrs.size and (nbrs.min() < 0 or nbrs.max() >= m.size):
-            bad = int(nbrs.min() if nbrs.min() < 0 else nbrs.max())
-            raise ValueError(f"{what}: neighbour {bad} on rank {comm.rank} is no cell "
-                             f"(cells 0 .. {m.size - 1})")
-    uniq, at = unique_inverse(nbrs)
-    scatter = Scatter(d, uniq)
-
-    def bind(values):
-        plan = scatter.bind(Parts.of_array(values), out=np.empty(len(uniq), np.int64))
-        return lambda: plan()[at]
-    return bind, m.size
-
-
-def _graph_check(comm, what, graph, n):
-    """``graph`` as ``(offsets, neighbours)`` int64 for ``n`` local cells
-    (an agreement)."""
-    with agreement(comm, what):
-        if not isinstance(graph, tuple) or len(graph) != 2:
-            raise TypeError(f"{what}: graph must be (offsets, neighbours) as dual_graph gives "
-                            f"it, got {type(graph).__name__} on rank {comm.rank}")
-        offsets, nbrs = (np.asarray(g) for g in graph)
-        if offsets.shape != (n + 1,) or nbrs.ndim != 1 or \
-                (offsets.size and offsets.dtype.kind not in "iu") or \
-                (nbrs.size and nbrs.dtype.kind not in "iu") or offsets[0] != 0 or \
-                offsets[-1] != len(nbrs) or (np.diff(offsets) < 0).any():
-            raise ValueError(f"{what}: graph offsets must rise from 0 to len(neighbours) with "
-                             f"one entry per cell + 1 ({n} cells on rank {comm.rank})")
-    return offsets.astype(np.int64, copy=False), nbrs.astype(np.int64, copy=False)
-
-
-def _interface_from_graph(graph, ids, parts, comm, what):
-    """``(cut, interface)`` from the dual graph's arrays: one fetch of the
-    neighbours' parts."""
-    offsets, nbrs = _graph_check(comm, what, graph, len(ids))
-    bind, _ = neighbour_fetch(offsets, nbrs, ids, comm, what)
-    far = bind(parts)()
-    crossing = far != np.repeat(parts, np.diff(offsets))
-    # every cut facet is seen from both sides: halve the sum
-    cut = int(comm.allreduce(int(crossing.sum()), op=MPI.SUM)) // 2
-    interface = np.add.reduceat(crossing, offsets[:-1]) > 0 if len(nbrs) else \
-        np.zeros(len(ids), bool)
-    interface &= np.diff(offsets) > 0                  # reduceat reads one entry for empty rows
-    return cut, interface
-
-
-@trims_heap
-def edge_cut(cells, parts, comm=None, *, dim=None, graph=None, cell_ids=None) -> int:
-    """The number of dual-graph edges (shared facets) whose two cells lie in
-    different parts (collective; the same int on every rank). ``cells`` as
-    for ``dual_graph`` (NumPy or a DistArray); ``parts``: one per local cell.
-
-    With ``graph=(offsets, neighbours)`` from ``dual_graph`` and
-    ``cell_ids``, the cut comes from the graph (one fetch of the
-    neighbours' parts) and ``cells`` may be None; else the facets are
-    matched again (``_shared_facets``)."""
-    if graph is not None:
-        comm = _comm.resolve(comm)
-        ids = cell_ids if cell_ids is not None else []
-        ids, parts = _one_per_cell(comm, "edge_cut", _length(ids), cell_ids=ids, parts=parts)
-        return _interface_from_graph(graph, ids, parts, comm, "edge_cut")[0]
-    if _cells_are_distributed(cells, comm, "edge_cut"):
-        comm = cells.distribution.comm
-        cells, _ = local_cells(cells, "edge_cut")
-    comm = _comm.resolve(comm)
-    cells = cell_list(cells, comm, "edge_cut", dim)
-    parts, = _one_per_cell(comm, "edge_cut", len(cells), parts=parts)
-    (a,), (b,), _, _, _ = _shared_facets(cells, dim, lambda slots, F: [parts[slots // F]], comm)
-    return int(comm.allreduce(int((a != b).sum()), op=MPI.SUM))
-
-
-@trims_heap
-def partition_interface(cells, cell_ids, parts, comm=None, *, dim=None, graph=None) -> tuple:
-    """``(edge cut, interface)`` of a partition (collective): the number of
-    facets between cells of different parts (the same int on every rank),
-    and for each of this rank's cells whether it shares a facet with a cell
-    of another part -- the cells the partition's ghost layers copy.
-    ``cells`` as for ``dual_graph``.
-
-    With ``graph=(offsets, neighbours)`` from ``dual_graph`` (this rank's
-    cells in the same order as ``cell_ids``) it costs one fetch of the
-    neighbours' parts and ``cells`` may be None; without, the facets are
-    matched again and the interface cells told (one more exchange)."""
-    comm = _comm.resolve(comm)
-    if graph is not None:
-        ids, parts = _one_per_cell(comm, "partition_interface", _length(cell_ids),
-                                   cell_ids=cell_ids, parts=parts)
-        return _interface_from_graph(graph, ids, parts, comm, "partition_interface")
-    cells = cell_list(cells, comm, "partition_interface", dim)
-    ids, parts = _one_per_cell(comm, "partition_interface", len(cells), cell_ids=cell_ids,
-                               parts=parts)
-    (a_slot, a_part), (b_slot, b_part), ra, rb, F = _shared_facets(
-        cells, dim, lambda slots, F: [slots, parts[slots // F]], comm)
-    cut = a_part != b_part
-    crossing = _to_holders(comm, np.concatenate([a_slot[cut], b_slot[cut]])[:, None],
-                           np.concatenate([ra[cut], rb[cut]]))
-    interface = np.zeros(len(cells), bool)
-    interface[crossing[:, 0] // F] = True
-    return int(comm.allreduce(int(cut.sum()), op=MPI.SUM)), interface
 
 
 @trims_heap

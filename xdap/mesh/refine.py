@@ -45,7 +45,7 @@ from .. import comm as _comm
 from ..agreement import agreed_on
 from ..contract import collective
 from ..heap import trims_heap
-from .graph import neighbour_fetch
+from .cuts import neighbour_fetch
 
 __all__ = ["refine_partition", "ROUNDS"]
 
