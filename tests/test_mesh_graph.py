@@ -323,3 +323,16 @@ def test_the_kept_neighbour_plan_is_used_only_when_every_rank_has_it(comm):
     assert cut == want
     ref_interface = [any((o + 1) % 2 != (c + 1) % 2 for o in ref[c]) for c in mine]
     assert interface.tolist() == ref_interface
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3))
+@pytest.mark.parametrize("shift", [-40, 1 << 58])
+def test_cell_ids_an_id_and_slot_word_cannot_hold(comm, shift):
+    # an id and its facet slot travel as one word when both fit 63 bits;
+    # negative ids or ids near 2**58 take two words, with the same graph
+    _, tets = cube_tets(3)
+    ref = reference_graph(tets)
+    mine = my_cells(comm, len(tets), "scattered")
+    offsets, nbrs = dual_graph(tets[mine], mine + shift, comm)
+    for i, c in enumerate(mine):
+        assert (nbrs[offsets[i]:offsets[i + 1]] - shift).tolist() == ref[c], c

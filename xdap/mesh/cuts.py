@@ -146,7 +146,8 @@ def edge_cut(cells, parts, comm=None, *, dim=None, graph=None, cell_ids=None) ->
     comm = _comm.resolve(comm)
     cells = cell_list(cells, comm, "edge_cut", dim)
     parts, = one_per_cell(comm, "edge_cut", len(cells), parts=parts)
-    (a,), (b,), _, _, _ = _shared_facets(cells, dim, lambda slots, F: [parts[slots // F]], comm)
+    (a,), (b,), _, _, _, _ = _shared_facets(cells, dim, lambda slots, F, _: [parts[slots // F]],
+                                            comm)
     return int(comm.allreduce(int((a != b).sum()), op=MPI.SUM))
 
 
@@ -170,8 +171,8 @@ def partition_interface(cells, cell_ids, parts, comm=None, *, dim=None, graph=No
     cells = cell_list(cells, comm, "partition_interface", dim)
     ids, parts = one_per_cell(comm, "partition_interface", len(cells), cell_ids=cell_ids,
                                parts=parts)
-    (a_slot, a_part), (b_slot, b_part), ra, rb, F = _shared_facets(
-        cells, dim, lambda slots, F: [slots, parts[slots // F]], comm)
+    (a_slot, a_part), (b_slot, b_part), ra, rb, F, _ = _shared_facets(
+        cells, dim, lambda slots, F, _: [slots, parts[slots // F]], comm)
     cut = a_part != b_part
     crossing = _to_holders(comm, np.concatenate([a_slot[cut], b_slot[cut]])[:, None],
                            np.concatenate([ra[cut], rb[cut]]))

@@ -86,13 +86,14 @@ def _matching_order(words: np.ndarray) -> np.ndarray:
     return order
 
 
-def _shared_facets(cells: CellList, dim, payload, comm):
+def _shared_facets(cells: CellList, dim, payload, comm, maxima=()):
     """At each facet's owner rank, the interior facets met there:
     ``(payload rows of one side, of the other, rank of one, rank of the
-    other, F)``. ``payload``: a function ``(slots, F) -> [q columns]`` of
-    int64 (the facets' slots are ``cell * F + j``: see
-    ``cells.facet_keys``); each side comes back as its ``q`` columns, one
-    entry per shared facet. Raises (on every rank) for a facet of more than two
+    other, F, top)``. ``payload``: a function ``(slots, F, top) -> [q
+    columns]`` of int64 (the facets' slots are ``cell * F + j``: see
+    ``cells.facet_keys``; ``top``: the largest of each of ``maxima`` on any
+    rank, reduced with the node ids' in one ``allreduce``); each side comes
+    back as its ``q`` columns, one entry per shared facet. Raises (on every rank) for a facet of more than two
     cells.
 
     One pass: each facet is a packed key of one or two words; the keys go
@@ -101,8 +102,9 @@ def _shared_facets(cells: CellList, dim, payload, comm):
     adjacent (``_matching_order``), neighbours in it being the two sides
     of an interior facet."""
     P = comm.size
-    local_max = int(cells.nodes.max()) if cells.nodes.size else 0
-    bits = key_bits(comm.allreduce(local_max, op=MPI.MAX))
+    local_max = np.array([cells.nodes.max() if cells.nodes.size else 0, *maxima], np.int64)
+    comm.Allreduce(MPI.IN_PLACE, local_max, op=MPI.MAX)
+    bits, top = key_bits(local_max[0]), tuple(int(v) for v in local_max[1:])
     keys, slots, F = facet_keys(cells, dim, bits)
     W = keys.shape[1]
     if P == 1:          # the keys stay; the payload is made for matched facets alone
@@ -112,7 +114,7 @@ def _shared_facets(cells: CellList, dim, payload, comm):
         order = group_order(dest, P)
         # the records in send order, built column by column (temporaries of
         # one column, not of the whole table: this is the stage's memory peak)
-        pay = payload(order if slots is None else slots[order], F)
+        pay = payload(order if slots is None else slots[order], F, top)
         rec = np.empty((len(keys), W + len(pay)), np.int64)
         for j in range(W):
             rec[:, j] = keys[order, j].view(np.int64)
@@ -143,12 +145,12 @@ def _shared_facets(cells: CellList, dim, payload, comm):
         none = np.zeros(len(first), np.int64)
         if slots is not None:
             first, second = slots[first], slots[second]
-        return payload(first, F), payload(second, F), none, none, F
+        return payload(first, F, top), payload(second, F, top), none, none, F, top
     # column by column: a gather of whole rows of a 2-d array is several times slower
     side = [[rec[at, j] for j in range(W, rec.shape[1])] for at in (first, second)]
     starts = np.cumsum(recv) - recv
     rank = [np.searchsorted(starts, at, side="right") - 1 for at in (first, second)]
-    return side[0], side[1], rank[0], rank[1], F
+    return side[0], side[1], rank[0], rank[1], F, top
 
 
 def _unpack(words, bits: int) -> list:
@@ -178,6 +180,10 @@ def _cells_are_distributed(cells, comm, what) -> bool:
     return is_distributed(cells)
 
 
+# the neighbour table's mark of a facet on the boundary
+_NONE = np.iinfo(np.int64).min
+
+
 @trims_heap
 def dual_graph(cells, cell_ids=None, comm=None, *, dim=None):
     """The neighbours of this rank's cells: the cells sharing a facet with
@@ -199,9 +205,10 @@ def dual_graph(cells, cell_ids=None, comm=None, *, dim=None):
 
     Cost: one sort of this rank's share of the facets' packed keys (see
     ``_shared_facets``), two ``Alltoallv`` of int64 rows (the keys with
-    the cell id and facet slot, 3 words a tetrahedron facet; then the
-    neighbour ids back), no sort on the way back: each neighbour lands in
-    its facet's slot.
+    the cell id and facet slot -- one word while both fit 63 bits: 2 words
+    a tetrahedron facet; then the neighbour ids back, one word each with
+    their slots), no sort on the way back: each neighbour lands in its
+    facet's slot.
     """
     if _cells_are_distributed(cells, comm, "dual_graph"):
         return _dual_graph_array(cells, dim)
@@ -209,12 +216,47 @@ def dual_graph(cells, cell_ids=None, comm=None, *, dim=None):
     cells = cell_list(cells, comm, "dual_graph", dim)
     ids, = one_per_cell(comm, "dual_graph", len(cells),
                          cell_ids=cell_ids if cell_ids is not None else [])
-    (a_id, a_slot), (b_id, b_slot), ra, rb, F = _shared_facets(
-        cells, dim, lambda slots, F: [ids[slots // F], slots], comm)
-    # each side of a facet gets the other's id in its facet's slot
-    table = np.full(len(cells) * F, -1, np.int64)
+    with agreement(comm, "dual_graph"):
+        if len(ids) and ids.min() == _NONE:
+            raise ValueError(f"dual_graph: cell id {_NONE} is reserved (it marks a facet "
+                             "with no neighbour)")
+    # an id and a slot travel as one word when both fit: ids below 2**ibits,
+    # slots below 2**sbits (at most 6 facets a cell), agreed with the key bits
+    maxima = (int(ids.max()) if len(ids) else 0, -int(ids.min()) if len(ids) else 0,
+              6 * len(cells))
+
+    def widths(top):           # None: two words (or one rank, where nothing travels)
+        ibits, sbits = max(top[0], 1).bit_length(), max(top[2], 1).bit_length()
+        fits = comm.size > 1 and top[1] <= 0 and ibits + sbits <= 63
+        return (ibits, sbits) if fits else None
+
+    def payload(slots, F, top):
+        if widths(top) is None:
+            return [ids[slots // F], slots]
+        cell = ids[slots // F]
+        cell <<= widths(top)[1]
+        cell |= slots
+        return [cell]
+    a, b, ra, rb, F, top = _shared_facets(cells, dim, payload, comm, maxima)
+    packed = widths(top)
+    if packed:
+        mask = np.int64((1 << packed[1]) - 1)
+        (a_id, a_slot), (b_id, b_slot) = ((v[0] >> packed[1], v[0] & mask) for v in (a, b))
+    else:
+        (a_id, a_slot), (b_id, b_slot) = a, b
+    del a, b
+    # each side of a facet gets the other's id in its facet's slot; the
+    # smallest int64 marks a slot without one (ids may be negative)
+    table = np.full(len(cells) * F, _NONE, np.int64)
     if comm.size == 1:
         table[a_slot], table[b_slot] = b_id, a_id
+    elif packed:                   # (slot, id) in one word: slot << ibits | id
+        back = np.concatenate([(a_slot << packed[0]) | b_id, (b_slot << packed[0]) | a_id])
+        del a_id, b_id, a_slot, b_slot
+        mine = _to_holders(comm, back[:, None], np.concatenate([ra, rb]))[:, 0]
+        del back
+        table[mine >> packed[0]] = mine & np.int64((1 << packed[0]) - 1)
+        del mine
     else:
         back = np.empty((2 * len(a_id), 2), np.int64)
         back[:len(a_id), 0], back[:len(a_id), 1] = a_slot, b_id
@@ -224,8 +266,8 @@ def dual_graph(cells, cell_ids=None, comm=None, *, dim=None):
         del back
         table[mine[:, 0]] = mine[:, 1]
         del mine
-    table = sort_rows(table.reshape(len(cells), F))           # -1 (no neighbour) first
-    found = table >= 0
+    table = sort_rows(table.reshape(len(cells), F))           # no neighbour: first
+    found = table != _NONE
     offsets = np.zeros(len(cells) + 1, np.int64)
     np.cumsum(found.sum(axis=1), out=offsets[1:])
     return offsets, table[found]
