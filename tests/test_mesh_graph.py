@@ -303,9 +303,10 @@ def test_enough_facets_to_match_in_buckets(comm, wide):
 
 
 @pytest.mark.mpi(ranks=(2, 3))
-def test_the_kept_neighbour_plan_is_used_only_when_every_rank_has_it(comm):
-    # partition_interface keeps its plan under a digest of the graph; a rank
-    # whose graph changed makes every rank make it again (no rank alone)
+def test_a_graph_changed_on_one_rank_then_back(comm):
+    # each call's fetch plan is the graph's of that call on every rank: a
+    # rank whose graph changed and changed back never meets another's old
+    # plan (a plan kept per rank under a digest of its own graph did, and hung)
     _, tets = cube_tets(3)
     ref = reference_graph(tets)
     mine = my_cells(comm, len(tets), "scattered")
@@ -318,7 +319,7 @@ def test_the_kept_neighbour_plan_is_used_only_when_every_rank_has_it(comm):
     cut, interface = partition_interface(None, mine, part, comm, graph=changed)
     if comm.rank == 1:
         assert not interface.any()                      # its cells have no neighbours now
-    shifted = (mine + 1) % 2                            # other parts, the same graph: kept plan
+    shifted = (mine + 1) % 2                            # other parts, the first graph again
     cut, interface = partition_interface(None, mine, shifted, comm, graph=(offsets, nbrs))
     assert cut == want
     ref_interface = [any((o + 1) % 2 != (c + 1) % 2 for o in ref[c]) for c in mine]

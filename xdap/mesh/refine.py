@@ -104,7 +104,7 @@ def refine_partition(offsets, neighbours, cell_ids, parts_of, comm=None, *,
     parts = int(parts)
     # the plan fetching the neighbours' parts is made once, reading label in
     # place (neighbour_fetch checks the ids and the neighbours)
-    bind, cells = neighbour_fetch(offsets, nbrs, ids, comm, "refine_partition")
+    bind, cells = neighbour_fetch(nbrs, ids, comm, "refine_partition")
     if parts > max(cells, 1):       # decided from the agreed cell count: alike everywhere
         raise agreed_on(comm, ValueError(
             f"refine_partition: parts={parts} for {cells} cells (at most one part a cell)"))
