@@ -1,5 +1,5 @@
 """A partition's edge cut and interface: from the dual graph's arrays (one
-fetch of the neighbours' parts through a plan kept for the graph), or from
+fetch of the neighbours' parts through the cells' directory), or from
 the cells by matching their facets again.
 
 >>> import numpy as np
