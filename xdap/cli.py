@@ -1,6 +1,6 @@
 """Command line: ``python -m xdap`` (or ``xdap``).
 
-    xdap info    versions of xdap, the xnd stack and MPI
+    xdap info    what a bug report needs: versions, MPI and its launcher, the stack's patches
     xdap demo    the main job: run it under mpiexec (``make demo`` = 4 ranks)
     xdap demo mesh [--tets N] [--mesh FILE] [--out DIR]   the mesh pipeline
     xdap kernel config HEADER.h [-o FILE.cfg]   skeleton kernel config
@@ -17,20 +17,77 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
+
+# what a bug report needs to know of the libraries xdap uses (installed or not)
+DEPENDENCIES = ("numpy", "mpi4py", "mpich", "pyarrow", "awkward", "zarr", "h5py", "meshio",
+                "gmsh", "pymetis", "matplotlib", "xarray", "hypothesis", "array-api-strict")
+
+
+def stack_patches() -> dict:
+    """{patch: applied?} for the fixes ``tools/patch_stack.py`` makes to the
+    pinned xnd stack that a running process can tell apart (each probe is
+    what the unpatched dev3 does differently); the two speed patches of xnd
+    (``xnd_init``, ``xnd_clear``) change no behaviour and cannot be probed."""
+    from ndtypes import ndt
+    from xnd import xnd
+    probes = {
+        "ndtypes: an empty nested var dimension": lambda: ndt(
+            "var(offsets=[0,0]) * var(offsets=[0]) * float64") is not None,
+        "ndtypes: complex exported as PEP 3118 'Zd'": lambda: memoryview(
+            xnd(1 + 2j)).format.lstrip("=<>@!") == "Zd",
+        "xnd: a container's dtype": lambda: xnd([1, None]).dtype == ndt("?int64"),
+        "xnd: == compares values": lambda: xnd(6) == xnd(6) and xnd(6) != xnd(6.0),
+    }
+    out = {}
+    for name, probe in probes.items():
+        try:
+            out[name] = bool(probe())
+        except Exception:
+            out[name] = False
+    return out
 
 
 def _info(_args):
-    from importlib.metadata import version
+    """What a bug report needs: versions, the MPI library and launcher, the
+    stack's patches, the kernels' build."""
+    import os
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
 
     from mpi4py import MPI
 
     import xdap
-    print(f"xdap {xdap.__version__}")
+    from .launcher import mpiexec_command
+
+    def installed(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+    print(f"xdap {xdap.__version__} ({os.path.dirname(xdap.__file__)})")
+    print(f"Python {sys.version.split()[0]} ({sys.executable}), {platform.platform()}")
     # the dev3 stack's modules carry no __version__: ask the installed metadata
-    print(", ".join(f"{name} {version(name)}" for name in ("ndtypes", "xnd", "gumath")))
-    print(f"mpi4py {__import__('mpi4py').__version__}, {MPI.Get_library_version().splitlines()[0]}")
-    print(f"numpy {np.__version__}, Python {sys.version.split()[0]}")
+    print("stack: " + ", ".join(f"{name} {installed(name)}" for name in ("ndtypes", "xnd",
+                                                                      "gumath")))
+    for name, applied in stack_patches().items():
+        print(f"  patch {'applied' if applied else 'MISSING'}: {name}")
+    print("dependencies: " + ", ".join(f"{name} {installed(name)}" for name in DEPENDENCIES))
+    try:
+        import h5py
+        print(f"  h5py: HDF5 {h5py.version.hdf5_version}, parallel (MPI) "
+              f"{'yes' if h5py.get_config().mpi else 'no'}")
+    except ImportError:
+        pass
+    major, minor = MPI.Get_version()
+    print(f"MPI: {MPI.Get_library_version().splitlines()[0].strip()} (standard {major}.{minor}); "
+          f"mpi4py {__import__('mpi4py').__version__}")
+    launcher = mpiexec_command(1)[:-2]
+    print(f"launcher: {' '.join(launcher)}"
+          f"{' (XDAP_MPIEXEC)' if os.environ.get('XDAP_MPIEXEC', '').strip() else ''}")
+    from .kernels import _unary
+    arch = os.environ.get("XDAP_KERNEL_ARCH")
+    print(f"kernels: {os.path.dirname(_unary.__file__)}, built for -march="
+          f"{arch if arch is not None else 'native (the default)'} on {platform.machine()}")
     return 0
 
 
@@ -116,7 +173,8 @@ def _add_kernel_commands(sub):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="xdap", description="Typed distributed arrays over MPI.")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="versions of xdap, the xnd stack and MPI").set_defaults(run=_info)
+    sub.add_parser("info", help="what a bug report needs: versions, MPI and its launcher, "
+                   "the stack's patches").set_defaults(run=_info)
     demo = sub.add_parser("demo", help="the main job, checked against serial NumPy (run under mpiexec)")
     from .demo import add_arguments
     add_arguments(demo)
