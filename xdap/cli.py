@@ -49,7 +49,7 @@ def stack_patches() -> dict:
 
 def _info(_args):
     """What a bug report needs: versions, the MPI library and launcher, the
-    stack's patches, the kernels' build."""
+    stack's patches, where the kernels are."""
     import os
     import platform
     from importlib.metadata import PackageNotFoundError, version
@@ -85,9 +85,11 @@ def _info(_args):
     print(f"launcher: {' '.join(launcher)}"
           f"{' (XDAP_MPIEXEC)' if os.environ.get('XDAP_MPIEXEC', '').strip() else ''}")
     from .kernels import _unary
+    # -march is the build's XDAP_KERNEL_ARCH (setup.py); the module does not record it
     arch = os.environ.get("XDAP_KERNEL_ARCH")
-    print(f"kernels: {os.path.dirname(_unary.__file__)}, built for -march="
-          f"{arch if arch is not None else 'native (the default)'} on {platform.machine()}")
+    print(f"kernels: {os.path.dirname(_unary.__file__)} on {platform.machine()}; "
+          f"XDAP_KERNEL_ARCH {'unset' if arch is None else repr(arch)} here (a build without "
+          "it compiles for -march=native)")
     return 0
 
 
