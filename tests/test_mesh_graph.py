@@ -140,6 +140,24 @@ def test_graph_arguments_differing_on_one_rank(comm):
         edge_cut(tets[mine], part, comm)                                     # still in step
 
 
+@pytest.mark.mpi(ranks=(1, 2, 3))
+def test_interface_from_a_graph_whose_last_cells_have_no_neighbours(comm):
+    # a lone tetrahedron, apart from the mesh, last on every rank: its row of
+    # the graph is empty (an empty row at the end once broke the interface)
+    _, tets = cube_tets(2)
+    lone = np.array([[1000, 1001, 1002, 1003]]) + 4 * comm.rank
+    mine = my_cells(comm, len(tets), "scattered")
+    ids = np.append(mine, len(tets) + comm.rank)
+    cells = np.concatenate([tets[mine], lone])
+    offsets, nbrs = dual_graph(cells, ids, comm)
+    assert offsets[-1] == offsets[-2]
+    part = ids % 2
+    cut, interface = partition_interface(None, ids, part, comm, graph=(offsets, nbrs))
+    want_cut, want_interface = partition_interface(cells, ids, part, comm)
+    assert cut == want_cut and interface.tolist() == want_interface.tolist()
+    assert not interface[-1]
+
+
 @pytest.mark.mpi(ranks=(2, 3))
 def test_bad_meshes_raise_on_every_rank(comm):
     pts, tets = cube_tets(2)

@@ -87,14 +87,11 @@ def _interface_from_graph(graph, ids, parts, comm, what):
     neighbours' parts."""
     offsets, nbrs = _graph_check(comm, what, graph, len(ids))
     bind, _ = neighbour_fetch(nbrs, ids, comm, what)
-    far = bind(parts)()
-    crossing = far != np.repeat(parts, np.diff(offsets))
+    row = np.repeat(np.arange(len(ids), dtype=np.int64), np.diff(offsets))   # each entry's cell
+    crossing = bind(parts)() != parts[row]
     # every cut facet is seen from both sides: halve the sum
     cut = int(comm.allreduce(int(crossing.sum()), op=MPI.SUM)) // 2
-    interface = np.add.reduceat(crossing, offsets[:-1]) > 0 if len(nbrs) else \
-        np.zeros(len(ids), bool)
-    interface &= np.diff(offsets) > 0                  # reduceat reads one entry for empty rows
-    return cut, interface
+    return cut, np.bincount(row[crossing], minlength=len(ids)) > 0
 
 
 @trims_heap
