@@ -180,11 +180,14 @@ def write_xdmf(path, mesh, points, *, cell_fields=None, node_fields=None, cell_d
     return _write(path, cells, points, cell_fields, node_fields, cell_dim, partition)
 
 
-def _first(comm, n: int) -> tuple:
-    """This rank's first row in rank order, and the total (one Exscan-like
-    allgather of P counts)."""
-    counts = np.array(comm.allgather(int(n)), np.int64)
-    return int(counts[:comm.rank].sum()), int(counts.sum())
+def _firsts(comm, counts) -> tuple:
+    """For each of this rank's ``counts`` (rows of the datasets it writes),
+    its first row in rank order and the total (one ``Allgather`` of P rows
+    of counts)."""
+    mine = np.asarray(counts, np.int64)
+    every = np.empty((comm.size, len(mine)), np.int64)
+    comm.Allgather(mine, every)
+    return every[:comm.rank].sum(axis=0).tolist(), every.sum(axis=0).tolist()
 
 
 def _renumbered_nodes(points, node_ids, first):
@@ -200,15 +203,15 @@ def _renumbered_nodes(points, node_ids, first):
     return new[at]
 
 
-def _topology(cells, cell_dim, node_first, points):
-    """``(kind, rows)`` of this rank's cells renumbered: ``rows`` is ``(n,
-    k)`` for one kind, else XDMF's Mixed flat list (code, nodes, code, ...)."""
-    local, _ = local_cells(cells, "write_xdmf")
+def _topology(local, cell_dim, node_first, points):
+    """``(kind, rows)`` of this rank's cells (``local_cells``'s) renumbered:
+    ``rows`` is ``(n, k)`` for one kind, else XDMF's Mixed flat list (code,
+    nodes, code, ...)."""
     if not isinstance(local, tuple):
         k = local.shape[1]
         dim = cell_dim if cell_dim is not None else {3: 2, 4: 3}[k]
         new = _renumbered_nodes(points, local, node_first).reshape(-1, k)
-        return XDMF_KINDS[(dim, k)][0], new, len(local)
+        return XDMF_KINDS[(dim, k)][0], new
     offsets, flat = local
     sizes = np.diff(offsets)
     new = _renumbered_nodes(points, flat, node_first)
@@ -222,7 +225,7 @@ def _topology(cells, cell_dim, node_first, points):
     body = np.ones(len(out), bool)
     body[head] = False
     out[body] = new
-    return "Mixed", out, len(sizes)
+    return "Mixed", out
 
 
 def _values(x) -> np.ndarray:
@@ -236,10 +239,14 @@ def _values(x) -> np.ndarray:
 
 def _write(path, cells, points, cell_fields, node_fields, cell_dim, partition) -> str:
     comm = cells.distribution.comm
-    node_first, nnodes = _first(comm, points.distribution.local_shape[0])
-    kind, topo, n_cells = _topology(cells, cell_dim, node_first, points)
-    cell_first, ncells = _first(comm, n_cells)
-    topo_first, topo_len = _first(comm, len(topo)) if kind == "Mixed" else (cell_first, ncells)
+    local, _ = local_cells(cells, "write_xdmf")
+    mixed = isinstance(local, tuple)
+    n_cells = len(local[0]) - 1 if mixed else len(local)
+    # a Mixed topology is one flat list: a code and the nodes of each cell
+    (node_first, cell_first, topo_first), (nnodes, ncells, topo_len) = _firsts(comm, [
+        points.distribution.local_shape[0], n_cells,
+        n_cells + len(local[1]) if mixed else n_cells])
+    kind, topo = _topology(local, cell_dim, node_first, points)
     # every dataset: (name, global shape, dtype, this rank's rows, its first row)
     cell_ids = np.asarray(cells.distribution.maps[0].global_indices(
         cells.distribution.coords[0]), np.int64)
@@ -303,7 +310,7 @@ def _write_slabs(comm, h5, sets) -> None:
             failed = f"rank {comm.rank}: {e}"
     if comm.rank + 1 < comm.size:
         comm.send(failed, dest=comm.rank + 1, tag=77)
-    failed = comm.bcast(failed, root=comm.size - 1)
+    # the failing rank and every one after it hold the error: agree makes it everyone's
     agree(comm, ValueError(f"write_xdmf: cannot write {h5!r}: {failed}") if failed else None)
 
 
