@@ -45,10 +45,9 @@ from mpi4py import MPI
 
 import xdap
 from xdap.mesh import (cell_centroids, dual_graph, generate_box, ghost_layer, hilbert_partition,
-                       rcb_partition,
                        local_cells, metis_partition, migrate_mesh, node_field, node_points,
-                       partition_interface, read_block, read_points, refine_partition,
-                       write_xdmf)
+                       partition_interface, rcb_partition, read_block, read_points,
+                       refine_partition, write_xdmf)
 from xdap.mesh.geometry import slice_polygons, tet_volumes
 
 
@@ -225,16 +224,14 @@ def run(args) -> int:
         z = zarr.open_group(store, mode="r")["values"]
         z_shape = z.shape
     check("the store opens with plain zarr", comm.bcast(z_shape) == (block.nnodes,))
-    if N <= args.check_limit:          # meshio reads the whole file: on rank 0, when small
+    if N <= args.check_limit:
         import meshio
         same = None
-        if comm.rank == 0:
+        if comm.rank == 0:               # meshio reads the whole file: on rank 0, when small
             back = meshio.read(xdmf)
             same = len(back.cells_dict["tetra"]) == N and len(back.points) == block.nnodes \
                 and np.isclose(back.point_data["volume"].sum(), float(total), rtol=1e-12)
         check("meshio reads result.xdmf back (cells, nodes, node volumes)", comm.bcast(same))
-    if N <= args.check_limit:
-        import meshio
         m = meshio.read(path)
         allcells = m.cells_dict["tetra"]
         corners = m.points[allcells]          # volumes by determinants, not the library's

@@ -210,12 +210,14 @@ def facet_keys(cells: CellList, dim, bits: int):
 
 
 def unique_inverse(ids: np.ndarray):
-    """``np.unique(ids, return_inverse=True)`` for non-negative int64 ids:
-    by a bitmap over their range when it is at most 8x their count (O(n),
-    memory O(n): a mesh's neighbour ids cluster), else by sorting.
+    """``np.unique(ids, return_inverse=True)`` for 1-d int64 ids (of any
+    sign): by a bitmap over their range when it is at most 8x their count
+    (O(n), memory O(n): a mesh's neighbour ids cluster), else by sorting.
 
     >>> [a.tolist() for a in unique_inverse(np.array([5, 3, 5, 9]))]
     [[3, 5, 9], [1, 0, 1, 2]]
+    >>> [a.tolist() for a in unique_inverse(np.array([-2, 4, -2]))]
+    [[-2, 4], [0, 1, 0]]
     """
     if not len(ids):
         return ids.copy(), np.zeros(0, np.int64)

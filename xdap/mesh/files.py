@@ -276,8 +276,7 @@ def read_points(block: MeshBlock, node_ids, comm=None) -> np.ndarray:
     rank when it fails on one."""
     comm = _comm.resolve(comm)
     ids = np.asarray(node_ids, np.int64).reshape(-1)
-    uniq, back = unique_inverse(ids) if ids.size and ids.min() >= 0 else \
-        np.unique(ids, return_inverse=True)
+    uniq, back = unique_inverse(ids)
     with agreement(comm, "read_points"):
         if uniq.size and (uniq[0] < 0 or uniq[-1] >= block.nnodes):
             bad = int(uniq[0] if uniq[0] < 0 else uniq[-1])

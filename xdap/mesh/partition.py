@@ -118,7 +118,8 @@ def rcb_partition(points, comm=None, parts: int | None = None) -> np.ndarray:
         lo, hi = box[0], -box[1]
         extent = np.where(np.isfinite(lo), hi - lo, 0.0)
         axis = np.argmax(extent, axis=1)                      # the longest side of each set
-        want = (total * (count // 2)) // np.maximum(count, 1)  # points the lower half gets
+        lower = count // 2                                    # parts the lower half gets
+        want = (total * lower) // np.maximum(count, 1)         # and points
         split = count > 1
         v = x[np.arange(n), axis[at]]
         left = _bisect(comm, v, at, split, want, lo[np.arange(G), axis],
@@ -131,8 +132,7 @@ def rcb_partition(points, comm=None, parts: int | None = None) -> np.ndarray:
         new_index = np.cumsum(halves) - halves               # each set's first new set
         at = (new_index[at] + side)[order]
         first = np.repeat(first, halves)
-        first[new_index[split] + 1] += (count // 2)[split]
-        lower = count // 2
+        first[new_index[split] + 1] += lower[split]
         count = np.repeat(count, halves)
         count[new_index[split]] = lower[split]
         count[new_index[split] + 1] -= lower[split]
