@@ -86,16 +86,21 @@ def test_other_part_counts_and_no_points(comm):
 
 
 @pytest.mark.mpi(ranks=(2, 3))
-def test_bad_points_raise_on_every_rank(comm):
-    pts = np.random.default_rng(0).random((10, 3))
-    if comm.rank == comm.size - 1:
-        pts[4, 1] = np.nan
-    with pytest.raises(ValueError, match=f"point 4 on rank {comm.size - 1} has a non-finite"):
-        hilbert_partition(pts, comm)
+@pytest.mark.parametrize("partitioner", [hilbert_partition, rcb_partition])
+def test_bad_points_raise_on_every_rank(comm, partitioner):
+    # both partitioners check their points and parts alike (partition._checked)
+    for bad in (np.nan, np.inf):
+        pts = np.random.default_rng(0).random((10, 3))
+        if comm.rank == comm.size - 1:
+            pts[4, 1] = bad
+        with pytest.raises(ValueError, match=f"point 4 on rank {comm.size - 1} has a non-finite"):
+            partitioner(pts, comm)
     with pytest.raises(ValueError, match="dimension"):
-        hilbert_partition(np.zeros((3, 2 if comm.rank else 3)), comm)
+        partitioner(np.zeros((3, 2 if comm.rank else 3)), comm)
     with pytest.raises(TypeError, match="parts must be an int"):
-        hilbert_partition(np.zeros((3, 2)), comm, parts=0)
+        partitioner(np.zeros((3, 2)), comm, parts=0)
+    with pytest.raises(ValueError, match="parts must be the same"):
+        partitioner(np.zeros((3, 2)), comm, parts=2 + (comm.rank == 1))
 
 
 def serial_rcb(pts, parts):
@@ -149,16 +154,3 @@ def test_rcb_counts_are_exact_with_ties(comm):
     counts = np.bincount(np.concatenate(comm.allgather(same)), minlength=2)
     assert counts.tolist() == [2 * comm.size, 2 * comm.size]
     assert rcb_partition(np.zeros((0, 3)), comm).shape == (0,)
-
-
-@pytest.mark.mpi(ranks=(2, 3))
-def test_rcb_bad_points_raise_on_every_rank(comm):
-    pts = np.random.default_rng(0).random((10, 3))
-    if comm.rank == comm.size - 1:
-        pts[2, 0] = np.inf
-    with pytest.raises(ValueError, match=f"point 2 on rank {comm.size - 1} has a non-finite"):
-        rcb_partition(pts, comm)
-    with pytest.raises(ValueError, match="dimension"):
-        rcb_partition(np.zeros((3, 2 if comm.rank else 3)), comm)
-    with pytest.raises(ValueError, match="parts must be the same"):
-        rcb_partition(np.zeros((3, 2)), comm, parts=2 + (comm.rank == 1))
