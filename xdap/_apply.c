@@ -57,6 +57,7 @@
 #include "_xndmirror.h"
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
+#include "_numpy_over.h"
 
 /* ------------------------------------------------------------------------ */
 /* Mirrors of private layouts (0.2.0.dev3)                                   */
@@ -1142,7 +1143,6 @@ static PyTypeObject Func_Type = {
    included.  register_array(DistArray, Parts) names the two classes. */
 
 static PyTypeObject *array_type = NULL, *parts_type = NULL;
-static char no_data;        /* NumPy would allocate for NULL data: empty arrays point here */
 
 /* The slots of the two classes, read and written at their offsets (what
    CPython's member descriptors do, without a lookup a field). */
@@ -1201,17 +1201,10 @@ wrap_result(PyObject *array, PyObject *p, PyObject *values, PyObject *r)
         leaf = leaf->FixedDim.type;
     }
     char *data = rv->ptr + rv->index * leaf->datasize;
-    PyArray_Descr *descr = PyArray_DESCR((PyArrayObject *)values);
-    Py_INCREF(descr);
-    PyObject *v = PyArray_NewFromDescr(&PyArray_Type, descr, PyArray_NDIM((PyArrayObject *)values),
-                                       PyArray_DIMS((PyArrayObject *)values), NULL,
-                                       data != NULL ? data : &no_data, NPY_ARRAY_CARRAY, NULL);
+    PyObject *v = numpy_over(r, data, PyArray_DESCR((PyArrayObject *)values),
+                             PyArray_NDIM((PyArrayObject *)values),
+                             PyArray_DIMS((PyArrayObject *)values), NULL, NPY_ARRAY_CARRAY);
     if (v == NULL) {
-        return NULL;
-    }
-    Py_INCREF(r);
-    if (PyArray_SetBaseObject((PyArrayObject *)v, r) < 0) {
-        Py_DECREF(v);
         return NULL;
     }
     PyObject *np_ = parts_type->tp_alloc(parts_type, 0);

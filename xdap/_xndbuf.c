@@ -35,6 +35,7 @@
 #include "_xndmirror.h"   /* the mirrored layouts, shared with _apply */
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
+#include "_numpy_over.h"    /* numpy_over, shared with _apply */
 
 static PyObject *xnd_type_object = NULL;   /* xnd.xnd */
 static PyArray_Descr *int32_descr = NULL;   /* offsets */
@@ -119,8 +120,8 @@ keep_values(PyObject *values, int flags)
 /* ------------------------------------------------------------------------ */
 
 
-/* A NumPy array of `descr` (a new reference is taken) over memory `data`
-   owned by `owner` (kept alive as the array's base): no copy. */
+/* A NumPy array over an xnd container's memory (``numpy_over``, with
+   the container's Py_ssize_t shape and strides). */
 static PyObject *
 array_over(PyObject *owner, char *data, PyArray_Descr *descr, int ndim,
            const Py_ssize_t *shape, const Py_ssize_t *strides, int readonly)
@@ -130,19 +131,8 @@ array_over(PyObject *owner, char *data, PyArray_Descr *descr, int ndim,
         dims[i] = (npy_intp)shape[i];
         steps[i] = (npy_intp)strides[i];
     }
-    Py_INCREF(descr);
-    PyObject *a = PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims, steps,
-                                       data != NULL ? data : &empty_byte,
-                                       readonly ? 0 : NPY_ARRAY_WRITEABLE, NULL);
-    if (a == NULL) {
-        return NULL;
-    }
-    Py_INCREF(owner);
-    if (PyArray_SetBaseObject((PyArrayObject *)a, owner) < 0) {
-        Py_DECREF(a);
-        return NULL;
-    }
-    return a;
+    return numpy_over(owner, data, descr, ndim, dims, steps,
+                      readonly ? 0 : NPY_ARRAY_WRITEABLE);
 }
 
 static PyObject *
