@@ -2,16 +2,23 @@
 # MPI=wheel (default): MPICH and mpi4py from the package index, in .venv.
 # MPI=system: the MPI on PATH (mpicc, mpiexec; e.g. a site's Open MPI), with
 # mpi4py built against it, in .venv-system -- both can live side by side.
+# PYTHON=python3.12 (or 3.13): the same in .venv-3.12 (.venv-system-3.12).
 MPI    ?= wheel
+PYTHON ?= python3
+export PYTHON
+PYVER  := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 ifeq ($(MPI),system)
 VENV   := .venv-system
 export XDAP_MPI := system
-export XDAP_VENV := $(VENV)
 # the system launcher with the flags this machine needs (tools/system_mpiexec.sh)
 export XDAP_MPIEXEC ?= $(shell tools/system_mpiexec.sh)
 else
 VENV   := .venv
 endif
+ifneq ($(PYVER),3.11)
+VENV   := $(VENV)-$(PYVER)
+endif
+export XDAP_VENV := $(VENV)
 PY     := $(VENV)/bin/python
 # XDAP_MPIEXEC: the launcher with its flags (xdap.launcher), used by everything
 MPIEXEC := $(if $(XDAP_MPIEXEC),$(XDAP_MPIEXEC),$(VENV)/bin/mpiexec)
@@ -20,7 +27,7 @@ RANKS  ?= 4
 # tetrahedra of the demo's mesh: keeps `make demo` well under a minute here
 TETS   ?= 100000
 
-.PHONY: env test demo bench clean distclean
+.PHONY: env test demo bench wheels install-check clean distclean
 
 env:
 	@bash tools/build_stack.sh
@@ -33,6 +40,17 @@ demo: env
 	$(MPIEXEC) -n $(RANKS) $(PY) -m xdap demo mesh --tets $(TETS) --out build/demo-mesh
 	$(MPIEXEC) -n $(RANKS) $(PY) -m xdap demo
 
+# pip-installable wheels of the patched stack and of xdap for $(PYTHON), in
+# wheelhouse/: then `pip install --find-links wheelhouse 'xdap[mesh]'` in any
+# environment of that Python (README, "Into your own environment")
+wheels:
+	@bash tools/build_wheels.sh --xdap
+
+# what CI does as a user: fresh venvs of Python 3.11-3.13, pip install from
+# the wheelhouse, the README's first example on 2 ranks (tools/install_check.sh)
+install-check:
+	@bash tools/install_check.sh
+
 bench: env
 	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
@@ -40,4 +58,4 @@ clean:
 	rm -rf build *.egg-info xdap/*.so .pytest_cache .hypothesis
 
 distclean: clean
-	rm -rf .venv .venv-system wheelhouse
+	rm -rf .venv .venv-* wheelhouse

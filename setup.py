@@ -7,8 +7,11 @@
   are kernels/xdap_kernels.h).
 
 They compile against the headers and shared libraries that the pinned
-ndtypes/xnd/gumath wheels ship inside their packages (see
-tools/build_stack.sh), so those must be installed first.
+ndtypes/xnd/gumath wheels ship inside their packages (tools/build_wheels.sh
+builds them), so those must be installed first: pip does that from
+pyproject.toml's build requirements (`--find-links wheelhouse`), `make` in
+.venv. The metadata -- name, version, dependencies, extras, the `xdap`
+command -- is in pyproject.toml; this file only describes the extensions.
 
 The kernel library is compiled with -O3 -fno-math-errno (IEEE NaN/inf kept,
 unlike -ffast-math) and, on x86_64 glibc, linked with libmvec so gcc's
@@ -22,15 +25,17 @@ import os
 import platform
 import sys
 
-from setuptools import Extension, find_packages, setup
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 
 def package_dir(name):
     spec = importlib.util.find_spec(name)
     if spec is None or spec.origin is None:
         raise SystemExit(
-            f"setup.py: the '{name}' package is not installed; run "
-            "tools/build_stack.sh (or `make`) to build the pinned xnd stack first")
+            f"setup.py: the '{name}' package is not installed; build the patched "
+            "xnd stack's wheels first (tools/build_wheels.sh) and install with "
+            "`pip install --find-links wheelhouse .`, or run `make`")
     return os.path.dirname(spec.origin)
 
 
@@ -107,13 +112,28 @@ def kernel_library():
     return exts
 
 
+STACK_DIRS = {os.path.realpath(d) for d in stack + [gumath_dir]}
+
+
+class relocatable_build_ext(build_ext):
+    """Each extension finds the stack's shared libraries relative to itself
+    (``$ORIGIN/../ndtypes`` beside ``xdap/``), as the stack's own wheels do,
+    so a wheel works wherever it is installed -- pip's isolated build
+    environment, whose absolute paths the build would otherwise record, is
+    gone by then. A build in place (``make``'s editable .venv, where xdap's
+    directory is not beside the stack's) also keeps the absolute paths."""
+
+    def build_extension(self, ext):
+        up = "/".join([".."] * ext.name.count("."))   # xdap/kernels/_unary.so: ../..
+        stack_used = [d for d in ext.runtime_library_dirs if os.path.realpath(d) in STACK_DIRS]
+        own = [d for d in ext.runtime_library_dirs if d not in stack_used]
+        relative = [f"$ORIGIN/{up}/{os.path.basename(d)}" for d in stack_used]
+        in_place = self.inplace or getattr(self, "editable_mode", False)
+        ext.runtime_library_dirs = relative + own + (stack_used if in_place else [])
+        super().build_extension(ext)
+
+
 setup(
-    name="xdap",
-    version="0.1.0",
-    description="Typed distributed arrays: xnd containers over MPI, DAP and __partitioned__",
-    packages=find_packages(include=["xdap", "xdap.*"]),
-    package_data={"xdap.codegen": ["templates/*.c"]},
     ext_modules=[xndbuf, apply_ext] + kernel_library(),
-    python_requires="==3.11.*",
-    entry_points={"console_scripts": ["xdap = xdap.cli:main"]},
+    cmdclass={"build_ext": relocatable_build_ext},
 )

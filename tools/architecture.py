@@ -27,7 +27,8 @@ PACKAGE = ROOT / "xdap"
 # Bottom to top.  A module belongs to the first layer with a matching prefix.
 LAYERS = [
     ("core: what things are", ["xdap.dtypes", "xdap.types", "xdap.maps", "xdap.arraylike",
-                                "xdap.abort", "xdap.watch", "xdap.progress"]),
+                                "xdap.abort", "xdap.watch", "xdap.progress",
+                                "xdap.optional"]),
     ("core: where they live", ["xdap.comm", "xdap.agreement", "xdap.contract", "xdap.arguments",
                                "xdap.plans", "xdap.partitions",
                                "xdap.bitmaps", "xdap.parts", "xdap.rows", "xdap._xndbuf",

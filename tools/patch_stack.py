@@ -186,6 +186,27 @@ PATCHES = {
 }
 
 
+# Names to replace everywhere in one file: (path, old, new, how many times).
+# The count pins the version the same way an exact text does.
+RENAMES = {
+    "xnd": [
+        # Python 3.11 made the float packers public (PEP 3118's half, single
+        # and double floats) and removed the underscored names, which then
+        # compile as implicit declarations and fail at import.
+        ("python/xnd/_xnd.c", "_PyFloat_Pack", "PyFloat_Pack", 9),
+        ("python/xnd/_xnd.c", "_PyFloat_Unpack", "PyFloat_Unpack", 9),
+    ],
+    "ndtypes": [
+        # Its setup.py runs the C library's Makefile, which compiles
+        # compat/export.c once per target and loses a symbol when it races
+        # under an inherited `make -jN` (MAKEFLAGS): build it serially.
+        ("setup.py", '"./configure && make"', '"./configure && make -j1"', 1),
+        ("setup.py", '"./configure --with-valgrind && make"',
+         '"./configure --with-valgrind && make -j1"', 1),
+    ],
+}
+
+
 def apply(package: str, source: pathlib.Path) -> int:
     for path, old, new in PATCHES.get(package, []):
         f = source / path
@@ -195,6 +216,14 @@ def apply(package: str, source: pathlib.Path) -> int:
                              "exactly once (another version?)")
         f.write_text(text.replace(old, new))
         print(f"patch_stack: {package}: patched {path}")
+    for path, old, new, count in RENAMES.get(package, []):
+        f = source / path
+        text = f.read_text()
+        if text.count(old) != count:
+            raise SystemExit(f"patch_stack: {package}: '{old}' is in {path} {text.count(old)} "
+                             f"times, not {count} (another version?)")
+        f.write_text(text.replace(old, new))
+        print(f"patch_stack: {package}: {old} -> {new} in {path}")
     return 0
 
 

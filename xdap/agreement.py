@@ -41,12 +41,14 @@ _ZEROS = array("q", bytes(8 * (1 + 2 * _WORDS)))
 _COLLECTIVE = "the collective"     # the name under which the entry points are compared
 
 # The errors a bad argument gives, raised alike on every rank with their
-# class kept (NumPy's AxisError is a ValueError and an IndexError); any
-# other exception inside an agreement is a bug, reported as one.
-USER_ERRORS = (ValueError, TypeError, IndexError, BufferError)
+# class kept (NumPy's AxisError is a ValueError and an IndexError), and the
+# ImportError of an optional dependency that is not installed (xdap.optional:
+# it names the pip extra); any other exception inside an agreement is a bug,
+# reported as one.
+USER_ERRORS = (ValueError, TypeError, IndexError, BufferError, ImportError)
 _ERROR_CLASSES = {"AxisError": __import__("numpy").exceptions.AxisError,
                   "IndexError": IndexError, "TypeError": TypeError, "ValueError": ValueError,
-                  "BufferError": BufferError}
+                  "BufferError": BufferError, "ImportError": ImportError}
 
 
 def _verdict(error) -> tuple:

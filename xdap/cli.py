@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .optional import need
+
 
 # what a bug report needs to know of the libraries xdap uses (installed or not)
 DEPENDENCIES = ("numpy", "mpi4py", "mpich", "pyarrow", "awkward", "zarr", "h5py", "meshio",
@@ -73,7 +75,7 @@ def _info(_args):
         print(f"  patch {'applied' if applied else 'MISSING'}: {name}")
     print("dependencies: " + ", ".join(f"{name} {installed(name)}" for name in DEPENDENCIES))
     try:
-        import h5py
+        h5py = need("h5py")
         print(f"  h5py: HDF5 {h5py.version.hdf5_version}, parallel (MPI) "
               f"{'yes' if h5py.get_config().mpi else 'no'}")
     except ImportError:

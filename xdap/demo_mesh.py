@@ -49,6 +49,7 @@ from xdap.mesh import (cell_centroids, dual_graph, generate_box, ghost_layer, hi
                        partition_interface, rcb_partition, read_block, read_points,
                        refine_partition, write_xdmf)
 from xdap.mesh.geometry import slice_polygons, tet_volumes
+from xdap.optional import need
 
 
 def add_arguments(parser) -> None:
@@ -220,12 +221,12 @@ def run(args) -> int:
                                        if N <= args.check_limit else [np.arange(N)]))) == N)
     z_shape = None
     if comm.rank == 0:
-        import zarr
+        zarr = need("zarr")
         z = zarr.open_group(store, mode="r")["values"]
         z_shape = z.shape
     check("the store opens with plain zarr", comm.bcast(z_shape) == (block.nnodes,))
     if N <= args.check_limit:
-        import meshio
+        meshio = need("meshio")
         same = None
         if comm.rank == 0:               # meshio reads the whole file: on rank 0, when small
             back = meshio.read(xdmf)

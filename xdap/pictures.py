@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 from .contract import collective
+from .optional import need
 
 __all__ = ["plot", "owner_grid", "plot_store", "MAX_CELLS"]
 
@@ -47,7 +48,7 @@ MAX_CELLS = 256
 
 def _colors(n: int):
     """One color per rank: tab10 / tab20 while they last, then a hue circle."""
-    from matplotlib import colormaps
+    colormaps = need("matplotlib").colormaps
     if n <= 10:
         return [colormaps["tab10"](i) for i in range(n)]
     if n <= 20:
@@ -58,7 +59,7 @@ def _colors(n: int):
 def _axes(ax, shape=(6, 4.5)):
     if ax is not None:
         return ax
-    from matplotlib.figure import Figure
+    Figure = need("matplotlib.figure").Figure
     return Figure(figsize=shape, layout="constrained").add_subplot()
 
 
@@ -178,7 +179,8 @@ def _draw_grid(ax, d, coords, samples, type_str, title):
     if owners.ndim == 1:
         owners = owners[None, :]
     ax = _axes(ax)
-    from matplotlib.colors import BoundaryNorm, ListedColormap
+    colors = need("matplotlib.colors")
+    BoundaryNorm, ListedColormap = colors.BoundaryNorm, colors.ListedColormap
     colors = _colors(d.size)
     cmap = ListedColormap(colors)
     norm = BoundaryNorm(np.arange(d.size + 1) - 0.5, d.size)
@@ -198,7 +200,7 @@ def _draw_grid(ax, d, coords, samples, type_str, title):
 
 
 def _legend(ax, colors):
-    from matplotlib.patches import Patch
+    Patch = need("matplotlib.patches").Patch
     ax.legend(handles=[Patch(color=c, label=f"rank {r}") for r, c in enumerate(colors)],
               loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False)
 
@@ -214,7 +216,7 @@ def _position(samples, g):
 
 def _halos(ax, d, samples, colors):
     """Hatch each rank's communication padding: its buffer beyond its owned range."""
-    from matplotlib.patches import Rectangle
+    Rectangle = need("matplotlib.patches").Rectangle
     if not any(m.padded for m in d.maps):
         return
     rows = samples[0] if len(samples) == 2 else np.array([0])     # a 1-d array is one row
@@ -337,7 +339,7 @@ def _plot_polygons(a, d, ax, polygons, outline, title, max_cells):
     a black edge; rows that are copies for other ranks are not drawn twice.
     At most ``max_cells**2`` polygons in all reach rank 0 (every k-th
     beyond that)."""
-    from matplotlib.collections import PolyCollection
+    PolyCollection = need("matplotlib.collections").PolyCollection
     comm = d.comm
     m, c = d.maps[0], d.coords[0]
     keep = np.zeros(len(polygons), bool)

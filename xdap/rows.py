@@ -16,6 +16,7 @@ import numpy as np
 
 from .bitmaps import pack_validity
 from .parts import Parts
+from .optional import need
 
 __all__ = ["take_rows", "take_block", "concat_parts", "leaf_ranges", "leaf_counts", "expand_ranges"]
 
@@ -86,7 +87,7 @@ def take_rows(p: Parts, rows: np.ndarray) -> Parts:
 def _take_text_rows(p: Parts, rows: np.ndarray) -> Parts:
     """``take_rows`` of strings: Arrow's take over the same offsets and bytes
     (one C++ pass; a byte index per row would cost 8 bytes a byte)."""
-    import pyarrow as pa              # (imported on first use, as xdap.protocols does)
+    pa = need("pyarrow")              # (imported on first use, as xdap.protocols does)
     off = np.ascontiguousarray(p.offsets[1], dtype=np.int32)
     arr = pa.Array.from_buffers(pa.binary(), len(off) - 1,
                                 [None, pa.py_buffer(off), pa.py_buffer(np.ascontiguousarray(p.values))])

@@ -25,11 +25,12 @@ CRC is computed while writing it); reading is zero-copy over the bytes read
 """
 from __future__ import annotations
 
-import pyarrow as pa
-
+from ..optional import need
 from ..parts import Parts
 from ..protocols.arrow import ComplexType, parts_from_arrow, to_arrow
 from ..types import TypeInfo
+
+pa = need("pyarrow")
 
 __all__ = ["to_ipc", "from_ipc"]
 

@@ -29,6 +29,7 @@ from .chunk_files import chunk_grid, read_chunks
 from .store_location import agreed_path, open_regular, read_store_attrs, staging_names
 from .targets import default_distribution, requested_distribution
 from ..agreement import agree, agreement
+from ..optional import need
 
 __all__ = ["load", "read_frame", "read_array", "saved_maps"]
 
@@ -127,7 +128,7 @@ def read_frame(path: str, what: str = "load") -> tuple:
 def _check_arrays(path, attrs, where) -> dict:
     """Open every array the attribute implies and check its metadata: shape,
     data type, a CRC-32C codec on every chunk."""
-    import zarr
+    zarr = need("zarr")
     info = sf.info_of(attrs)
     dtype, item = sf.storage(info)
     trailing = () if item is None else (item,)
@@ -194,7 +195,7 @@ def _check_metadata_file(path, node) -> None:
 def _check_table(path, name, layout, where) -> tuple:
     """Open array ``name``'s table of chunk checksums and check it: uint32,
     the shape of the array's chunk grid, xdap's encoding."""
-    import zarr
+    zarr = need("zarr")
     grid = chunk_grid(*layout[:2])
     table = sf.checksums_name(name)
     _check_metadata_file(path, table)
@@ -220,7 +221,8 @@ def _check_encoding(meta, dtype, where: str) -> None:
     item. A store whose arrays zarr wrote otherwise (big-endian bytes, a
     transpose, compression) is refused by name -- read as xdap's layout it
     would be garbage."""
-    from zarr.codecs import BytesCodec, Crc32cCodec
+    zc = need("zarr.codecs")
+    BytesCodec, Crc32cCodec = zc.BytesCodec, zc.Crc32cCodec
     codecs = list(meta.codecs)
     names = [type(c).__name__ for c in codecs]
     little = len(codecs) == 2 and isinstance(codecs[0], BytesCodec) and (

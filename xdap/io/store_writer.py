@@ -47,6 +47,7 @@ from .files import crash_point, fsync_dir
 from .segments import align_segment, layout
 from .store_location import agreed_path, read_store_attrs, staging_names
 from ..agreement import agree, agreement
+from ..optional import need
 
 __all__ = ["save", "finish_cleanup"]
 
@@ -230,7 +231,8 @@ def _prepare(path: str) -> tuple:
 def _create_array(group, name, shape, chunks, dtype, dims=None, fill=0):
     """An array's metadata with xdap's chunk encoding: little-endian bytes
     then a CRC-32C, nothing else (what ``load`` accepts)."""
-    from zarr.codecs import BytesCodec, Crc32cCodec
+    zc = need("zarr.codecs")
+    BytesCodec, Crc32cCodec = zc.BytesCodec, zc.Crc32cCodec
     return group.create_array(name, shape=tuple(shape), chunks=tuple(chunks), dtype=dtype,
                               serializer=BytesCodec(), compressors=[Crc32cCodec()], filters=[],
                               fill_value=fill, dimension_names=dims)
@@ -238,7 +240,7 @@ def _create_array(group, name, shape, chunks, dtype, dims=None, fill=0):
 
 def _create_arrays(staging, info, shape, layouts, table_layouts, dtype, item) -> None:
     """The group and every array's metadata, in the staging directory."""
-    import zarr
+    zarr = need("zarr")
     group = zarr.open_group(staging, mode="w-", zarr_format=3)
     trailing = () if item is None else (item,)
     tail_names = [] if item is None else ["item_byte"]
@@ -379,7 +381,7 @@ def _write_checksums(staging, names, rows) -> None:
     """Rank 0: the table of every array's chunk CRC-32C by position
     (``checksums/<array>``, uint32, the chunk grid's shape), checked to
     cover every chunk once."""
-    import zarr
+    zarr = need("zarr")
     group = zarr.open_group(staging, mode="r+", zarr_format=3).require_group(sf.CHECKSUMS)
     for code, name in enumerate(names):
         grid = chunk_grid(*array_layout(os.path.join(staging, name)))
@@ -403,7 +405,7 @@ def _write_checksums(staging, names, rows) -> None:
 
 def _switch(staging: str, path: str, attrs: dict) -> None:
     """Make the staging directory the store at ``path`` (see the module docstring)."""
-    import zarr
+    zarr = need("zarr")
     group = zarr.open_group(staging, mode="r+", zarr_format=3)
     group.attrs[sf.ATTRIBUTE] = attrs
     # consolidated metadata (every array's zarr.json copied into the

@@ -33,6 +33,7 @@ from ..parts import Parts
 from ..transport import Route, move
 from ..types import TypeInfo
 from .cells import unique_inverse
+from ..optional import need
 
 __all__ = ["generate_box", "read_block", "read_points", "cell_centroids", "MeshBlock", "KINDS"]
 
@@ -95,8 +96,8 @@ def generate_box(path, tets: int, comm=None, missing: float = 0.05, seed: int = 
 
 
 def _write_box(path, tets, missing, seed):
-    import gmsh
-    import meshio
+    gmsh = need("gmsh")
+    meshio = need("meshio")
     gmsh.initialize()
     try:
         gmsh.option.setNumber("General.Terminal", 0)
@@ -187,7 +188,7 @@ def _block(n, comm):
 
 
 def _read_xdmf_block(path, comm) -> MeshBlock:
-    import h5py
+    h5py = need("h5py")
     (th5, tname, tshape), (gh5, gname, gshape), data = _xdmf(path)
     lo, hi = _block(tshape[0], comm)
     with agreement(comm, "read mesh"):
@@ -210,7 +211,7 @@ def _read_whole_block(path, comm) -> MeshBlock:
     meta, cells_all, points, fields_all = None, None, None, {}
     with agreement(comm, "read mesh"):
         if comm.rank == 0:
-            import meshio
+            meshio = need("meshio")
             try:
                 mesh = meshio.read(path)
             except (Exception, SystemExit) as e:   # meshio raises many kinds, or exits (!)
@@ -285,7 +286,7 @@ def read_points(block: MeshBlock, node_ids, comm=None) -> np.ndarray:
         if block.geometry is not None:          # every rank reads its block of rows
             bounds = block_bounds(block.nnodes, comm.size)
             lo, hi = int(bounds[comm.rank]), int(bounds[comm.rank + 1])
-            import h5py
+            h5py = need("h5py")
             h5, ds = block.geometry
             try:
                 with h5py.File(h5, "r") as f:

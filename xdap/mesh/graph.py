@@ -32,6 +32,7 @@ from ..types import TypeInfo
 from .cells import (CellList, cell_list, facet_keys, key_bits, local_cells, one_per_cell,
                     sort_rows)
 from ..agreement import agree, agreement
+from ..optional import need
 
 __all__ = ["dual_graph", "metis_partition"]
 
@@ -296,7 +297,7 @@ def metis_partition(offsets, neighbours, cell_ids, comm=None, parts: int | None 
     use it while the graph fits on one rank, ``hilbert_partition`` (and
     ``refine_partition``) beyond.
     ``cell_ids`` must number all cells ``0 .. N-1``."""
-    import pymetis
+    pymetis = need("pymetis")
     comm = _comm.resolve(comm)
     parts = comm.size if parts is None else int(parts)
     ids = np.asarray(cell_ids, np.int64)

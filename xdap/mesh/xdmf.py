@@ -52,6 +52,7 @@ from ..movement.scatter import Scatter
 from ..parts import Parts
 from .cells import FACETS, local_cells, unique_inverse
 from .distributed import MigratedMesh
+from ..optional import need
 
 __all__ = ["write_xdmf", "XDMF_KINDS"]
 
@@ -275,7 +276,7 @@ def _write(path, cells, points, cell_fields, node_fields, cell_dim, partition) -
 def _write_slabs(comm, h5, sets) -> None:
     """Each rank's rows of every dataset into one HDF5 file: collectively
     through parallel HDF5 when h5py has it, else rank by rank."""
-    import h5py
+    h5py = need("h5py")
     shapes = [(name, (total,) + rows.shape[1:], rows.dtype.str) for name, rows, _, total in sets]
     if h5py.get_config().mpi:
         error = None

@@ -44,7 +44,6 @@ multiple of 8; a ``ChunkedArray`` of several chunks (concatenated).
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 
 from .. import comm as _comm
 from ..arraylike import is_distributed, unwrap
@@ -56,6 +55,9 @@ from ..bitmaps import all_valid, pack_validity, unpack_validity
 from ..dtypes import HIDDEN, LEAVES_HELP, categories, fields as record_fields, is_categorical
 from ..types import DTYPES, TypeInfo, leaf_numpy_dtype, split_dims, type_info
 from ..agreement import agreement
+from ..optional import need
+
+pa = need("pyarrow")
 
 __all__ = ["to_arrow", "owned_arrow", "from_arrow", "parts_from_arrow", "stack_arrow",
            "stack_rows", "ComplexType", "FixedStringType", "parts_to_arrow", "leaf_to_arrow", "apply_type"]

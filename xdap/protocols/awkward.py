@@ -43,7 +43,6 @@ node carries the ndtypes type as the parameter ``xdap_type``, and
 """
 from __future__ import annotations
 
-import awkward as ak
 import numpy as np
 from ndtypes import ndt
 
@@ -55,6 +54,9 @@ from ..bitmaps import all_valid, pack_validity
 from ..dtypes import HIDDEN, categories, fields as record_fields, is_categorical, is_numeric
 from ..types import TypeInfo, dtype_from_numpy, numpy_dtype, split_dims
 from ..agreement import agreement
+from ..optional import need
+
+ak = need("awkward")
 
 __all__ = ["to_awkward", "owned_awkward", "from_awkward", "parts_from_awkward",
            "stack_awkward"]
