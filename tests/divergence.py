@@ -46,7 +46,10 @@ ALLOWED = (ValueError, TypeError, IndexError, BufferError)
 _MACHINERY = {"__init__", "__hash__", "__module__", "__doc__", "__slots__", "__weakref__",
               "__xdap_contract__", "__xdap_wrap__", "__xdap_leaf_index__", "__annotations__",
               "__dict__",
-              "__firstlineno__", "__static_attributes__", "__qualname__"}
+              "__firstlineno__", "__static_attributes__", "__qualname__",
+              # NumPy's dispatch: it forwards to functions fuzzed under their own names
+              # (xdap.histogram, ...) or to NumPy's implementation, unchanged
+              "__array_function__"}
 
 
 def surface() -> dict:
@@ -482,7 +485,7 @@ PARAMS = {
     "keepdims": s_flag, "descending": s_flag, "stable": s_flag, "copy": s_flag,
     "endpoint": s_flag, "include_initial": s_flag, "clear": s_flag,
     "side": choice("left", "right", "middle"), "indexing": choice("xy", "ij", "yx"),
-    "method": choice("auto", "packed", "datatypes"), "mode": choice("add", "replace"),
+    "method": choice("auto", "packed", "datatypes", "linear", "lower", "nearest"), "mode": choice("add", "replace"),
     "dialect": choice("spec", "heat"), "version": choice("0.10.0", "0.9.0"),
     "kind": choice("integral", "real floating", "bool"), "device": choice(None, "cpu"),
     "api_version": choice(None, "2024.12"), "sep": choice(" ", ","), "end": choice("\n"),
@@ -502,6 +505,13 @@ PARAMS = {
     "maps": s_none, "rank_coords": s_none, "global_shape": s_shape, "block_size": s_none,
     "padding": s_none, "sizes": s_none, "arr": s_arrow, "dest": s_dest,
     "name": choice("x", "pos", "nope", 3), "out": s_none,
+    # NumPy's statistics beyond the standard (xdap.api.numpy_statistics)
+    "bins": choice(10, 3, 1, [0.0, 0.5, 2.0], 0, "auto", 2.5, [1.0, 0.0]),
+    "range": choice(None, (0.0, 1.0), (-2, 5), (3, 1), (0.0, float("nan"))),
+    "density": choice(None, True, False), "weights": s_like, "minlength": s_count,
+    "m": s_array, "y": s_bound, "rowvar": s_flag, "bias": s_flag,
+    "ddof": choice(None, 0, 1, 2), "fweights": s_bound, "aweights": s_bound,
+    "q": choice(0.5, [0.1, 0.9], 0, 1.0, 50, -0.1, "x", [[0.5]]), "overwrite_input": s_flag,
 }
 
 

@@ -24,7 +24,7 @@ pythons=${XDAP_CHECK_PYTHONS:-3.11 3.12 3.13}
 wheelhouse="$here/wheelhouse"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-pipq=(-m pip install -q --disable-pip-version-check)
+pipq=(-m pip install -q --disable-pip-version-check --root-user-action=ignore)
 
 die() { echo "install_check: error: $*" >&2; exit 1; }
 

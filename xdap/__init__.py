@@ -29,6 +29,8 @@ from .api.exchange import (from_arrow, from_awkward, from_distarray, from_partit
                            to_global, to_numpy)
 from .api.indexing import take, take_along_axis
 from .api.linear_algebra import matmul, matrix_transpose, tensordot, vecdot
+from .api.numpy_statistics import (bincount, corrcoef, cov, histogram, median, percentile,
+                                   quantile)
 from .api.manipulation import (broadcast_arrays, broadcast_to, concat, expand_dims, flip,
                                moveaxis, permute_dims, repeat, reshape, roll, squeeze, stack,
                                tile, unstack)
@@ -93,5 +95,7 @@ __all__ = ["DistArray", "Distribution", "make_distribution",
            "unique_all", "unique_counts", "unique_inverse", "unique_values", "argsort", "sort",
            "cumulative_prod", "cumulative_sum", "std", "var", "diff", "matmul",
            "matrix_transpose", "tensordot", "vecdot",
+           # NumPy's statistics beyond the standard
+           "histogram", "bincount", "cov", "corrcoef", "quantile", "percentile", "median",
            # data movement, partitions, printing and pictures
            "Scatter", "Partition", "CartesianPartition", "print", "plot", "__version__"]

@@ -371,6 +371,18 @@ class DistArray:
 
     __array_ufunc__ = elementwise.array_ufunc
 
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy's functions that xdap implements on distributed data
+        (``np.histogram``, ``np.bincount``, ``np.cov``, ``np.corrcoef``:
+        ``xdap.api.numpy_statistics``) run as xdap's; any other behaves as
+        without this hook (``np.sum(a)`` calls ``a.sum``, and a function that
+        needs the values as one NumPy array refuses, naming ``to_numpy``)."""
+        from .api.numpy_statistics import NUMPY_FUNCTIONS
+        handler = NUMPY_FUNCTIONS.get(func)
+        if handler is None:
+            return func._implementation(*args, **kwargs)
+        return handler(*args, **kwargs)
+
     # Operators are local work: the kernel's checks read agreed state only,
     # so no rank communicates (see xdap.kernels).  A temporary -- a kernel
     # result nothing else references, as ``a * 2`` inside ``a * 2 + 1`` --

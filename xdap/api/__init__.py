@@ -2,7 +2,8 @@
 standard (as array-api-strict lays them out): ``creation``,
 ``data_types``, ``elementwise``, ``indexing``, ``linear_algebra``,
 ``manipulation``, ``searching``, ``sets``, ``sorting``, ``statistical``,
-``utility`` -- and for what distributed arrays add, ``exchange`` (the
+``utility`` -- NumPy's statistics beyond the standard (``numpy_statistics``:
+histogram, bincount, cov, corrcoef) -- and for what distributed arrays add, ``exchange`` (the
 protocols, files, gathering) and ``movement`` (redistribution, halos,
 migration).
 

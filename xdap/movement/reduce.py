@@ -53,7 +53,8 @@ from ..types import TypeInfo, dtype_from_numpy
 from ..agreement import agreed_on
 from .collectives import grid_team
 
-__all__ = ["reduce", "reduce_parts", "reduce_agreed", "check_reduction", "OPS"]
+__all__ = ["reduce", "reduce_parts", "reduce_agreed", "check_reduction", "counted_values",
+           "allreduce", "OPS"]
 
 OPS = ("sum", "prod", "min", "max", "mean", "count", "any", "all")
 
@@ -210,6 +211,28 @@ def _select(v, sel):
         return v[tuple(sel)]
     return v[np.ix_(*[np.arange(v.shape[k])[s] if isinstance(s, slice) else s
                       for k, s in enumerate(sel)])]
+
+
+def counted_values(d: Distribution, p: Parts):
+    """This rank's share of all the array's values, each global element on
+    exactly one rank -- padding left out, an element several ranks hold
+    counted on the lowest, a 0-d array's one value on rank 0 -- as a 1-D
+    NumPy array (a view of the partition where the selection is a slice)
+    and its validity mask (None for plain data). Fixed data in the local
+    block's C order; ragged data its leaves. No MPI call: the building block
+    of statistics that reduce counts, not values (``histogram``)."""
+    mask = p.valid_mask()
+    if p.info.ragged:
+        leaves = _row_selection(d, p)
+        v = p.values[leaves]
+        return v.reshape(-1), None if mask is None else mask[leaves].reshape(-1)
+    if p.info.ndim == 0:
+        mine = d.comm.Get_rank() == 0
+        v = p.values.reshape(-1)[:1 if mine else 0]
+        return v, None if mask is None else mask.reshape(-1)[:len(v)]
+    sel = [d.maps[k].canonical_positions(d.coords[k]) for k in range(p.info.ndim)]
+    v = _select(p.values, sel)
+    return v.reshape(-1), None if mask is None else _select(mask, sel).reshape(-1)
 
 
 def _norm_axis(axis, ndim):

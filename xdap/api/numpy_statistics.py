@@ -1,0 +1,553 @@
+"""NumPy's statistics beyond the Array API standard -- ``histogram``,
+``bincount``, ``cov``, ``corrcoef``, ``quantile``, ``percentile``,
+``median`` -- on distributed data, with NumPy's
+results on the global array. ``np.histogram(a)`` and the others reach these
+through ``DistArray.__array_function__``.
+
+Each result is small (bins, counts, a k x k matrix) and comes back as a
+NumPy array on every rank, as a reduction's scalar does. What each moves:
+
+- ``histogram``: NumPy's ``np.histogram`` of each rank's values, then one
+  ``Allreduce`` of the counts (plus one of the extremes when the range is
+  not given): O(bins) bytes, never the data;
+- ``bincount``: one ``Allreduce`` of the extremes, NumPy's ``np.bincount``
+  of each rank's values, one ``Allreduce`` of the counts: O(max(x)) bytes;
+- ``quantile`` / ``percentile`` / ``median`` over all values: a
+  distributed selection (``xdap.movement.select``) -- a few rounds of one
+  ``Allreduce`` of 256 counts, then one ``Allgatherv`` of at most 4096
+  candidates; no sort, no value moves. Along an axis: one redistribution
+  that makes it whole, then NumPy per rank;
+- ``cov`` / ``corrcoef``: one ``Allreduce`` of the k variables' sums and
+  one of the k x k products -- when the variables are whole on each rank
+  and the observations in blocks; otherwise one redistribution to that
+  layout first (the whole array moves once).
+
+>>> import numpy as np, xdap
+>>> from mpi4py import MPI
+>>> a = xdap.from_global(np.array([1.0, 2.0, 2.0, 5.0]), comm=MPI.COMM_SELF)
+>>> counts, edges = xdap.histogram(a, bins=4)
+>>> counts.tolist(), edges.tolist()
+([1, 2, 0, 1], [1.0, 2.0, 3.0, 4.0, 5.0])
+>>> np.bincount(xdap.astype(a, np.int64)).tolist()            # through __array_function__
+[0, 1, 2, 0, 0, 1]
+>>> np.cov(xdap.from_global(np.array([[1.0, 2.0, 4.0], [1.0, 0.0, 2.0]]), comm=MPI.COMM_SELF))
+array([[2.33333333, 1.        ],
+       [1.        , 1.        ]])
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import arguments
+from ..agreement import agreed_on
+from ..contract import collective
+from ..distribution import make_distribution
+from ..movement.reduce import allreduce, counted_values
+from ..movement.select import select
+from .layouts import values_on
+
+__all__ = ["histogram", "bincount", "cov", "corrcoef", "quantile", "percentile", "median"]
+
+
+# -- histogram, bincount -------------------------------------------------------------
+def _real(name, x, what="x", *, integral=False, ragged=True):
+    """``x``: a DistArray of real numbers (integers with ``integral``), no
+    missing values; ragged data counts its values."""
+    arguments.array(name, x, what)
+    info = x.parts.info
+    kinds = "iub" if integral else "iuf"
+    ok = (info.numeric and not info.optional and not info.boxed and
+          (ragged or not info.ragged) and np.dtype(info.numpy_dtype).kind in kinds)
+    if not ok:
+        need = "integers (or bools)" if integral else "real numbers (integers or floats)"
+        raise TypeError(f"{name}: {what} must hold {need} without missing values, not "
+                        f"{arguments.type_of(x)}")
+    return x
+
+
+def _weights(name, x, weights):
+    """``weights``: None, or a DistArray of real numbers distributed as ``x``."""
+    if weights is None:
+        return None
+    _real(name, weights, "weights")
+    if weights.distribution != x.distribution or weights.parts.info.ragged != x.parts.info.ragged:
+        raise ValueError(f"{name}: weights must have x's shape and distribution: "
+                         f"{arguments.type_of(weights)} against {arguments.type_of(x)}")
+    return weights
+
+
+def _bins(name, bins):
+    """('count', n) or ('edges', a float array): NumPy's two kinds of ``bins``
+    that need no global pass over the data (a rule's name, 'auto' or 'fd',
+    does)."""
+    if isinstance(bins, str):
+        raise TypeError(f"{name}: bins={bins!r} chooses the bins from all the data; give "
+                        "their number or their edges")
+    if np.ndim(bins) == 0:
+        return "count", arguments.integer(name, "bins", bins, low=1)
+    try:
+        edges = np.asarray(bins, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: bins must be an int or a 1-D sequence of edges, "
+                        f"got {arguments._shown(bins)}") from None
+    if edges.ndim != 1 or len(edges) < 2:
+        raise ValueError(f"{name}: bins must be an int or 1-D edges (at least two), "
+                         f"got shape {edges.shape}")
+    if not np.all(np.isfinite(edges)) or np.any(np.diff(edges) < 0):
+        raise ValueError(f"{name}: bins must increase monotonically and be finite, "
+                         f"got {arguments._shown(bins)}")
+    return "edges", edges
+
+
+def _range(name, value):
+    if value is None:
+        return None
+    try:
+        lo, hi = value
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: range must be None or (min, max), got "
+                        f"{arguments._shown(value)}") from None
+    lo, hi = arguments.real(name, "range's min", lo), arguments.real(name, "range's max", hi)
+    if lo > hi:
+        raise ValueError(f"{name}: range's max must be >= its min, got ({lo}, {hi})")
+    return lo, hi
+
+
+def _extremes(comm, v):
+    """The global (min, max) of every rank's ``v`` (NumPy scalars of its
+    dtype; NaN wins, as in NumPy) and the global count: two allreduces."""
+    if v.dtype.kind == "f":
+        lo_id, hi_id = np.inf, -np.inf
+    else:
+        lo_id, hi_id = np.iinfo(v.dtype).max, np.iinfo(v.dtype).min
+    lo = allreduce(comm, np.array([v.min() if len(v) else lo_id], v.dtype), "min")[0]
+    hi = allreduce(comm, np.array([v.max() if len(v) else hi_id], v.dtype), "max")[0]
+    n = int(allreduce(comm, np.array([len(v)], np.int64), "sum")[0])
+    return lo, hi, n
+
+
+@collective
+def histogram(a, bins=10, range=None, density=None, weights=None):   # noqa: A002
+    """NumPy's ``np.histogram`` of all of ``a``'s values (flattened; ragged
+    data's values): ``(counts, edges)``, NumPy arrays on every rank, equal
+    to NumPy's on the global array. ``bins``: their number (spread evenly
+    over ``range``, or over the data's extremes: one more allreduce) or
+    their edges; ``weights``: a DistArray distributed as ``a``;
+    ``density``: counts / (total * bin width). Collective: one
+    ``Allreduce`` of the counts; no value moves.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(10.0), comm=MPI.COMM_SELF)
+    >>> xdap.histogram(a, bins=[0, 5, 10], weights=a)[0].tolist()
+    [10.0, 35.0]
+    """
+    _real("histogram", a, "a")
+    kind, spec = _bins("histogram", bins)
+    rng = _range("histogram", range)
+    density = None if density is None else arguments.flag("histogram", "density", density)
+    weights = _weights("histogram", a, weights)
+    yield dict(a=a, bins=(kind, spec), range=rng, density=density, weights=weights)
+    comm = a.distribution.comm
+    v, _ = counted_values(a.distribution, a.parts)
+    w = None if weights is None else counted_values(weights.distribution, weights.parts)[0]
+    if kind == "count" and rng is None:
+        lo, hi, n = _extremes(comm, v)
+        if n == 0:
+            rng = (0.0, 1.0)                       # NumPy's range of no data
+        elif not (np.isfinite(lo) and np.isfinite(hi)):
+            raise agreed_on(comm, ValueError(
+                f"histogram: autodetected range of [{lo}, {hi}] is not finite"))
+        else:
+            rng = (lo, hi)      # the global extremes, as NumPy takes them from the whole array
+    counts, edges = np.histogram(v, bins=spec, range=rng if kind == "count" else None, weights=w)
+    counts = allreduce(comm, counts, "sum")
+    if density:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return counts / np.diff(edges) / counts.sum(), edges
+    return counts, edges
+
+
+@collective
+def bincount(x, /, weights=None, minlength=0):
+    """NumPy's ``np.bincount`` of a 1-D DistArray of non-negative integers:
+    the count (or the sum of ``weights``) of each value 0..max(x), a NumPy
+    array on every rank of length ``max(max(x) + 1, minlength)``.
+    Collective: one ``Allreduce`` of the extremes, one of the counts; a
+    negative value is one ``ValueError`` on every rank. Memory O(max(x)) a
+    rank.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> xdap.bincount(xdap.from_global(np.array([0, 3, 3]), comm=MPI.COMM_SELF), minlength=6)
+    array([1, 0, 0, 2, 0, 0])
+    """
+    _real("bincount", x, integral=True, ragged=False)
+    if x.ndim != 1:
+        raise ValueError(f"bincount: x must be 1-D, not {arguments.type_of(x)}")
+    weights = _weights("bincount", x, weights)
+    minlength = arguments.integer("bincount", "minlength", minlength, low=0)
+    yield dict(x=x, weights=weights, minlength=minlength)
+    comm = x.distribution.comm
+    v, _ = counted_values(x.distribution, x.parts)
+    v = v.astype(np.int64, copy=False) if v.dtype.kind == "b" else v
+    lo, hi, n = _extremes(comm, v)
+    if n and lo < 0:
+        raise agreed_on(comm, ValueError(f"bincount: x must hold no negative values; its "
+                                         f"smallest is {lo}"))
+    if n and hi >= 2**62:
+        raise agreed_on(comm, ValueError(f"bincount: x's largest value {hi} would need "
+                                         "that many counts"))
+    length = max(int(hi) + 1 if n else 0, minlength)
+    w = None if weights is None else counted_values(weights.distribution, weights.parts)[0]
+    counts = np.bincount(v.astype(np.intp, copy=False), weights=w, minlength=length)
+    # NumPy's dtype, whatever this rank holds (its bincount of no values is intp)
+    return allreduce(comm, counts.astype(np.intp if w is None else np.float64, copy=False), "sum")
+
+
+# -- cov, corrcoef -------------------------------------------------------------------
+def _variables(name, m, what, rowvar):
+    """``m`` checked: a 1-D or 2-D DistArray of numbers (variables along
+    axis 0 when ``rowvar``)."""
+    arguments.numeric(name, m, what)
+    if m.ndim not in (1, 2):
+        raise ValueError(f"{name}: {what} must be 1-D or 2-D, not {arguments.type_of(m)}")
+    return m
+
+
+def _observations(name, m, y, rowvar):
+    """The number of observations, checking that ``y`` has as many."""
+    def count(a):
+        return a.shape[-1] if a.ndim == 1 or rowvar else a.shape[0]
+    if y is not None and count(y) != count(m):
+        raise ValueError(f"{name}: m and y must have as many observations: "
+                         f"{count(m)} and {count(y)}")
+    return count(m)
+
+
+def _obs_weights(name, what, w, n, integral):
+    """``fweights``/``aweights``: None or a 1-D DistArray of n real
+    numbers (integers for frequencies)."""
+    if w is None:
+        return None
+    _real(name, w, what, integral=integral, ragged=False)
+    if w.ndim != 1 or w.shape[0] != n:
+        raise ValueError(f"{name}: {what} must be 1-D with one weight per observation ({n}), "
+                         f"not {arguments.type_of(w)}")
+    return w
+
+
+def _rows_by_observation(a, rowvar, n):
+    """This rank's block of ``a`` as (variables, observations): every
+    variable, the observations of a block over all ranks (the layout
+    every operand is brought to -- one redistribution unless it is so)."""
+    comm = a.distribution.comm
+    if a.ndim == 1:
+        target = make_distribution((n,), ("b",), comm=comm)
+        return values_on(a, target)[None, :]
+    if rowvar:
+        target = make_distribution(a.shape, ("n", "b"), comm=comm)
+        return values_on(a, target)
+    target = make_distribution(a.shape, ("b", "n"), comm=comm)
+    return values_on(a, target).T
+
+
+@collective
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
+        dtype=None):
+    """NumPy's ``np.cov``: the covariance matrix of the variables of ``m``
+    (rows when ``rowvar``, else columns; a 1-D ``m`` is one variable), and
+    of ``y``'s after them -- a NumPy array on every rank, equal to NumPy's
+    on the global arrays (to rounding). ``ddof`` (default ``0`` with
+    ``bias``, else ``1``), ``fweights`` (integer frequencies) and
+    ``aweights`` are 1-D DistArrays over the observations.
+
+    Collective: the observations are summed where they lie -- one
+    ``Allreduce`` of the k means, one of the k x k products (two passes, as
+    NumPy: stable). Operands whose variables are split over ranks, or
+    whose observations are not in plain blocks, are redistributed to that
+    layout first (one exchange each).
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> x = xdap.from_global(np.array([0.0, 1.0, 2.0]), comm=MPI.COMM_SELF)
+    >>> float(xdap.cov(x, bias=True))
+    0.6666666666666666
+    """
+    _variables("cov", m, "m", rowvar)
+    rowvar = arguments.flag("cov", "rowvar", rowvar)
+    if y is not None:
+        _variables("cov", y, "y", rowvar)
+        arguments.same_comm("cov", [m, y])
+    n = _observations("cov", m, y, rowvar)
+    bias = arguments.flag("cov", "bias", bias)
+    ddof = None if ddof is None else arguments.integer("cov", "ddof", ddof)
+    fweights = _obs_weights("cov", "fweights", fweights, n, True)
+    aweights = _obs_weights("cov", "aweights", aweights, n, False)
+    arguments.same_comm("cov", [m, y, fweights, aweights])
+    dtype = arguments.dtype("cov", dtype)
+    if dtype is not None and dtype.kind not in "fc":
+        raise TypeError(f"cov: dtype must be a floating or complex dtype, got {dtype}")
+    yield dict(m=m, y=y, rowvar=rowvar, bias=bias, ddof=ddof, fweights=fweights,
+               aweights=aweights, dtype=dtype)
+    return _covariance(m, y, rowvar, bias, ddof, fweights, aweights, dtype, n)
+
+
+def _covariance(m, y, rowvar, bias, ddof, fweights, aweights, dtype, n):
+    comm = m.distribution.comm
+    if dtype is None:
+        dtype = np.result_type(m.dtype, np.float64, *([] if y is None else [y.dtype]))
+    x = _rows_by_observation(m, rowvar, n).astype(dtype)
+    if y is not None:
+        x = np.concatenate([x, _rows_by_observation(y, rowvar, n).astype(dtype)])
+    if ddof is None:
+        ddof = 0 if bias else 1
+    w = aw = None
+    for what, weights in (("fweights", fweights), ("aweights", aweights)):
+        if weights is None:
+            continue
+        mine = _rows_by_observation(weights, True, n)[0].astype(np.float64)
+        if allreduce(comm, np.array([bool(mine.size) and bool(mine.min() < 0)]), "max")[0]:
+            raise agreed_on(comm, ValueError(f"cov: {what} cannot be negative"))
+        if what == "aweights":
+            aw = mine
+        w = mine if w is None else w * mine
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if w is None:
+            total = float(n)
+            avg = allreduce(comm, x.sum(axis=1), "sum") / total
+        else:
+            sums = allreduce(comm, np.concatenate([[w.sum()], (x * w).sum(axis=1)]), "sum")
+            total = float(sums[0].real)
+            avg = sums[1:] / total
+        if w is None:
+            fact = total - ddof
+        elif ddof == 0:
+            fact = total
+        elif aweights is None:
+            fact = total - ddof
+        else:
+            fact = total - ddof * float(allreduce(comm, np.array([(w * aw).sum()]), "sum")[0]) \
+                / total
+        if fact <= 0:
+            warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
+            fact = 0.0
+        x = x - avg[:, None]
+        xw = x if w is None else x * w
+        c = allreduce(comm, np.ascontiguousarray(xw @ x.T.conj()), "sum") / fact
+    return c.squeeze()
+
+
+@collective
+def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    """NumPy's ``np.corrcoef``: the correlation coefficients of ``x``'s
+    variables (and ``y``'s), ``cov`` scaled by the standard deviations and
+    clipped to [-1, 1] -- a NumPy array on every rank. Collective: as
+    ``cov`` (two allreduces).
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> x = xdap.from_global(np.array([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]), comm=MPI.COMM_SELF)
+    >>> xdap.corrcoef(x).tolist()
+    [[1.0, -1.0], [-1.0, 1.0]]
+    """
+    _variables("corrcoef", x, "x", rowvar)
+    rowvar = arguments.flag("corrcoef", "rowvar", rowvar)
+    if y is not None:
+        _variables("corrcoef", y, "y", rowvar)
+        arguments.same_comm("corrcoef", [x, y])
+    n = _observations("corrcoef", x, y, rowvar)
+    dtype = arguments.dtype("corrcoef", dtype)
+    if dtype is not None and dtype.kind not in "fc":
+        raise TypeError(f"corrcoef: dtype must be a floating or complex dtype, got {dtype}")
+    yield dict(x=x, y=y, rowvar=rowvar, dtype=dtype)
+    c = _covariance(x, y, rowvar, False, None, None, None, dtype, n)
+    if c.ndim == 0:
+        return c / c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.sqrt(np.diag(c).real)
+        c = c / d[:, None] / d[None, :]
+    np.clip(c.real, -1, 1, out=c.real)
+    if np.iscomplexobj(c):
+        np.clip(c.imag, -1, 1, out=c.imag)
+    return c
+
+
+# -- quantile, percentile, median ----------------------------------------------------
+# NumPy's methods xdap computes: the classic five (Hyndman & Fan's discontinuous
+# and the default linear one)
+METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile_args(name, a, q, axis, out, overwrite_input, method, keepdims, scale):
+    """The checks of quantile, percentile and median; ``q`` as fractions."""
+    _real(name, a, "a")
+    if q is None:
+        q = np.float64(0.5)
+    else:
+        try:
+            given = np.asarray(q)
+        except Exception:
+            given = np.asarray(None)
+        if given.dtype.kind not in "iuf" or given.ndim > 1:
+            raise TypeError(f"{name}: q must be a real number or a 1-D sequence of them, got "
+                            f"{arguments._shown(q)}")
+        q = np.true_divide(given.astype(np.float64), scale)    # as NumPy divides percentiles
+        if not np.all((q >= 0) & (q <= 1)):
+            what = "Percentiles must be in the range [0, 100]" if scale == 100 else \
+                "Quantiles must be in the range [0, 1]"
+            raise ValueError(f"{name}: {what}, got {arguments._shown(given.tolist())}")
+    if out is not None:
+        raise TypeError(f"{name}: out= is not supported on a DistArray (the result is new)")
+    arguments.flag(name, "overwrite_input", overwrite_input)   # xdap never overwrites
+    method = arguments.choice(name, "method", method, METHODS)
+    keepdims = arguments.flag(name, "keepdims", keepdims)
+    if axis is not None:
+        if a.parts.info.ragged:
+            raise TypeError(f"{name}: axis= on ragged data; its quantiles are over all values "
+                            "(axis=None)")
+        axis = arguments.axis(name, a.ndim, axis)
+    return q, axis, method, keepdims
+
+
+def _order_statistics(comm, v, n, q, method):
+    """NumPy's quantiles ``q`` (fractions, 0-d or 1-D) of the ``n`` values
+    that ``v`` holds over the ranks: the order statistics each needs, found
+    by distributed selection, then NumPy's own formula on just them (so
+    interpolation, rounding and dtype are NumPy's)."""
+    qs = np.atleast_1d(q)
+    virtual = (n - 1) * qs
+    if method in ("linear", "midpoint"):
+        lo = np.floor(virtual).astype(np.int64)
+        hi = np.minimum(lo + 1, n - 1) if method == "linear" else \
+            np.ceil(virtual).astype(np.int64)
+        t = virtual - lo if method == "linear" else np.where(virtual % 1 == 0, 0.0, 0.5)
+    else:
+        rule = {"lower": np.floor, "higher": np.ceil, "nearest": np.around}[method]
+        lo = hi = rule(virtual).astype(np.int64)
+        t = np.zeros(len(qs))
+    ks = np.unique(np.concatenate([lo, hi]))
+    found = dict(zip(ks.tolist(), select(comm, v, ks)))
+    out = [np.quantile(np.array([found[int(i)], found[int(j)]], v.dtype), ti,
+                       method="linear" if method in ("linear", "midpoint") else method)
+           for i, j, ti in zip(lo, hi, t)]
+    return np.asarray(out) if np.ndim(q) else out[0]
+
+
+def _quantiles(name, a, q, axis, method, keepdims, median=False):
+    comm = a.distribution.comm
+    if axis is not None and a.ndim > 1:
+        return _quantiles_along(a, q, axis, method, keepdims, median)
+    v, _ = counted_values(a.distribution, a.parts)
+    nans = bool(allreduce(comm, np.array([v.dtype.kind == "f" and bool(np.isnan(v).any())]),
+                          "max")[0])
+    n = int(allreduce(comm, np.array([len(v)], np.int64), "sum")[0])
+    if n == 0:
+        raise agreed_on(comm, ValueError(f"{name}: a holds no values"))
+    if nans:                                     # NumPy's answer: NaN for every q
+        dt = np.result_type(v.dtype, np.float64)
+        result = np.full(np.shape(q), np.nan, dt) if np.ndim(q) else dt.type(np.nan)
+    elif median:
+        mid = [(n - 1) // 2, n // 2]
+        result = np.median(select(comm, v, mid)[:1 if n % 2 else 2])
+    else:
+        result = _order_statistics(comm, v, n, q, method)
+    if keepdims:
+        result = np.reshape(result, np.shape(q) + (1,) * a.ndim)
+    return result
+
+
+def _quantiles_along(a, q, axis, method, keepdims, median):
+    """Along one axis of an array of 2 or more dims: that axis made whole
+    on every rank (one redistribution; none when it is already), then
+    NumPy's quantile of each rank's block -- a DistArray of the other dims
+    (after q's), blocks of the first other one."""
+    from .layouts import wrap
+    comm = a.distribution.comm
+    other = [k for k in range(a.ndim) if k != axis]
+    dist = ["n"] * a.ndim
+    dist[other[0]] = "b"
+    values = values_on(a, make_distribution(a.shape, tuple(dist), comm=comm))
+    if median:
+        local = np.median(values, axis=axis, keepdims=keepdims)
+    else:
+        local = np.quantile(values, q, axis=axis, method=method, keepdims=keepdims)
+    shape = tuple(np.shape(q)) + tuple(1 if k == axis else a.shape[k] for k in range(a.ndim)
+                                       if keepdims or k != axis)
+    first = len(np.shape(q)) + (other[0] if keepdims else 0)
+    out_dist = ["n"] * len(shape)
+    out_dist[first] = "b"
+    return wrap(a, make_distribution(shape, tuple(out_dist), comm=comm), local)
+
+
+@collective
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False):
+    """NumPy's ``np.quantile``: the ``q``-th quantiles (fractions in [0, 1],
+    a number or a 1-D sequence) of all of ``a``'s values -- a NumPy scalar or
+    array on every rank, equal to NumPy's on the global array -- or along
+    ``axis`` (a DistArray of the other dims, ``q``'s dims first).
+    ``method``: ``linear`` (NumPy's default), ``lower``, ``higher``,
+    ``midpoint``, ``nearest``. NaN in the data gives NaN, as NumPy.
+
+    Collective. Over all values nothing moves: a distributed selection
+    (``xdap.movement.select``: a few histogram rounds, one ``Allreduce`` of
+    256 counts each, then one small ``Allgatherv``) finds just the order
+    statistics the quantiles need. Along an axis: one redistribution that
+    makes the axis whole, then NumPy per rank.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.array([7.0, 1.0, 3.0, 5.0]), comm=MPI.COMM_SELF)
+    >>> xdap.quantile(a, [0.25, 0.5]).tolist(), float(np.quantile(a, 1.0))
+    ([2.5, 4.0], 7.0)
+    """
+    q, axis, method, keepdims = _quantile_args("quantile", a, q, axis, out, overwrite_input,
+                                               method, keepdims, 1)
+    yield dict(a=a, q=q, axis=axis, out=None, overwrite_input=False, method=method,
+               keepdims=keepdims)
+    return _quantiles("quantile", a, q, axis, method, keepdims)
+
+
+@collective
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False):
+    """NumPy's ``np.percentile``: ``quantile`` with ``q`` in percent
+    ([0, 100]); the same selection, the same result.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> float(xdap.percentile(xdap.from_global(np.arange(101.0), comm=MPI.COMM_SELF), 90))
+    90.0
+    """
+    q, axis, method, keepdims = _quantile_args("percentile", a, q, axis, out,
+                                               overwrite_input, method, keepdims, 100)
+    yield dict(a=a, q=q, axis=axis, out=None, overwrite_input=False, method=method,
+               keepdims=keepdims)
+    return _quantiles("percentile", a, q, axis, method, keepdims)
+
+
+@collective
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """NumPy's ``np.median``: the middle value (the mean of the two middle
+    ones for an even count) -- NumPy's arithmetic on the one or two order
+    statistics the distributed selection finds; along ``axis`` as
+    ``quantile``.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> float(xdap.median(xdap.from_global(np.array([4, 1, 3, 2]), comm=MPI.COMM_SELF)))
+    2.5
+    """
+    _, axis, _, keepdims = _quantile_args("median", a, None, axis, out, overwrite_input,
+                                          "linear", keepdims, 1)
+    yield dict(a=a, axis=axis, out=None, overwrite_input=False, keepdims=keepdims)
+    return _quantiles("median", a, np.float64(0.5), axis, "linear", keepdims, median=True)
+
+
+# NumPy's functions these implement, for DistArray.__array_function__
+NUMPY_FUNCTIONS = {np.histogram: histogram, np.bincount: bincount, np.cov: cov,
+                   np.corrcoef: corrcoef, np.quantile: quantile, np.percentile: percentile,
+                   np.median: median}

@@ -1,0 +1,119 @@
+"""Distributed selection: the values at given positions of the sorted
+global data (order statistics: a median, percentiles) without sorting or
+moving the data.
+
+Each rank holds some of the values (any number, none included). Rounds of
+histograms narrow each wanted position down to the values of one bin:
+
+1. one ``Allreduce`` of the extremes and the count;
+2. each round, every rank counts its candidates of each wanted position in
+   ``BINS`` equal bins between their extremes, one ``Allreduce`` sums the
+   counts, and each position keeps the bin that holds it (and the number of
+   values below that bin) -- a bin holds ~1/BINS of the candidates, so
+   10^7 values a rank take two or three rounds;
+3. when at most ``GATHER`` candidates remain (or all are equal), one
+   ``Allgatherv`` brings them to every rank, which sorts them and reads the
+   answer.
+
+A value's bin comes from one formula every rank applies alike, so the
+counts and the candidates agree. Memory: one pass's bin numbers over this
+rank's values (8 bytes a value), then ~1/BINS of them; messages O(BINS)
+per round. Integers are binned as float64 and answered exactly.
+
+>>> import numpy as np
+>>> from mpi4py import MPI
+>>> select(MPI.COMM_SELF, np.array([5.0, 1.0, 4.0, 2.0, 3.0]), [0, 2, 4]).tolist()
+[1.0, 3.0, 5.0]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mpi4py.util.dtlib import from_numpy_dtype
+
+from ..comm import MPI
+
+__all__ = ["select", "BINS", "GATHER"]
+
+BINS = 256          # bins a round: one Allreduce of BINS counts a wanted position
+GATHER = 4096       # candidates gathered to every rank once this few remain
+ROUNDS = 300        # a bound (float64's range is 2**2098: 8 bits a round); then gather
+
+
+def _extremes(comm, v):
+    """(min, max) over every rank's ``v``, in its dtype (exact for any
+    integer), and the total count: two Allreduces."""
+    dt = v.dtype
+    big, small = (np.inf, -np.inf) if dt.kind == "f" else (np.iinfo(dt).max, np.iinfo(dt).min)
+    ext = np.array([np.min(v) if len(v) else big, np.max(v) if len(v) else small], dt)
+    lo, hi = np.empty(1, dt), np.empty(1, dt)
+    comm.Allreduce(ext[:1], lo, op=MPI.MIN)
+    comm.Allreduce(ext[1:], hi, op=MPI.MAX)
+    return lo[0], hi[0]
+
+
+def _bins(x, lo, hi):
+    """The bin (0..BINS-1) of each value of ``x`` between ``lo`` and ``hi``:
+    one formula, so every rank bins alike."""
+    lo, hi = float(lo), float(hi)
+    if hi <= lo:              # integers beyond 2**53 may look equal as floats
+        return np.zeros(len(x), np.intp)
+    scale = BINS / (hi - lo)
+    if not np.isfinite(scale):
+        scale = np.finfo(np.float64).max
+    b = (x.astype(np.float64, copy=False) - lo) * scale
+    np.clip(b, 0, BINS - 1, out=b)
+    return b.astype(np.intp)
+
+
+def select(comm, values, ks):
+    """The values at the 0-based positions ``ks`` of all ranks' ``values``
+    sorted (a NumPy array of ``values``' dtype, in the order of ``ks``), on
+    every rank. ``values``: this rank's, 1-D, real, no NaN; ``ks``: the same
+    on every rank, each in ``[0, total)``. Collective."""
+    values = np.asarray(values).reshape(-1)
+    ks = [int(k) for k in ks]
+    lo, hi = _extremes(comm, values)
+    # the positions still to find, by their candidates: (lo, hi, below, this rank's, positions)
+    groups = [(lo, hi, 0, values, sorted(set(ks)))]
+    answers = {}
+    for round_ in range(ROUNDS + 1):
+        sizes = np.array([len(g[3]) for g in groups], np.int64)
+        comm.Allreduce(MPI.IN_PLACE, sizes, op=MPI.SUM)
+        left = []
+        for (g_lo, g_hi, below, cand, wanted), size in zip(groups, sizes):
+            if g_lo == g_hi:                          # every candidate is this value
+                answers.update((k, g_lo) for k in wanted)
+            elif size <= GATHER or round_ == ROUNDS:
+                everyone = np.sort(_allgather(comm, cand))
+                answers.update((k, everyone[k - below]) for k in wanted)
+            else:
+                left.append((g_lo, g_hi, below, cand, wanted))
+        if not left:
+            break
+        bins = [_bins(g[3], g[0], g[1]) for g in left]
+        counts = np.concatenate([np.bincount(b, minlength=BINS) for b in bins])
+        comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
+        groups = []
+        for j, (_, _, below, cand, wanted) in enumerate(left):
+            c = counts[j * BINS:(j + 1) * BINS]
+            ends = below + np.cumsum(c)
+            by_bin: dict = {}
+            for k in wanted:
+                by_bin.setdefault(int(np.searchsorted(ends, k, side="right")), []).append(k)
+            for b, in_bin in sorted(by_bin.items()):
+                mine = cand[bins[j] == b]
+                b_lo, b_hi = _extremes(comm, mine)    # the bin's values, not its edges
+                groups.append((b_lo, b_hi, int(ends[b] - c[b]), mine, in_bin))
+    return np.array([answers[k] for k in ks], values.dtype)
+
+
+def _allgather(comm, cand):
+    """Every rank's ``cand`` on every rank (one Allgatherv of buffers)."""
+    cand = np.ascontiguousarray(cand)
+    counts = np.empty(comm.Get_size(), np.int64)
+    comm.Allgather(np.array([len(cand)], np.int64), counts)
+    out = np.empty(int(counts.sum()), cand.dtype)
+    displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    comm.Allgatherv(cand, [out, counts, displs, from_numpy_dtype(cand.dtype)])
+    return out
