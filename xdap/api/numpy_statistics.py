@@ -193,18 +193,29 @@ def bincount(x, /, weights=None, minlength=0):
     comm = x.distribution.comm
     v, _ = counted_values(x.distribution, x.parts)
     v = v.astype(np.int64, copy=False) if v.dtype.kind == "b" else v
-    lo, hi, n = _extremes(comm, v)
-    if n and lo < 0:
-        raise agreed_on(comm, ValueError(f"bincount: x must hold no negative values; its "
-                                         f"smallest is {lo}"))
-    if n and hi >= 2**62:
+    # one pass for the largest value; a negative one shows in NumPy's bincount
+    floor = np.iinfo(v.dtype).min
+    hi = allreduce(comm, np.array([v.max() if len(v) else floor], v.dtype), "max")[0]
+    if hi >= 2**62:
         raise agreed_on(comm, ValueError(f"bincount: x's largest value {hi} would need "
                                          "that many counts"))
-    length = max(int(hi) + 1 if n else 0, minlength)
+    length = max(int(hi) + 1 if hi > floor else 0, minlength)
     w = None if weights is None else counted_values(weights.distribution, weights.parts)[0]
-    counts = np.bincount(v.astype(np.intp, copy=False), weights=w, minlength=length)
-    # NumPy's dtype, whatever this rank holds (its bincount of no values is intp)
-    return allreduce(comm, counts.astype(np.intp if w is None else np.float64, copy=False), "sum")
+    try:
+        counts = np.bincount(v.astype(np.intp, copy=False), weights=w, minlength=length)
+        negative = 0
+    except ValueError:                  # "'list' argument must have no negative elements"
+        counts, negative = np.zeros(length, np.intp if w is None else np.float64), 1
+    # NumPy's dtype, whatever this rank holds (its bincount of no values is intp), and
+    # this rank's verdict on negative values in the same Allreduce
+    counts = np.append(counts.astype(np.intp if w is None else np.float64, copy=False),
+                       negative)
+    counts = allreduce(comm, counts, "sum")
+    if counts[-1]:
+        lo = allreduce(comm, np.array([v.min() if len(v) else 0], v.dtype), "min")[0]
+        raise agreed_on(comm, ValueError(f"bincount: x must hold no negative values; its "
+                                         f"smallest is {lo}"))
+    return counts[:-1]
 
 
 # -- cov, corrcoef -------------------------------------------------------------------
@@ -239,19 +250,17 @@ def _obs_weights(name, what, w, n, integral):
     return w
 
 
-def _rows_by_observation(a, rowvar, n):
-    """This rank's block of ``a`` as (variables, observations): every
-    variable, the observations of a block over all ranks (the layout
-    every operand is brought to -- one redistribution unless it is so)."""
+def _by_observation(a, rowvar, n):
+    """This rank's block of ``a`` as (observations, variables): every
+    variable, the observations of a block over all ranks -- the layout every
+    operand is brought to (one redistribution unless it is so; a view of
+    the partition when it is)."""
     comm = a.distribution.comm
     if a.ndim == 1:
-        target = make_distribution((n,), ("b",), comm=comm)
-        return values_on(a, target)[None, :]
+        return values_on(a, make_distribution((n,), ("b",), comm=comm))[:, None]
     if rowvar:
-        target = make_distribution(a.shape, ("n", "b"), comm=comm)
-        return values_on(a, target)
-    target = make_distribution(a.shape, ("b", "n"), comm=comm)
-    return values_on(a, target).T
+        return values_on(a, make_distribution(a.shape, ("n", "b"), comm=comm)).T
+    return values_on(a, make_distribution(a.shape, ("b", "n"), comm=comm))
 
 
 @collective
@@ -296,30 +305,36 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
 
 
 def _covariance(m, y, rowvar, bias, ddof, fweights, aweights, dtype, n):
+    """NumPy's two-pass covariance, with the observations summed where they
+    lie: X is (this rank's observations, variables), C = Xc^T conj(Xc)."""
     comm = m.distribution.comm
     if dtype is None:
         dtype = np.result_type(m.dtype, np.float64, *([] if y is None else [y.dtype]))
-    x = _rows_by_observation(m, rowvar, n).astype(dtype)
+    x = _by_observation(m, rowvar, n).astype(dtype, copy=False)
     if y is not None:
-        x = np.concatenate([x, _rows_by_observation(y, rowvar, n).astype(dtype)])
+        x = np.concatenate([x, _by_observation(y, rowvar, n).astype(dtype, copy=False)], axis=1)
     if ddof is None:
         ddof = 0 if bias else 1
     w = aw = None
     for what, weights in (("fweights", fweights), ("aweights", aweights)):
         if weights is None:
             continue
-        mine = _rows_by_observation(weights, True, n)[0].astype(np.float64)
+        mine = _by_observation(weights, True, n)[:, 0].astype(np.float64)
         if allreduce(comm, np.array([bool(mine.size) and bool(mine.min() < 0)]), "max")[0]:
             raise agreed_on(comm, ValueError(f"cov: {what} cannot be negative"))
         if what == "aweights":
             aw = mine
         w = mine if w is None else w * mine
+    # variables in rows when that is how the memory lies (rowvar data), else columns:
+    # each product below then reads memory in order
+    rows = x.T if x.T.flags.c_contiguous and not x.flags.c_contiguous else None
     with np.errstate(divide="ignore", invalid="ignore"):
         if w is None:
             total = float(n)
-            avg = allreduce(comm, x.sum(axis=1), "sum") / total
+            sums = rows.sum(axis=1) if rows is not None else np.ones(len(x), x.dtype) @ x
+            avg = allreduce(comm, sums, "sum") / total
         else:
-            sums = allreduce(comm, np.concatenate([[w.sum()], (x * w).sum(axis=1)]), "sum")
+            sums = allreduce(comm, np.concatenate([[w.sum()], w @ x]), "sum")
             total = float(sums[0].real)
             avg = sums[1:] / total
         if w is None:
@@ -334,9 +349,15 @@ def _covariance(m, y, rowvar, bias, ddof, fweights, aweights, dtype, n):
         if fact <= 0:
             warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
             fact = 0.0
-        x = x - avg[:, None]
-        xw = x if w is None else x * w
-        c = allreduce(comm, np.ascontiguousarray(xw @ x.T.conj()), "sum") / fact
+        if rows is not None:
+            xc = rows - avg[:, None]
+            xw = xc if w is None else xc * w
+            c = xw @ (xc.conj() if np.iscomplexobj(xc) else xc).T
+        else:
+            xc = x - avg
+            xw = xc if w is None else xc * w[:, None]
+            c = xw.T @ (xc.conj() if np.iscomplexobj(xc) else xc)
+        c = allreduce(comm, c, "sum") / fact
     return c.squeeze()
 
 
