@@ -89,7 +89,7 @@ def hand_percentile(v, q):
         b = int(np.searchsorted(ends, k, side="right"))
         below = int(ends[b] - counts[b])
         cand = cand[idx == b]
-        ext = np.array([-cand.min() if len(cand) else -np.inf, cand.max() if len(cand) else -np.inf])
+        ext = np.array([-cand.min(), cand.max()]) if len(cand) else np.array([-np.inf, -np.inf])
         COMM.Allreduce(MPI.IN_PLACE, ext, op=MPI.MAX)
         lo, hi = -ext[0], ext[1]
     if lo == hi:

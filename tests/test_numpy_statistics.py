@@ -36,7 +36,8 @@ def test_histogram_matches_numpy(comm):
             for got, want in zip(np.histogram(a, **case), np.histogram(G, **case)):
                 same(got, want, ("np.histogram", kw, case))
         w = xdap.from_global(G * G, comm=comm, **kw)
-        for got, want in zip(xdap.histogram(a, bins=4, weights=w), np.histogram(G, 4, weights=G * G)):
+        for got, want in zip(xdap.histogram(a, bins=4, weights=w),
+                             np.histogram(G, 4, weights=G * G)):
             same(got, want, ("weights", kw))
     for kw in layouts1(comm.size):         # padding and empty ranks: each value counted once
         v = xdap.from_global(V, comm=comm, **kw)

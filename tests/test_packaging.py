@@ -85,8 +85,9 @@ def test_a_missing_extra_is_named_on_use(tmp_path):
             "    a.save(sys.argv[1])\n"
             "except ImportError as e:\n"
             "    print('refused:', e)\n")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "x.xdap")], capture_output=True,
-                         text=True, timeout=120, env={**os.environ, "XDAP_ABORT_ON_ERROR": "0"})
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "x.xdap")],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "XDAP_ABORT_ON_ERROR": "0"})
     assert out.returncode == 0, out.stderr
     assert "refused: zarr is not installed here: pip install 'xdap[store]'" in out.stdout
 

@@ -61,7 +61,8 @@ _LAZY = {
     "plot": ("xdap.pictures", "plot"),      # matplotlib: imported only to draw
     "RedistributionWarning": ("xdap.kernels.apply", "RedistributionWarning"),
 }
-_SUBMODULES = ("plans", "codegen", "io", "kernels", "movement", "protocols", "api", "contract")
+_SUBMODULES = ("plans", "codegen", "io", "kernels", "movement", "protocols", "api", "contract",
+               "random")
 
 
 def __getattr__(name):
