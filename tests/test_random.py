@@ -47,9 +47,11 @@ def test_random_is_numpys_stream_in_every_layout(comm):
 @pytest.mark.mpi(ranks=RANKS)
 def test_normal_and_integers_follow_the_model(comm):
     n = 2001                                   # odd: the last pair of positions too
-    raw = stream(9, 2 * n)
-    u = unit(raw)
-    z = np.sqrt(-2.0 * np.log1p(-u[0::2])) * np.cos(2.0 * np.pi * u[1::2])
+    u = unit(stream(9, n + 1))
+    r, t = np.sqrt(-2.0 * np.log1p(-u[0::2])), 2.0 * np.pi * u[1::2]
+    z = np.empty(n + 1)
+    z[0::2], z[1::2] = r * np.cos(t), r * np.sin(t)      # a pair of positions, two elements
+    z = z[:n]
     for kw in layouts(comm.size, n)[:2] + layouts(comm.size, n)[3:]:
         x = xr.normal((n,), seed=9, loc=1.5, scale=2.0, comm=comm, **kw)
         np.testing.assert_array_equal(x.to_numpy(), 1.5 + 2.0 * z)

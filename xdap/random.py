@@ -11,7 +11,8 @@ once (one redistribution).
 
 - ``random``: uniform in [0, 1); the global array is exactly
   ``np.random.Generator(xdap.random.bit_generator(seed)).random(shape)``;
-- ``normal``: Box-Muller on each element's two stream positions (NumPy's
+- ``normal``: Box-Muller on pairs of stream positions, its cosine for the
+  even element of the pair and its sine for the odd one (NumPy's
   ``Generator.normal`` draws a variable number of values per element, which
   no rank could jump over);
 - ``integers``: ``low + floor(u * (high - low))`` of each element's uniform
@@ -67,8 +68,39 @@ def _raw(seed, start, count):
 
 
 def _unit(raw):
-    """Uniform doubles in [0, 1) from raw words, as NumPy's Generator.random."""
-    return (raw >> np.uint64(11)) * _TO_UNIT
+    """Uniform doubles in [0, 1) from raw words, as NumPy's Generator.random:
+    the top 53 bits times 2**-53, computed in the words' own memory."""
+    raw >>= np.uint64(11)
+    out = raw.view(np.float64)
+    np.multiply(raw, _TO_UNIT, out=out, casting="unsafe")      # each word read, then written
+    return out
+
+
+def _uniform(seed, first, count):
+    """Positions ``first ..`` as uniform doubles: NumPy's own
+    ``Generator.random`` (one stream word a double) from the jumped stream."""
+    g = bit_generator(seed)
+    g.advance(first // 4)
+    g.random_raw(first % 4)
+    return np.random.Generator(g).random(count)
+
+
+def _normal(seed, first, count):
+    """Box-Muller on the pairs of positions (2j, 2j + 1): elements 2j and
+    2j + 1 are r cos t and r sin t of that pair (r = sqrt(-2 log(1 - u)),
+    t = 2 pi v), so element i needs only its own pair."""
+    lo, hi = first - first % 2, first + count + (first + count) % 2
+    u = _uniform(seed, lo, hi - lo)
+    r = np.log1p(-u[0::2])                   # 1 - u in (0, 1]: finite
+    r *= -2.0
+    np.sqrt(r, out=r)
+    t = u[1::2] * (2.0 * np.pi)
+    out = np.empty(hi - lo)
+    np.cos(t, out=out[0::2])
+    np.sin(t, out=out[1::2])
+    out[0::2] *= r
+    out[1::2] *= r
+    return out[first - lo:first - lo + count]
 
 
 def _checked(name, shape, seed, dist, grid, comm, per_dim):
@@ -78,19 +110,20 @@ def _checked(name, shape, seed, dist, grid, comm, per_dim):
     return shape, seed, d
 
 
-def _drawn(shape, seed, per_element, values_of, d):
-    """The array of ``shape`` whose element i is ``values_of`` of stream
-    positions ``per_element * i ..``, in distribution ``d``: drawn in
-    blocks of rows (each rank its own range of the stream), then moved to
-    ``d`` (one exchange) when that is another distribution."""
+def _drawn(shape, seed, values_of, d):
+    """The array of ``shape`` whose elements ``first .. first + count`` (C
+    order) are ``values_of(seed, first, count)``, in distribution ``d``:
+    drawn in blocks of rows (each rank its own range of the stream), then
+    moved to ``d`` (one exchange) when that is another distribution."""
     blocks = make_distribution(shape, ("b",) if shape else None, comm=d.comm)
-    rows = blocks.global_indices(0) if shape else np.zeros(1, np.int64)
+    if shape:                   # this rank's rows: one range of the stream
+        bounds, c = blocks.maps[0].bounds, blocks.coords[0]
+        start, nrows = int(bounds[c]), int(bounds[c + 1] - bounds[c])
+    else:                       # 0-d: every rank holds the one element
+        start, nrows = 0, 1
     row = math.prod(shape[1:])
-    first = int(rows[0]) * row if len(rows) else 0
-    count = len(rows) * row if shape else 1
-    local = values_of(_raw(seed, first * per_element, count * per_element))
-    pair = (blocks, Parts.of_array(np.ascontiguousarray(
-        local.reshape((len(rows),) + tuple(shape[1:]) if shape else ()))))
+    local = values_of(seed, start * row, nrows * row)
+    pair = (blocks, Parts.of_array(local.reshape((nrows,) + tuple(shape[1:]) if shape else ())))
     if blocks != d:
         pair = move_agreed(*pair, d)
     return new(pair)
@@ -102,7 +135,7 @@ def random(shape, *, seed, dist=None, grid=None, comm=None, **per_dim):
     ``Generator(bit_generator(seed)).random(shape)``, on any rank count."""
     shape, seed, d = _checked("random", shape, seed, dist, grid, comm, per_dim)
     yield dict(shape=shape, seed=seed, dist=d, grid=d.grid, comm=d.comm.size, per_dim=None)
-    return _drawn(shape, seed, 1, _unit, d)
+    return _drawn(shape, seed, _uniform, d)
 
 
 @collective
@@ -115,11 +148,13 @@ def normal(shape, *, seed, loc=0.0, scale=1.0, dist=None, grid=None, comm=None, 
     yield dict(shape=shape, seed=seed, loc=loc, scale=scale, dist=d, grid=d.grid,
                comm=d.comm.size, per_dim=None)
 
-    def box_muller(raw):
-        u = _unit(raw)
-        radius = np.sqrt(-2.0 * np.log1p(-u[0::2]))      # 1 - u in (0, 1]: finite
-        return loc + scale * radius * np.cos(2.0 * np.pi * u[1::2])
-    return _drawn(shape, seed, 2, box_muller, d)
+
+    def scaled(seed, first, count):
+        z = _normal(seed, first, count)
+        z *= scale
+        z += loc
+        return z
+    return _drawn(shape, seed, scaled, d)
 
 
 @collective
@@ -138,11 +173,14 @@ def integers(low, high=None, shape=(), *, seed, dist=None, grid=None, comm=None,
                per_dim=None)
     span = high - low
 
-    def scaled(raw):
-        k = np.floor(_unit(raw) * span).astype(np.int64)
+    def scaled(seed, first, count):
+        u = _uniform(seed, first, count)
+        u *= span
+        k = u.astype(np.int64)                  # floor: u >= 0
         np.minimum(k, span - 1, out=k)          # u * span may round up to span
-        return k + low
-    return _drawn(shape, seed, 1, scaled, d)
+        k += low
+        return k
+    return _drawn(shape, seed, scaled, d)
 
 
 @collective
@@ -155,5 +193,5 @@ def permutation(n, *, seed, comm=None):
     d = make_distribution((n,), ("b",), None, comm)
     yield dict(n=n, seed=seed, comm=d.comm.size)
     from .api.sorting import argsort
-    keys = _drawn((n,), seed, 1, lambda raw: raw, d)
+    keys = _drawn((n,), seed, _raw, d)
     return argsort(keys, stable=True)
