@@ -512,6 +512,7 @@ PARAMS = {
     "m": s_array, "y": s_bound, "rowvar": s_flag, "bias": s_flag,
     "ddof": choice(None, 0, 1, 2), "fweights": s_bound, "aweights": s_bound,
     "q": choice(0.5, [0.1, 0.9], 0, 1.0, 50, -0.1, "x", [[0.5]]), "overwrite_input": s_flag,
+    "dataset": choice("u", "/results/u", "", 3, None),
 }
 
 

@@ -302,6 +302,7 @@ class DistArray:
     to_arrow = exchange.to_arrow
     to_awkward = exchange.to_awkward
     save = exchange.save
+    to_hdf5 = exchange.to_hdf5
     redistribute = redistribute
     bind_redistribute = bind_redistribute
     migrate = migrate_array

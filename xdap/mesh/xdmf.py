@@ -48,11 +48,11 @@ from ..arraylike import is_distributed
 from ..contract import collective
 from ..distribution import Distribution
 from ..heap import trims_heap
+from ..io.hdf5 import write_rows
 from ..movement.scatter import Scatter
 from ..parts import Parts
 from .cells import FACETS, local_cells, unique_inverse
 from .distributed import MigratedMesh
-from ..optional import need
 
 __all__ = ["write_xdmf", "XDMF_KINDS"]
 
@@ -262,7 +262,8 @@ def _write(path, cells, points, cell_fields, node_fields, cell_dim, partition) -
     sets += [(f"cell/{k}", _values(v), cell_first, ncells) for k, v in cell_fields.items()]
     sets += [(f"node/{k}", _values(v), node_first, nnodes) for k, v in node_fields.items()]
     h5 = os.path.splitext(path)[0] + ".h5"
-    _write_slabs(comm, h5, sets)
+    write_rows(comm, h5, [(name, rows, first, total, {}) for name, rows, first, total in sets],
+               "write_xdmf")
     error = None
     if comm.rank == 0:
         try:
@@ -271,48 +272,6 @@ def _write(path, cells, points, cell_fields, node_fields, cell_dim, partition) -
             error = ValueError(f"write_xdmf: cannot write {path!r}: {e.strerror}")
     agree(comm, error)
     return path
-
-
-def _write_slabs(comm, h5, sets) -> None:
-    """Each rank's rows of every dataset into one HDF5 file: collectively
-    through parallel HDF5 when h5py has it, else rank by rank."""
-    h5py = need("h5py")
-    shapes = [(name, (total,) + rows.shape[1:], rows.dtype.str) for name, rows, _, total in sets]
-    if h5py.get_config().mpi:
-        error = None
-        try:
-            with h5py.File(h5, "w", driver="mpio", comm=comm) as f:
-                for (name, shape, dtype), (_, rows, first, _) in zip(shapes, sets):
-                    ds = f.create_dataset(name, shape, dtype)
-                    with ds.collective:
-                        ds[first:first + len(rows)] = rows
-        except OSError as e:
-            error = ValueError(f"write_xdmf: cannot write {h5!r}: {e}")
-        agree(comm, error)
-        return
-    error = None
-    if comm.rank == 0:
-        try:
-            with h5py.File(h5, "w") as f:
-                for name, shape, dtype in shapes:
-                    f.create_dataset(name, shape, dtype)
-        except OSError as e:
-            error = ValueError(f"write_xdmf: cannot make {h5!r}: {e}")
-    agree(comm, error)
-    # in turn: a token (the first error seen, or none) passes from rank to rank
-    failed = comm.recv(source=comm.rank - 1, tag=77) if comm.rank else None
-    if failed is None:
-        try:
-            with h5py.File(h5, "r+") as f:
-                for name, rows, first, _ in sets:
-                    if len(rows):
-                        f[name][first:first + len(rows)] = rows
-        except OSError as e:
-            failed = f"rank {comm.rank}: {e}"
-    if comm.rank + 1 < comm.size:
-        comm.send(failed, dest=comm.rank + 1, tag=77)
-    # the failing rank and every one after it hold the error: agree makes it everyone's
-    agree(comm, ValueError(f"write_xdmf: cannot write {h5!r}: {failed}") if failed else None)
 
 
 def _item(h5name, name, shape, dtype) -> str:

@@ -1,0 +1,127 @@
+"""HDF5 datasets in and out, rows by rank, through h5py.
+
+- ``describe(path, dataset)``: a dataset's shape, NumPy dtype and the name
+  of its validity dataset (optional data: attribute ``xdap_valid``), read
+  as untrusted input -- every failure one ``ValueError``.
+- ``read_rows(path, dataset, start, stop)``: rows ``start:stop`` of axis 0
+  (one hyperslab; compressed and chunked datasets as h5py reads them).
+- ``write_rows(comm, path, sets, what, mode)``: each rank's rows of several
+  datasets into one file: collectively through parallel HDF5 when h5py is
+  built with MPI (``h5py.get_config().mpi``), else rank by rank in rank
+  order, a token passed along (so no two ranks have the file open for
+  writing at once). ``mode`` "w" makes the file anew, "a" adds datasets
+  to it (an existing dataset of that name is an error).
+
+The engines of ``xdap.from_hdf5`` / ``DistArray.to_hdf5`` and of
+``xdap.mesh.write_xdmf``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..agreement import agree
+from ..optional import need
+
+__all__ = ["describe", "read_rows", "write_rows", "VALID_ATTR"]
+
+VALID_ATTR = "xdap_valid"     # names the bool dataset of an optional dataset's valid entries
+
+
+def describe(path: str, dataset: str, what: str):
+    """``(shape, dtype, valid_name or None)`` of ``dataset`` in ``path``;
+    a missing file or dataset, a group, a non-numeric type or a validity
+    dataset of another shape is one ValueError naming it."""
+    h5py = need("h5py")
+    try:
+        with h5py.File(path, "r") as f:
+            if dataset not in f:
+                raise ValueError(f"{what}: {path!r} holds no dataset {dataset!r} "
+                                 f"(it has {sorted(f.keys())[:10]})")
+            ds = f[dataset]
+            if not isinstance(ds, h5py.Dataset):
+                raise ValueError(f"{what}: {dataset!r} in {path!r} is a group, not a dataset")
+            dtype = ds.dtype
+            if dtype.kind not in "biufc" and not (dtype.kind == "V" and dtype.names):
+                raise ValueError(f"{what}: {dataset!r} in {path!r} holds {dtype}, which xdap "
+                                 "does not read (numbers, bools and compound records)")
+            valid = ds.attrs.get(VALID_ATTR)
+            if valid is not None:
+                valid = valid.decode() if isinstance(valid, bytes) else str(valid)
+                if valid not in f or f[valid].shape != ds.shape or f[valid].dtype != np.bool_:
+                    raise ValueError(f"{what}: {dataset!r}'s validity dataset {valid!r} is "
+                                     f"missing or not a bool array of shape {ds.shape}")
+            return tuple(int(s) for s in ds.shape), dtype, valid
+    except OSError as e:
+        raise ValueError(f"{what}: cannot read {path!r}: {e}") from None
+
+
+def read_rows(path: str, dataset: str, start: int, stop: int, dtype: np.dtype):
+    """Rows ``start:stop`` of the dataset's axis 0 (all of a 0-d one) as
+    a C-contiguous array of ``dtype`` (read straight into it)."""
+    h5py = need("h5py")
+    with h5py.File(path, "r") as f:
+        ds = f[dataset]
+        if ds.ndim == 0:
+            return np.asarray(ds[()], dtype)
+        out = np.empty((stop - start,) + ds.shape[1:], dtype)
+        if stop > start:
+            ds.read_direct(out, np.s_[start:stop])
+        return out
+
+
+def write_rows(comm, path: str, sets, what: str, mode: str = "w") -> None:
+    """Each rank's rows of every dataset into the file at ``path``.
+    ``sets``: ``[(name, rows, first, total, attrs)]`` -- this rank's rows,
+    the global index of its first, the dataset's global rows (``rows``'
+    other dims and dtype are the dataset's; ``total`` None: a 0-d dataset
+    rank 0 writes), and attributes. Collective; one error on every rank."""
+    h5py = need("h5py")
+    shapes = [(name, () if total is None else (total,) + rows.shape[1:], rows.dtype, attrs)
+              for name, rows, _, total, attrs in sets]
+    if h5py.get_config().mpi:
+        error = None
+        try:
+            with h5py.File(path, mode, driver="mpio", comm=comm) as f:
+                for (name, shape, dtype, attrs), (_, rows, first, total, _) in zip(shapes, sets):
+                    ds = f.create_dataset(name, shape, dtype)
+                    ds.attrs.update(attrs)
+                    with ds.collective:
+                        if total is None:
+                            ds[()] = rows
+                        else:
+                            ds[first:first + len(rows)] = rows
+        except (OSError, ValueError) as e:
+            error = ValueError(f"{what}: cannot write {path!r}: {e}")
+        agree(comm, error)
+        return
+    error = None
+    if comm.rank == 0:
+        try:
+            with h5py.File(path, mode) as f:
+                for name, shape, dtype, attrs in shapes:
+                    if name in f:
+                        raise ValueError(f"{what}: {path!r} already holds {name!r}")
+                    ds = f.create_dataset(name, shape, dtype)
+                    ds.attrs.update(attrs)
+        except OSError as e:
+            error = ValueError(f"{what}: cannot make {path!r}: {e}")
+        except ValueError as e:
+            error = e
+    agree(comm, error)
+    # in turn: a token (the first error seen, or none) passes from rank to rank
+    failed = comm.recv(source=comm.rank - 1, tag=77) if comm.rank else None
+    if failed is None:
+        try:
+            with h5py.File(path, "r+") as f:
+                for name, rows, first, total, _ in sets:
+                    if total is None:
+                        if comm.rank == 0:
+                            f[name][()] = rows
+                    elif len(rows):
+                        f[name][first:first + len(rows)] = rows
+        except OSError as e:
+            failed = f"rank {comm.rank}: {e}"
+    if comm.rank + 1 < comm.size:
+        comm.send(failed, dest=comm.rank + 1, tag=77)
+    # the failing rank and every one after it hold the error: agree makes it everyone's
+    agree(comm, ValueError(f"{what}: cannot write {path!r}: {failed}") if failed else None)
