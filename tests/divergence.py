@@ -513,6 +513,8 @@ PARAMS = {
     "ddof": choice(None, 0, 1, 2), "fweights": s_bound, "aweights": s_bound,
     "q": choice(0.5, [0.1, 0.9], 0, 1.0, 50, -0.1, "x", [[0.5]]), "overwrite_input": s_flag,
     "dataset": choice("u", "/results/u", "", 3, None),
+    "chunks": choice(None, (2,), (3, 2), (0,), 2), "path_or_array": s_path,
+    "dims": choice(None, ("y",), ("y", "x"), "x", (1,)),
 }
 
 

@@ -303,6 +303,7 @@ class DistArray:
     to_awkward = exchange.to_awkward
     save = exchange.save
     to_hdf5 = exchange.to_hdf5
+    to_zarr = exchange.to_zarr
     redistribute = redistribute
     bind_redistribute = bind_redistribute
     migrate = migrate_array

@@ -29,10 +29,11 @@ from .. import arguments
 from ..arraylike import new
 from ..comm import resolve
 from ..contract import collective, local, part
+from ..optional import need
 from ..parts import container
 
 __all__ = ["from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
-           "from_hdf5", "to_hdf5",
+           "from_hdf5", "to_hdf5", "from_zarr", "to_zarr",
            "to_global", "to_numpy", "save", "distarray", "partitioned", "partitioned_property",
            "to_arrow", "to_awkward", "local_numpy", "numpy_array", "dlpack", "dlpack_device",
            "to_device"]
@@ -253,6 +254,136 @@ def to_hdf5(x, path, dataset, mode="a"):
         attrs = {}
     sets.insert(0, (dataset, np.ascontiguousarray(values), first, total, attrs))
     write_rows(d.comm, path, sets, "to_hdf5", mode)
+
+
+# -- plain Zarr arrays --------------------------------------------------------------
+def _from_rows(shape, dtype, comm, target, read):
+    """A DistArray of ``target`` from each rank's rows of axis 0 (``read(start,
+    stop)``): read in row blocks, moved once when ``target`` is another layout."""
+    from ..distribution import make_distribution
+    from ..dtypes import dtype_from_numpy
+    from ..movement.redistribute import move_agreed
+    from ..parts import Parts
+    from ..types import TypeInfo
+    blocks = make_distribution(shape, ("b",) if shape else None, comm=comm)
+    start = stop = 0
+    if shape:
+        bounds, c = blocks.maps[0].bounds, blocks.coords[0]
+        start, stop = int(bounds[c]), int(bounds[c + 1])
+    values = read(start, stop)
+    pair = (blocks, Parts(TypeInfo.fixed(values.shape, dtype_from_numpy(dtype)), values))
+    if blocks != target:
+        pair = move_agreed(*pair, target)
+    return new(pair)
+
+
+@collective
+def from_zarr(path_or_array, dist=None, grid=None, comm=None, **per_dim):
+    """A plain Zarr array -- v2 or v3, any codecs, chunks, dtype of numbers
+    or bools, as zarr, xarray or dask wrote it -- as a DistArray. A path
+    (each rank opens it) or a ``zarr.Array`` each rank opened (any store
+    zarr-python reads).
+
+    Collective. The shape and dtype are agreed; then each rank reads its
+    rows of axis 0 -- zarr decodes only the chunks that overlap them (a
+    chunk that straddles two ranks' rows is decoded by both) -- and another
+    ``dist``/``grid`` costs one redistribution. xdap's own stores (groups)
+    are ``xdap.load``'s.
+
+    >>> import os, tempfile, zarr, numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> path = os.path.join(tempfile.mkdtemp(), "z.zarr")
+    >>> zarr.create_array(path, shape=(5,), chunks=(2,), dtype="i4")[:] = np.arange(5)
+    >>> xdap.from_zarr(path, comm=MPI.COMM_SELF).to_numpy().tolist()
+    [0, 1, 2, 3, 4]
+    """
+    from ..distribution import make_distribution
+    from ..io.zarr_arrays import describe
+    comm = resolve(comm)
+    target = path_or_array if not isinstance(path_or_array, (str, os.PathLike)) else \
+        _path("from_zarr", path_or_array)
+    array, shape, dtype = describe(target, "from_zarr")
+    where = target if isinstance(target, str) else str(getattr(array, "store_path", "array"))
+    d = make_distribution(shape, dist, grid, comm, **per_dim)
+    yield dict(path_or_array=where, dist=d, grid=d.grid, comm=comm.size,
+               per_dim=(shape, dtype.str))
+    from ..io.zarr_arrays import read_rows
+    return _from_rows(shape, dtype, comm, d, lambda lo, hi: read_rows(array, lo, hi, dtype))
+
+
+@collective
+def to_zarr(x, path, *, chunks=None, mode="w-", dims=None):
+    """Write the DistArray as a plain Zarr v3 array at ``path`` (zarr's
+    default codecs; ``chunks``: a tuple, default ~16 MiB of whole rows) that
+    zarr, xarray and dask open. Fixed numbers and bools: optional and
+    ragged data keep their meaning only in xdap's store (``a.save``).
+    ``mode``: "w-" refuses an existing path, "w" replaces it. ``dims``: the
+    dimensions' names (default ``dim_0``, ``dim_1``, ... as xarray names
+    them), so ``xarray.open_zarr`` of the enclosing group sees a variable.
+
+    Collective. Rank 0 writes the metadata; then every rank writes whole
+    chunks at once, with no lock: the array first moves (one
+    redistribution, skipped when it lies so) to blocks of rows whose
+    boundaries fall on chunk boundaries, balanced in chunks.
+
+    >>> import os, tempfile, zarr, numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> path = os.path.join(tempfile.mkdtemp(), "z.zarr")
+    >>> xdap.from_global(np.eye(2), comm=MPI.COMM_SELF).to_zarr(path)
+    >>> zarr.open_array(path, mode="r")[:].tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    arguments.numeric("to_zarr", x)
+    path = _path("to_zarr", path)
+    mode = arguments.choice("to_zarr", "mode", mode, ("w-", "w"))
+    shape, dtype = x.distribution.global_shape, x.parts.info.numpy_dtype
+    if chunks is not None:
+        chunks = arguments.shape("to_zarr", chunks, "chunks")
+        if len(chunks) != len(shape) or 0 in chunks:
+            raise ValueError(f"to_zarr: chunks must be {len(shape)} sizes >= 1, got {chunks}")
+    if dims is None:
+        dims = tuple(f"dim_{k}" for k in range(len(shape)))
+    elif isinstance(dims, str) or not all(isinstance(n, str) for n in dims) or \
+            len(dims) != len(shape):
+        raise TypeError(f"to_zarr: dims must be {len(shape)} names (str), got "
+                        f"{arguments._shown(dims)}")
+    yield dict(x=x, path=path, chunks=chunks, mode=mode, dims=tuple(dims))
+    from ..agreement import agree
+    from ..distribution import make_distribution
+    from ..io.zarr_arrays import chunk_aligned_sizes, create, default_chunks
+    from ..movement.redistribute import move_agreed
+    comm = x.distribution.comm
+    chunks = chunks or default_chunks(shape, dtype)
+    d, p = x.distribution, x.parts
+    if shape:
+        sizes = chunk_aligned_sizes(shape[0], chunks[0], comm.size)
+        aligned = make_distribution(shape, ("b",), comm=comm, sizes=(sizes,))
+    else:
+        aligned = make_distribution(shape, None, comm=comm)
+    if d != aligned:
+        d, p = move_agreed(d, p, aligned)
+    error = None
+    if comm.rank == 0:
+        try:
+            create(path, shape, dtype, chunks, mode == "w", tuple(dims))
+        except ValueError as e:
+            error = e
+        except Exception as e:
+            error = ValueError(f"to_zarr: cannot write {path!r}: {type(e).__name__}: {e}")
+    agree(comm, error)
+    error = None
+    try:
+        array = need("zarr").open_array(path, mode="r+")
+        if not shape:
+            if comm.rank == 0:
+                array[()] = p.values
+        elif len(p.values):
+            first = int(aligned.maps[0].bounds[aligned.coords[0]])
+            array[first:first + len(p.values)] = p.values
+    except Exception as e:
+        error = ValueError(f"to_zarr: rank {comm.rank} cannot write {path!r}: "
+                           f"{type(e).__name__}: {e}")
+    agree(comm, error)
 
 
 # -- the whole array ---------------------------------------------------------------
