@@ -1,7 +1,8 @@
-"""HDF5 in and out: ``xdap.from_hdf5`` / ``DistArray.to_hdf5`` against h5py
-by hand, each rank its hyperslab of rows.
+"""Arrays other programs wrote: HDF5 (``xdap.from_hdf5`` / ``to_hdf5``) and
+plain Zarr (``xdap.from_zarr``) against h5py and zarr by hand, each rank its
+rows.
 
-    .venv/bin/python benchmarks/hdf5.py [MiB]          # 1 GiB by default; 2 ranks, then 1
+    .venv/bin/python benchmarks/array_files.py [MiB]    # 1 GiB by default; 2 ranks, then 1
 
 1. Read: ``xdap.from_hdf5(path, "u")`` of a float64 dataset (rows x 1024,
    contiguous) against each rank opening the file and reading its rows
@@ -13,7 +14,12 @@ by hand, each rank its hyperslab of rows.
    MPI allows), or collective writes through ``driver="mpio"`` when h5py
    has MPI (both sides the same). Target: <= 1.2x.
 
-Both in one directory under build/, interleaved (benchmarks/_harness.py);
+3. Zarr read: ``xdap.from_zarr(path)`` of the same data written by zarr
+   (v3, zstd, chunks of 1000 rows: they do not match the ranks' rows)
+   against each rank's ``zarr.open_array(path)[lo:hi]``. Target (issue
+   40): <= 1.2x.
+
+All in one directory under build/, interleaved (benchmarks/_harness.py);
 the page cache serves the reads alike. Always exits 0; missed targets print
 FAIL.
 """
@@ -74,6 +80,14 @@ def hand_write(path, block, n):
     COMM.Barrier()
 
 
+def hand_zarr(path, n):
+    import zarr
+    lo, hi = rows_of(n)
+    out = zarr.open_array(path, mode="r")[lo:hi]
+    COMM.Barrier()
+    return out
+
+
 def main():
     n = MIB * 2**20 // (8 * COLS)
     if RANK == 0:
@@ -90,18 +104,33 @@ def main():
                          lambda: hand_write(theirs, block, n)], budget=6.0, min_reps=3, block=1)
     read, _, _ = bench([lambda: xdap.from_hdf5(mine, "u", comm=COMM),
                         lambda: hand_read(theirs, n)], budget=6.0, min_reps=3, block=1)
+    zpath = os.path.join(HERE, "z.zarr")
+    if RANK == 0:
+        import zarr
+        from zarr.codecs import BloscCodec
+        z = zarr.create_array(zpath, shape=(n, COLS), chunks=(1000, COLS), dtype="f8",
+                              compressors=BloscCodec(cname="zstd", clevel=1), overwrite=True)
+        for lo in range(0, n, 8192):            # the same values as the HDF5 files'
+            hi = min(n, lo + 8192)
+            z[lo:hi] = np.arange(lo, hi)[:, None] * 1.0 + np.arange(COLS)
+    COMM.Barrier()
+    zread, _, _ = bench([lambda: xdap.from_zarr(zpath, comm=COMM),
+                         lambda: hand_zarr(zpath, n)], budget=6.0, min_reps=3, block=1)
+    assert np.array_equal(xdap.from_zarr(zpath, comm=COMM).local_numpy(), hand_zarr(zpath, n))
     how = "parallel HDF5" if h5py.get_config().mpi else "rank by rank"
     say(f"\n{P} rank(s), {MIB} MiB float64 ({n} x {COLS}), writes {how} "
         f"(median s, the slowest rank)")
     say(f"{'':6} {'xdap':>8} {'by hand':>8} {'ratio':>6}  target")
-    for name, (t_xdap, t_hand) in (("read", read), ("write", write)):
+    for name, (t_xdap, t_hand) in (("read", read), ("write", write), ("zarr", zread)):
         ratio = t_xdap / t_hand
         say(f"{name:6} {t_xdap:8.3f} {t_hand:8.3f} {ratio:6.2f}  <= {TARGET} "
             f"{verdict(ratio <= TARGET)}")
     COMM.Barrier()
     if RANK == 0:
+        import shutil
         for f in (mine, theirs):
             os.remove(f)
+        shutil.rmtree(zpath)
 
 
 if __name__ == "__main__":
