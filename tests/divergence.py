@@ -515,6 +515,7 @@ PARAMS = {
     "dataset": choice("u", "/results/u", "", 3, None),
     "chunks": choice(None, (2,), (3, 2), (0,), 2), "path_or_array": s_path,
     "dims": choice(None, ("y",), ("y", "x"), "x", (1,)),
+    "header_lines": choice(0, 1, -1, 2.0),
 }
 
 

@@ -304,6 +304,7 @@ class DistArray:
     save = exchange.save
     to_hdf5 = exchange.to_hdf5
     to_zarr = exchange.to_zarr
+    to_npy = exchange.to_npy
     redistribute = redistribute
     bind_redistribute = bind_redistribute
     migrate = migrate_array

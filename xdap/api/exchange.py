@@ -33,7 +33,7 @@ from ..optional import need
 from ..parts import container
 
 __all__ = ["from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
-           "from_hdf5", "to_hdf5", "from_zarr", "to_zarr",
+           "from_hdf5", "to_hdf5", "from_zarr", "to_zarr", "from_npy", "to_npy", "from_csv",
            "to_global", "to_numpy", "save", "distarray", "partitioned", "partitioned_property",
            "to_arrow", "to_awkward", "local_numpy", "numpy_array", "dlpack", "dlpack_device",
            "to_device"]
@@ -384,6 +384,134 @@ def to_zarr(x, path, *, chunks=None, mode="w-", dims=None):
         error = ValueError(f"to_zarr: rank {comm.rank} cannot write {path!r}: "
                            f"{type(e).__name__}: {e}")
     agree(comm, error)
+
+
+# -- .npy pieces and CSV ------------------------------------------------------------
+@collective
+def from_npy(path, dist=None, grid=None, comm=None, **per_dim):
+    """A directory of ``.npy`` pieces (or a list of files) -- one array cut
+    along axis 0, the pieces in name order, as ``to_npy`` or heat's
+    ``save_npy_from_path`` write them -- as a DistArray.
+
+    Collective. Every rank reads the pieces' headers (the layout is agreed),
+    then each memory-maps only the pieces its balanced block of rows
+    overlaps and copies out those rows; another ``dist``/``grid`` costs one
+    redistribution.
+
+    >>> import os, tempfile, numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> d = tempfile.mkdtemp()
+    >>> np.save(os.path.join(d, "a.npy"), np.arange(3)); np.save(os.path.join(d, "b.npy"), [7])
+    >>> xdap.from_npy(d, comm=MPI.COMM_SELF).to_numpy().tolist()
+    [0, 1, 2, 7]
+    """
+    from ..distribution import make_distribution
+    from ..io.pieces import npy_layout, npy_pieces
+    comm = resolve(comm)
+    if not isinstance(path, (list, tuple)):
+        path = _path("from_npy", path)
+    paths = npy_pieces(path, "from_npy")
+    rows, dtype, tail = npy_layout(paths, "from_npy")
+    shape = (sum(rows),) + tail
+    d = make_distribution(shape, dist, grid, comm, **per_dim)
+    yield dict(path=paths, dist=d, grid=d.grid, comm=comm.size,
+               per_dim=(rows, dtype.str, tail))
+    from ..io.pieces import npy_rows
+    return _from_rows(shape, dtype.newbyteorder("="), comm, d,
+                      lambda lo, hi: npy_rows(paths, rows, lo, hi, dtype, tail))
+
+
+@collective
+def to_npy(x, path):
+    """Write the DistArray as ``.npy`` pieces into the directory ``path``
+    (made if absent; it must hold no ``.npy`` files yet): each rank its
+    rows as ``part-RRRRR.npy``, after one redistribution to row blocks when
+    it lies otherwise. ``xdap.from_npy`` and ``np.concatenate`` of the
+    pieces in name order give the array back. Fixed numbers and bools.
+    Collective; every rank writes at once.
+
+    >>> import os, tempfile, numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> d = os.path.join(tempfile.mkdtemp(), "pieces")
+    >>> xdap.from_global(np.arange(4.0), comm=MPI.COMM_SELF).to_npy(d)
+    >>> sorted(os.listdir(d)), xdap.from_npy(d, comm=MPI.COMM_SELF).to_numpy().tolist()
+    (['part-00000.npy'], [0.0, 1.0, 2.0, 3.0])
+    """
+    arguments.numeric("to_npy", x)
+    path = _path("to_npy", path)
+    if x.ndim == 0:
+        raise ValueError("to_npy: pieces are cut along axis 0; a 0-d array has none")
+    if os.path.isdir(path) and any(n.endswith(".npy") for n in os.listdir(path)):
+        raise ValueError(f"to_npy: {path!r} already holds .npy files")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"to_npy: {path!r} exists and is not a directory")
+    yield dict(x=x, path=path)
+    from ..agreement import agree
+    from ..distribution import make_distribution
+    from ..movement.redistribute import move_agreed
+    comm = x.distribution.comm
+    d, p = x.distribution, x.parts
+    blocks = make_distribution(d.global_shape, ("b",), comm=comm)
+    if d != blocks:
+        d, p = move_agreed(d, p, blocks)
+    error = None
+    try:
+        os.makedirs(path, exist_ok=True)
+        np.save(os.path.join(path, f"part-{comm.rank:05d}.npy"), p.values)
+    except OSError as e:
+        error = ValueError(f"to_npy: rank {comm.rank} cannot write into {path!r}: {e}")
+    agree(comm, error)
+
+
+@collective
+def from_csv(path, sep=",", header_lines=0, dtype=None, comm=None):
+    """Rows of numbers from a CSV file as a 2-D DistArray in irregular
+    blocks: each rank reads only its share of the file's bytes, moved to
+    line boundaries (a line belongs to the rank it starts on), and parses
+    it with NumPy -- heat's ``load_csv``. ``header_lines`` lines are
+    skipped; ``dtype`` default float64.
+
+    Collective: the column count is agreed after parsing (a ragged file is
+    one error on every rank).
+
+    >>> import os, tempfile, xdap
+    >>> from mpi4py import MPI
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.csv")
+    >>> _ = open(path, "w").write(chr(10).join(["a,b", "1,2", "3,4"]))
+    >>> xdap.from_csv(path, header_lines=1, comm=MPI.COMM_SELF).to_numpy().tolist()
+    [[1.0, 2.0], [3.0, 4.0]]
+    """
+    comm = resolve(comm)
+    path = _path("from_csv", path)
+    if not isinstance(sep, str) or not sep:
+        raise TypeError(f"from_csv: sep must be a non-empty str, got {arguments._shown(sep)}")
+    header_lines = arguments.integer("from_csv", "header_lines", header_lines, low=0)
+    dt = arguments.dtype("from_csv", dtype) or np.dtype(np.float64)
+    if not os.path.isfile(path):
+        raise ValueError(f"from_csv: no file {path!r}")
+    yield dict(path=path, sep=sep, header_lines=header_lines, dtype=dt, comm=comm.size)
+    from ..agreement import agreement
+    from ..io.pieces import csv_rows
+    rows = None
+    with agreement(comm, "from_csv"):
+        try:
+            rows = csv_rows(path, comm.rank, comm.size, header_lines, sep, dt)
+        except (ValueError, OSError) as e:
+            raise ValueError(f"from_csv: rank {comm.rank} cannot parse its lines of "
+                             f"{path!r}: {e}") from None
+    cols = np.array([rows.shape[1] if len(rows) else -1], np.int64)
+    seen = np.empty(comm.size, np.int64)
+    comm.Allgather(cols, seen)
+    widths = set(seen[seen >= 0].tolist())
+    if len(widths) > 1:
+        from ..agreement import agreed_on
+        raise agreed_on(comm, ValueError(f"from_csv: {path!r} has rows of {sorted(widths)} "
+                                         "columns"))
+    width = widths.pop() if widths else 0
+    if not len(rows):
+        rows = np.empty((0, width), dt)
+    from ..create import from_local as pieces
+    return new(pieces(rows, comm=comm))
 
 
 # -- the whole array ---------------------------------------------------------------

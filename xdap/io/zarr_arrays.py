@@ -79,7 +79,8 @@ def default_chunks(shape, dtype) -> tuple:
     if not shape:
         return ()
     row = int(np.prod(shape[1:], dtype=np.int64)) * np.dtype(dtype).itemsize
-    return (max(1, min(shape[0], CHUNK_BYTES // max(row, 1))),) + tuple(max(1, s) for s in shape[1:])
+    rows = max(1, min(shape[0], CHUNK_BYTES // max(row, 1)))
+    return (rows,) + tuple(max(1, s) for s in shape[1:])
 
 
 def create(path: str, shape, dtype, chunks, overwrite: bool, dims):
