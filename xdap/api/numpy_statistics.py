@@ -238,6 +238,20 @@ def _observations(name, m, y, rowvar):
     return count(m)
 
 
+def _cov_args(name, m, what, y, rowvar, dtype):
+    """The checks cov and corrcoef share: ``(rowvar, observations, dtype)``."""
+    _variables(name, m, what, rowvar)
+    rowvar = arguments.flag(name, "rowvar", rowvar)
+    if y is not None:
+        _variables(name, y, "y", rowvar)
+        arguments.same_comm(name, [m, y])
+    n = _observations(name, m, y, rowvar)
+    dtype = arguments.dtype(name, dtype)
+    if dtype is not None and dtype.kind not in "fc":
+        raise TypeError(f"{name}: dtype must be a floating or complex dtype, got {dtype}")
+    return rowvar, n, dtype
+
+
 def _obs_weights(name, what, w, n, integral):
     """``fweights``/``aweights``: None or a 1-D DistArray of n real
     numbers (integers for frequencies)."""
@@ -285,20 +299,12 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     >>> float(xdap.cov(x, bias=True))
     0.6666666666666666
     """
-    _variables("cov", m, "m", rowvar)
-    rowvar = arguments.flag("cov", "rowvar", rowvar)
-    if y is not None:
-        _variables("cov", y, "y", rowvar)
-        arguments.same_comm("cov", [m, y])
-    n = _observations("cov", m, y, rowvar)
+    rowvar, n, dtype = _cov_args("cov", m, "m", y, rowvar, dtype)
     bias = arguments.flag("cov", "bias", bias)
     ddof = None if ddof is None else arguments.integer("cov", "ddof", ddof)
     fweights = _obs_weights("cov", "fweights", fweights, n, True)
     aweights = _obs_weights("cov", "aweights", aweights, n, False)
     arguments.same_comm("cov", [m, y, fweights, aweights])
-    dtype = arguments.dtype("cov", dtype)
-    if dtype is not None and dtype.kind not in "fc":
-        raise TypeError(f"cov: dtype must be a floating or complex dtype, got {dtype}")
     yield dict(m=m, y=y, rowvar=rowvar, bias=bias, ddof=ddof, fweights=fweights,
                aweights=aweights, dtype=dtype)
     return _covariance(m, y, rowvar, bias, ddof, fweights, aweights, dtype, n)
@@ -374,15 +380,7 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     >>> xdap.corrcoef(x).tolist()
     [[1.0, -1.0], [-1.0, 1.0]]
     """
-    _variables("corrcoef", x, "x", rowvar)
-    rowvar = arguments.flag("corrcoef", "rowvar", rowvar)
-    if y is not None:
-        _variables("corrcoef", y, "y", rowvar)
-        arguments.same_comm("corrcoef", [x, y])
-    n = _observations("corrcoef", x, y, rowvar)
-    dtype = arguments.dtype("corrcoef", dtype)
-    if dtype is not None and dtype.kind not in "fc":
-        raise TypeError(f"corrcoef: dtype must be a floating or complex dtype, got {dtype}")
+    rowvar, n, dtype = _cov_args("corrcoef", x, "x", y, rowvar, dtype)
     yield dict(x=x, y=y, rowvar=rowvar, dtype=dtype)
     c = _covariance(x, y, rowvar, False, None, None, None, dtype, n)
     if c.ndim == 0:
