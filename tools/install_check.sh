@@ -6,9 +6,12 @@
 #
 #   mpich: a venv, pip install --find-links wheelhouse 'xdap[mesh,mpich]',
 #          the venv's own mpiexec (a machine with no MPI of its own);
+#   index: a venv with 'xdap[mesh]' alone -- mpi4py's wheel from the index,
+#          which finds the MPI on PATH at run time -- and that MPI's mpiexec
+#          (tools/system_mpiexec.sh) -- only where mpicc is;
 #   site:  a venv whose mpi4py is compiled against the MPI on PATH (mpicc:
 #          a site's module, Debian's Open MPI), then 'xdap[mesh]' and the
-#          site's mpiexec (tools/system_mpiexec.sh) -- only where mpicc is;
+#          site's mpiexec -- only where mpicc is;
 #   moved: 'xdap[mesh]' into a plain directory (pip install --target, on
 #          PYTHONPATH, the first Python only): no venv, nothing where it was
 #          built, as in a conda env or a container layer.
@@ -67,6 +70,16 @@ for v in $pythons; do
     grep -q "^Python $v" "$work/info-$v.txt" || { cat "$work/info-$v.txt" >&2; die "python$v: xdap info names another Python"; }
     run_example "python$v+mpich" "$env/bin/mpiexec" -n 2 "$env/bin/python"
     checked=$((checked + 1))
+
+    # -- index: mpi4py's own wheel on the MPI on PATH ---------------------------
+    if command -v mpicc >/dev/null; then
+        env="$work/index-$v"
+        "$py" -m venv "$env"
+        "$env/bin/python" "${pipq[@]}" --find-links "$wheelhouse" 'xdap[mesh]'
+        # shellcheck disable=SC2046  # the launcher and its flags, split
+        run_example "python$v+index-mpi4py" $(tools/system_mpiexec.sh) -n 2 "$env/bin/python"
+        checked=$((checked + 1))
+    fi
 
     # -- site: mpi4py built against the MPI on PATH ----------------------------
     if command -v mpicc >/dev/null; then
