@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 import tomllib
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 
 import pytest
 from packaging.requirements import Requirement
@@ -33,12 +33,17 @@ def requirements(extra=None):
 
 def test_the_declared_ranges_hold_what_the_suite_runs():
     """Every range pyproject.toml declares admits the version requirements.txt
-    pins and this suite runs, and the stack is pinned to the built one."""
+    pins and this suite runs, and the stack is pinned to the built one. (The
+    `mpich` extra is absent under MPI=system: the site's MPI stands in.)"""
     declared = dict(requirements())
     for extra in PROJECT["optional-dependencies"]:
         declared.update(requirements(extra))
     for name, req in declared.items():
-        installed = version(name)
+        try:
+            installed = version(name)
+        except PackageNotFoundError:
+            assert name == "mpich" and os.environ.get("XDAP_MPI") == "system", name
+            continue
         assert req.specifier.contains(installed, prereleases=True), (name, str(req), installed)
     for name in ("ndtypes", "xnd", "gumath"):
         assert str(declared[name].specifier) == "==0.2.0.dev3"
