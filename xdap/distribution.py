@@ -29,7 +29,7 @@ from .contract import Contract, pure
 from .maps import BlockMap, Map
 from .maps.base import int_tuple
 
-__all__ = ["Distribution", "make_distribution", "DIST_TYPES"]
+__all__ = ["Distribution", "make_distribution", "row_blocks", "DIST_TYPES"]
 
 DIST_TYPES = ("b", "c", "u", "n")
 
@@ -323,6 +323,18 @@ def _per_dim(name, value, ndim):
 
 
 @pure
+def row_blocks(global_shape, comm) -> tuple:
+    """The plain blocks of rows of ``global_shape`` over ``comm`` -- the
+    layout files are read and written in, each rank one range of rows --
+    and this rank's rows ``(start, stop)`` (a 0-d array: ``(0, 0)``, every
+    rank holding the one element)."""
+    d = make_distribution(global_shape, ("b",) if len(global_shape) else None, comm=comm)
+    if not len(global_shape):
+        return d, 0, 0
+    bounds, c = d.maps[0].bounds, d.coords[0]
+    return d, int(bounds[c]), int(bounds[c + 1])
+
+
 def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_size=None,
                       padding=None, periodic=None, indices=None, sizes=None) -> Distribution:
     """Build a Distribution from user options (validated, the same on every rank).

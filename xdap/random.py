@@ -41,13 +41,11 @@ import numpy as np
 from . import arguments
 from .arraylike import new
 from .contract import collective
-from .distribution import make_distribution
-from .movement.redistribute import move_agreed
+from .distribution import make_distribution, row_blocks
+from .movement.redistribute import to_layout
 from .parts import Parts
 
 __all__ = ["random", "normal", "integers", "permutation", "bit_generator"]
-
-_TO_UNIT = 1.0 / 9007199254740992.0          # 2**-53: NumPy's 53-bit doubles
 
 
 def bit_generator(seed: int) -> np.random.Philox:
@@ -65,15 +63,6 @@ def _raw(seed, start, count):
     g.advance(start // 4)
     skip = start % 4
     return g.random_raw(count + skip)[skip:]
-
-
-def _unit(raw):
-    """Uniform doubles in [0, 1) from raw words, as NumPy's Generator.random:
-    the top 53 bits times 2**-53, computed in the words' own memory."""
-    raw >>= np.uint64(11)
-    out = raw.view(np.float64)
-    np.multiply(raw, _TO_UNIT, out=out, casting="unsafe")      # each word read, then written
-    return out
 
 
 def _uniform(seed, first, count):
@@ -115,18 +104,12 @@ def _drawn(shape, seed, values_of, d):
     order) are ``values_of(seed, first, count)``, in distribution ``d``:
     drawn in blocks of rows (each rank its own range of the stream), then
     moved to ``d`` (one exchange) when that is another distribution."""
-    blocks = make_distribution(shape, ("b",) if shape else None, comm=d.comm)
-    if shape:                   # this rank's rows: one range of the stream
-        bounds, c = blocks.maps[0].bounds, blocks.coords[0]
-        start, nrows = int(bounds[c]), int(bounds[c + 1] - bounds[c])
-    else:                       # 0-d: every rank holds the one element
-        start, nrows = 0, 1
+    blocks, start, stop = row_blocks(shape, d.comm)
+    nrows = stop - start if shape else 1         # 0-d: every rank holds the one element
     row = math.prod(shape[1:])
     local = values_of(seed, start * row, nrows * row)
-    pair = (blocks, Parts.of_array(local.reshape((nrows,) + tuple(shape[1:]) if shape else ())))
-    if blocks != d:
-        pair = move_agreed(*pair, d)
-    return new(pair)
+    parts = Parts.of_array(local.reshape((nrows,) + tuple(shape[1:]) if shape else ()))
+    return new(to_layout(blocks, parts, d))
 
 
 @collective

@@ -179,29 +179,11 @@ def from_hdf5(path, dataset, dist=None, grid=None, comm=None, **per_dim):
     target = make_distribution(shape, dist, grid, comm, **per_dim)
     yield dict(path=path, dataset=dataset, dist=target, grid=target.grid, comm=comm.size,
                per_dim=(shape, dtype.str if not dtype.names else dtype.descr, valid))
-    from ..bitmaps import pack_validity
-    from ..dtypes import dtype_from_numpy
     from ..io.hdf5 import read_rows
-    from ..movement.redistribute import move_agreed
-    from ..parts import Parts
-    from ..types import TypeInfo
-    blocks = make_distribution(shape, ("b",) if shape else None, comm=comm)
-    start = stop = 0
-    if shape:
-        bounds, c = blocks.maps[0].bounds, blocks.coords[0]
-        start, stop = int(bounds[c]), int(bounds[c + 1])
-    values = read_rows(path, dataset, start, stop, dtype)
-    leaf = dtype_from_numpy(dtype)
-    if valid is None:
-        parts = Parts(TypeInfo.fixed(values.shape, leaf), values)
-    else:
-        mask = read_rows(path, valid, start, stop, np.dtype(np.bool_))
-        parts = Parts(TypeInfo.fixed(values.shape, leaf, optional=True), values,
-                      pack_validity(mask))
-    pair = (blocks, parts)
-    if blocks != target:
-        pair = move_agreed(*pair, target)
-    return new(pair)
+    return _from_rows(shape, dtype, comm, target,
+                      lambda lo, hi: read_rows(path, dataset, lo, hi, dtype),
+                      None if valid is None else
+                      lambda lo, hi: read_rows(path, valid, lo, hi, np.dtype(np.bool_)))
 
 
 @collective
@@ -231,17 +213,12 @@ def to_hdf5(x, path, dataset, mode="a"):
     dataset = _dataset("to_hdf5", dataset)
     mode = arguments.choice("to_hdf5", "mode", mode, ("a", "w"))
     yield dict(x=x, path=path, dataset=dataset, mode=mode)
-    from ..distribution import make_distribution
+    from ..distribution import row_blocks
     from ..io.hdf5 import VALID_ATTR, write_rows
-    from ..movement.redistribute import move_agreed
-    d, p = x.distribution, x.parts
-    shape = d.global_shape
-    blocks = make_distribution(shape, ("b",) if shape else None, comm=d.comm)
-    if d != blocks:
-        d, p = move_agreed(d, p, blocks)
-    first = 0
-    if shape:
-        first = int(blocks.maps[0].bounds[blocks.coords[0]])
+    from ..movement.redistribute import to_layout
+    shape = x.distribution.global_shape
+    blocks, first, _ = row_blocks(shape, x.distribution.comm)
+    d, p = to_layout(x.distribution, x.parts, blocks)
     total = shape[0] if shape else None
     values = p.values
     mask = p.valid_mask()
@@ -257,24 +234,21 @@ def to_hdf5(x, path, dataset, mode="a"):
 
 
 # -- plain Zarr arrays --------------------------------------------------------------
-def _from_rows(shape, dtype, comm, target, read):
+def _from_rows(shape, dtype, comm, target, read, read_valid=None):
     """A DistArray of ``target`` from each rank's rows of axis 0 (``read(start,
-    stop)``): read in row blocks, moved once when ``target`` is another layout."""
-    from ..distribution import make_distribution
+    stop)``; ``read_valid``: the same rows' validity, for optional data):
+    read in row blocks, moved once when ``target`` is another layout."""
+    from ..bitmaps import pack_validity
+    from ..distribution import row_blocks
     from ..dtypes import dtype_from_numpy
-    from ..movement.redistribute import move_agreed
+    from ..movement.redistribute import to_layout
     from ..parts import Parts
     from ..types import TypeInfo
-    blocks = make_distribution(shape, ("b",) if shape else None, comm=comm)
-    start = stop = 0
-    if shape:
-        bounds, c = blocks.maps[0].bounds, blocks.coords[0]
-        start, stop = int(bounds[c]), int(bounds[c + 1])
+    blocks, start, stop = row_blocks(shape, comm)
     values = read(start, stop)
-    pair = (blocks, Parts(TypeInfo.fixed(values.shape, dtype_from_numpy(dtype)), values))
-    if blocks != target:
-        pair = move_agreed(*pair, target)
-    return new(pair)
+    info = TypeInfo.fixed(values.shape, dtype_from_numpy(dtype), optional=read_valid is not None)
+    validity = None if read_valid is None else pack_validity(read_valid(start, stop))
+    return new(to_layout(blocks, Parts(info, values, validity), target))
 
 
 @collective
@@ -351,17 +325,15 @@ def to_zarr(x, path, *, chunks=None, mode="w-", dims=None):
     from ..agreement import agree
     from ..distribution import make_distribution
     from ..io.zarr_arrays import chunk_aligned_sizes, create, default_chunks
-    from ..movement.redistribute import move_agreed
+    from ..movement.redistribute import to_layout
     comm = x.distribution.comm
     chunks = chunks or default_chunks(shape, dtype)
-    d, p = x.distribution, x.parts
     if shape:
         sizes = chunk_aligned_sizes(shape[0], chunks[0], comm.size)
         aligned = make_distribution(shape, ("b",), comm=comm, sizes=(sizes,))
     else:
         aligned = make_distribution(shape, None, comm=comm)
-    if d != aligned:
-        d, p = move_agreed(d, p, aligned)
+    d, p = to_layout(x.distribution, x.parts, aligned)
     error = None
     if comm.rank == 0:
         try:
@@ -447,13 +419,11 @@ def to_npy(x, path):
         raise ValueError(f"to_npy: {path!r} exists and is not a directory")
     yield dict(x=x, path=path)
     from ..agreement import agree
-    from ..distribution import make_distribution
-    from ..movement.redistribute import move_agreed
+    from ..distribution import row_blocks
+    from ..movement.redistribute import to_layout
     comm = x.distribution.comm
-    d, p = x.distribution, x.parts
-    blocks = make_distribution(d.global_shape, ("b",), comm=comm)
-    if d != blocks:
-        d, p = move_agreed(d, p, blocks)
+    blocks = row_blocks(x.distribution.global_shape, comm)[0]
+    d, p = to_layout(x.distribution, x.parts, blocks)
     error = None
     try:
         os.makedirs(path, exist_ok=True)

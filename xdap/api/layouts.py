@@ -80,10 +80,8 @@ def wrap(x, d, values):
 def values_on(y, target):
     """This rank's values of the DistArray ``y`` redistributed to ``target``
     (one exchange; none when ``y`` is already so)."""
-    if y.distribution == target:
-        return y.parts.values
-    from ..movement.redistribute import move_agreed
-    return move_agreed(y.distribution, y.parts, target)[1].values
+    from ..movement.redistribute import to_layout
+    return to_layout(y.distribution, y.parts, target)[1].values
 
 
 def with_axis(d, axis, size):

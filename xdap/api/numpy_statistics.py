@@ -45,7 +45,7 @@ from ..agreement import agreed_on
 from ..contract import collective
 from ..distribution import make_distribution
 from ..movement.reduce import allreduce, counted_values
-from ..movement.select import select
+from ..movement.select import extremes, select
 from .layouts import values_on
 
 __all__ = ["histogram", "bincount", "cov", "corrcoef", "quantile", "percentile", "median"]
@@ -115,17 +115,6 @@ def _range(name, value):
     return lo, hi
 
 
-def _extremes(comm, v):
-    """The global (min, max) of every rank's ``v`` (NumPy scalars of its
-    dtype; NaN wins, as in NumPy) and the global count: two allreduces."""
-    if v.dtype.kind == "f":
-        lo_id, hi_id = np.inf, -np.inf
-    else:
-        lo_id, hi_id = np.iinfo(v.dtype).max, np.iinfo(v.dtype).min
-    lo = allreduce(comm, np.array([v.min() if len(v) else lo_id], v.dtype), "min")[0]
-    hi = allreduce(comm, np.array([v.max() if len(v) else hi_id], v.dtype), "max")[0]
-    n = int(allreduce(comm, np.array([len(v)], np.int64), "sum")[0])
-    return lo, hi, n
 
 
 @collective
@@ -154,7 +143,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None):   # noqa: A00
     v, _ = counted_values(a.distribution, a.parts)
     w = None if weights is None else counted_values(weights.distribution, weights.parts)[0]
     if kind == "count" and rng is None:
-        lo, hi, n = _extremes(comm, v)
+        lo, hi = extremes(comm, v)
+        n = int(allreduce(comm, np.array([len(v)], np.int64), "sum")[0])
         if n == 0:
             rng = (0.0, 1.0)                       # NumPy's range of no data
         elif not (np.isfinite(lo) and np.isfinite(hi)):

@@ -49,7 +49,7 @@ from .plan import (RedistributionPlan, as_positions, index_len, plan_ranks, redi
                    runs)
 
 __all__ = ["redistribute", "move", "move_agreed", "executor", "bind_redistribute",
-           "BoundRedistribution", "METHODS"]
+           "BoundRedistribution", "METHODS", "to_layout"]
 
 def _avg_run_bytes(plan: RedistributionPlan, itemsize: int) -> float:
     """Mean length in bytes of the contiguous runs MPI would copy (innermost
@@ -163,6 +163,12 @@ def move(d: Distribution, p: Parts, dist=None, grid=None, comm=None, *, method: 
     agreed, target = _target_args(d, p, dist, grid, comm, method, per_dim)
     yield dict(agreed, d=d, p=p.info.global_type(d.global_shape))
     return _moving(d, p, target, dist, grid, comm, method, per_dim)(p)
+
+
+def to_layout(d: Distribution, p: Parts, target: Distribution):
+    """``(d, p)`` as they are when they already lie as ``target`` (nothing
+    moved, no copy), else moved there (``move_agreed``: one exchange)."""
+    return (d, p) if d == target else move_agreed(d, p, target)
 
 
 def move_agreed(d: Distribution, p: Parts, target: Distribution, out: Parts | None = None):

@@ -5,7 +5,7 @@ moving the data.
 Each rank holds some of the values (any number, none included). Rounds of
 histograms narrow each wanted position down to the values of one bin:
 
-1. one ``Allreduce`` of the extremes and the count;
+1. two ``Allreduce``s of the extremes (``extremes``, which histogram shares);
 2. each round, every rank counts its candidates of each wanted position in
    ``BINS`` equal bins between their extremes, one ``Allreduce`` sums the
    counts, and each position keeps the bin that holds it (and the number of
@@ -32,24 +32,24 @@ import numpy as np
 from mpi4py.util.dtlib import from_numpy_dtype
 
 from ..comm import MPI
+from .reduce import allreduce
 
-__all__ = ["select", "BINS", "GATHER"]
+__all__ = ["select", "extremes", "BINS", "GATHER"]
 
 BINS = 256          # bins a round: one Allreduce of BINS counts a wanted position
 GATHER = 4096       # candidates gathered to every rank once this few remain
 ROUNDS = 300        # a bound (float64's range is 2**2098: 8 bits a round); then gather
 
 
-def _extremes(comm, v):
-    """(min, max) over every rank's ``v``, in its dtype (exact for any
-    integer), and the total count: two Allreduces."""
+def extremes(comm, v):
+    """(min, max) over every rank's ``v``, NumPy scalars of its dtype (exact
+    for any integer; a NaN wins, as in NumPy; a rank may hold none): two
+    Allreduces."""
     dt = v.dtype
     big, small = (np.inf, -np.inf) if dt.kind == "f" else (np.iinfo(dt).max, np.iinfo(dt).min)
-    ext = np.array([np.min(v) if len(v) else big, np.max(v) if len(v) else small], dt)
-    lo, hi = np.empty(1, dt), np.empty(1, dt)
-    comm.Allreduce(ext[:1], lo, op=MPI.MIN)
-    comm.Allreduce(ext[1:], hi, op=MPI.MAX)
-    return lo[0], hi[0]
+    lo = allreduce(comm, np.array([np.min(v) if len(v) else big], dt), "min")[0]
+    hi = allreduce(comm, np.array([np.max(v) if len(v) else small], dt), "max")[0]
+    return lo, hi
 
 
 def _bins(x, lo, hi):
@@ -73,7 +73,7 @@ def select(comm, values, ks):
     on every rank, each in ``[0, total)``. Collective."""
     values = np.asarray(values).reshape(-1)
     ks = [int(k) for k in ks]
-    lo, hi = _extremes(comm, values)
+    lo, hi = extremes(comm, values)
     # the positions still to find, by their candidates: (lo, hi, below, this rank's, positions)
     groups = [(lo, hi, 0, values, sorted(set(ks)))]
     answers = {}
@@ -103,7 +103,7 @@ def select(comm, values, ks):
                 by_bin.setdefault(int(np.searchsorted(ends, k, side="right")), []).append(k)
             for b, in_bin in sorted(by_bin.items()):
                 mine = cand[bins[j] == b]
-                b_lo, b_hi = _extremes(comm, mine)    # the bin's values, not its edges
+                b_lo, b_hi = extremes(comm, mine)    # the bin's values, not its edges
                 groups.append((b_lo, b_hi, int(ends[b] - c[b]), mine, in_bin))
     return np.array([answers[k] for k in ks], values.dtype)
 
