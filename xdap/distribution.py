@@ -29,7 +29,7 @@ from .contract import Contract, pure
 from .maps import BlockMap, Map
 from .maps.base import int_tuple
 
-__all__ = ["Distribution", "make_distribution", "row_blocks", "DIST_TYPES"]
+__all__ = ["Distribution", "make_distribution", "row_block_layout", "DIST_TYPES"]
 
 DIST_TYPES = ("b", "c", "u", "n")
 
@@ -322,8 +322,7 @@ def _per_dim(name, value, ndim):
     return tuple(value)
 
 
-@pure
-def row_blocks(global_shape, comm) -> tuple:
+def row_block_layout(global_shape, comm) -> tuple:
     """The plain blocks of rows of ``global_shape`` over ``comm`` -- the
     layout files are read and written in, each rank one range of rows --
     and this rank's rows ``(start, stop)`` (a 0-d array: ``(0, 0)``, every
@@ -335,6 +334,7 @@ def row_blocks(global_shape, comm) -> tuple:
     return d, int(bounds[c]), int(bounds[c + 1])
 
 
+@pure
 def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_size=None,
                       padding=None, periodic=None, indices=None, sizes=None) -> Distribution:
     """Build a Distribution from user options (validated, the same on every rank).

@@ -41,7 +41,7 @@ import numpy as np
 from . import arguments
 from .arraylike import new
 from .contract import collective
-from .distribution import make_distribution, row_blocks
+from .distribution import make_distribution, row_block_layout
 from .movement.redistribute import to_layout
 from .parts import Parts
 
@@ -104,7 +104,7 @@ def _drawn(shape, seed, values_of, d):
     order) are ``values_of(seed, first, count)``, in distribution ``d``:
     drawn in blocks of rows (each rank its own range of the stream), then
     moved to ``d`` (one exchange) when that is another distribution."""
-    blocks, start, stop = row_blocks(shape, d.comm)
+    blocks, start, stop = row_block_layout(shape, d.comm)
     nrows = stop - start if shape else 1         # 0-d: every rank holds the one element
     row = math.prod(shape[1:])
     local = values_of(seed, start * row, nrows * row)

@@ -213,11 +213,11 @@ def to_hdf5(x, path, dataset, mode="a"):
     dataset = _dataset("to_hdf5", dataset)
     mode = arguments.choice("to_hdf5", "mode", mode, ("a", "w"))
     yield dict(x=x, path=path, dataset=dataset, mode=mode)
-    from ..distribution import row_blocks
+    from ..distribution import row_block_layout
     from ..io.hdf5 import VALID_ATTR, write_rows
     from ..movement.redistribute import to_layout
     shape = x.distribution.global_shape
-    blocks, first, _ = row_blocks(shape, x.distribution.comm)
+    blocks, first, _ = row_block_layout(shape, x.distribution.comm)
     d, p = to_layout(x.distribution, x.parts, blocks)
     total = shape[0] if shape else None
     values = p.values
@@ -239,12 +239,12 @@ def _from_rows(shape, dtype, comm, target, read, read_valid=None):
     stop)``; ``read_valid``: the same rows' validity, for optional data):
     read in row blocks, moved once when ``target`` is another layout."""
     from ..bitmaps import pack_validity
-    from ..distribution import row_blocks
+    from ..distribution import row_block_layout
     from ..dtypes import dtype_from_numpy
     from ..movement.redistribute import to_layout
     from ..parts import Parts
     from ..types import TypeInfo
-    blocks, start, stop = row_blocks(shape, comm)
+    blocks, start, stop = row_block_layout(shape, comm)
     values = read(start, stop)
     info = TypeInfo.fixed(values.shape, dtype_from_numpy(dtype), optional=read_valid is not None)
     validity = None if read_valid is None else pack_validity(read_valid(start, stop))
@@ -419,10 +419,10 @@ def to_npy(x, path):
         raise ValueError(f"to_npy: {path!r} exists and is not a directory")
     yield dict(x=x, path=path)
     from ..agreement import agree
-    from ..distribution import row_blocks
+    from ..distribution import row_block_layout
     from ..movement.redistribute import to_layout
     comm = x.distribution.comm
-    blocks = row_blocks(x.distribution.global_shape, comm)[0]
+    blocks = row_block_layout(x.distribution.global_shape, comm)[0]
     d, p = to_layout(x.distribution, x.parts, blocks)
     error = None
     try:

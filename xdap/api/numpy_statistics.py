@@ -115,8 +115,6 @@ def _range(name, value):
     return lo, hi
 
 
-
-
 @collective
 def histogram(a, bins=10, range=None, density=None, weights=None):   # noqa: A002
     """NumPy's ``np.histogram`` of all of ``a``'s values (flattened; ragged
@@ -165,8 +163,9 @@ def bincount(x, /, weights=None, minlength=0):
     """NumPy's ``np.bincount`` of a 1-D DistArray of non-negative integers:
     the count (or the sum of ``weights``) of each value 0..max(x), a NumPy
     array on every rank of length ``max(max(x) + 1, minlength)``.
-    Collective: one ``Allreduce`` of the extremes, one of the counts; a
-    negative value is one ``ValueError`` on every rank. Memory O(max(x)) a
+    Collective: one ``Allreduce`` of the largest value, one of the counts
+    (with each rank's verdict on negative values); a negative value is one
+    ``ValueError`` on every rank. Memory O(max(x)) a
     rank.
 
     >>> import numpy as np, xdap
