@@ -94,12 +94,38 @@ def test_bad_input_is_one_error_everywhere(comm):
              (lambda: xdap.from_global(G, comm=comm).to_zarr(exists + "2", chunks=(2,)),
               "chunks must be 2 sizes"),
              (lambda: xdap.from_global(np.ma.masked_less(G, 0), comm=comm).to_zarr(
-                 exists + "3"), "without missing values")]
+                 exists + "3", chunks=(2, 5)), "xdap's own layout")]
     for call, words in cases:
         _, message = same_error(comm, call, (ValueError, TypeError), seconds=30)
         assert words in message, (words, message)
     assert np.array_equal(zarr.open_array(exists, mode="r")[:], G)    # untouched
     assert not os.path.exists(exists + "2") and not os.path.exists(exists + "3")
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_ragged_optional_and_typed_data_take_xdaps_own_layout(comm):
+    """No plain Zarr array keeps them: to_zarr writes xdap's layout (a group
+    of values, offsets and validity arrays), from_zarr reads it back equal,
+    in another layout too."""
+    d = comm.bcast(tempfile.mkdtemp() if comm.rank == 0 else None)
+    masked = np.ma.masked_less(G, 0.0)
+    cases = [(xdap.from_global(masked, comm=comm, dist=("c", "n")), {}),
+             (xdap.from_global([[1.0, None], [], [2.0, 3.0, None]],
+                               type="var * var * ?float64", comm=comm), {}),
+             (xdap.from_global(np.array(["ab", "c", "", "def"]), comm=comm), dict(dist=("c",)))]
+    for i, (a, kw) in enumerate(cases):
+        path = os.path.join(d, f"typed{i}.zarr")
+        a.to_zarr(path)
+        comm.Barrier()
+        assert isinstance(zarr.open(path, mode="r"), zarr.Group)
+        back = xdap.from_zarr(path, comm=comm, **kw)
+        assert back.to_global().value == a.to_global().value, i
+        assert str(back.local.type).split("* ")[-1] == str(a.local.type).split("* ")[-1]
+        same_error(comm, lambda: a.to_zarr(path), ValueError, match="exists")
+        a.to_zarr(path, mode="w")                        # replaced
+    comm.Barrier()
+    assert xdap.from_zarr(os.path.join(d, "typed0.zarr"), comm=comm).to_global().value == \
+        cases[0][0].to_global().value
 
 
 def _one_rank(comm, good, bad):

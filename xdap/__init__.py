@@ -26,7 +26,8 @@ from .api.creation import (arange, copy, empty, empty_like, eye, from_function, 
 from .api.data_types import astype
 from .api.elementwise import clip, imag, real
 from .api.exchange import (from_arrow, from_awkward, from_csv, from_distarray, from_hdf5,
-                           from_npy, from_partitioned, from_zarr, load, to_global, to_numpy)
+                           from_npy, from_partitioned, from_xarray, from_zarr, load, to_global,
+                           to_numpy)
 from .api.indexing import take, take_along_axis
 from .api.linear_algebra import matmul, matrix_transpose, tensordot, vecdot
 from .api.numpy_statistics import (bincount, corrcoef, cov, histogram, median, percentile,
@@ -84,7 +85,7 @@ __all__ = ["DistArray", "Distribution", "make_distribution",
            "tril", "triu", "meshgrid",
            # exchange and the whole array
            "from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
-           "from_hdf5", "from_zarr", "from_npy", "from_csv",
+           "from_hdf5", "from_zarr", "from_xarray", "from_npy", "from_csv",
            "to_global", "to_numpy",
            # elementwise, data types
            "clip", "real", "imag", "astype",

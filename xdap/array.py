@@ -59,7 +59,7 @@ class DistArray:
     same element type.
     """
 
-    __slots__ = ("distribution", "parts", "_leaf_index", "_fresh", "__weakref__")
+    __slots__ = ("distribution", "parts", "_leaf_index", "_fresh", "_labels", "__weakref__")
 
     def __init__(self, distribution: Distribution, local):
         self._init(*_validated(distribution, local))
@@ -104,6 +104,14 @@ class DistArray:
             counts = ag.shared
             leaf_index = (sum(counts[:d.comm.rank]), sum(counts))
         return cls._trusted(d, p, leaf_index)
+
+    @property
+    def labels(self):
+        """The name, dims, coordinates and attributes of the variable this
+        array was read from (``xdap.labels.Labels``; ``from_xarray``), else
+        None. Operations give plain arrays: labels ride along, they do not
+        steer (``to_zarr``/``to_hdf5`` write the dims when given none)."""
+        return getattr(self, "_labels", None)
 
     # -- the arraylike protocol (xdap.arraylike) ------------------------------
     def __xdap_wrap__(self, distribution, p, same_rows=False, agreed=False, fresh=True):

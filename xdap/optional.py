@@ -1,8 +1,9 @@
 """Optional dependencies, imported where first used.
 
 xdap's core needs numpy, mpi4py and the xnd stack; the rest comes with
-pip's extras (pyproject.toml): ``store`` (zarr), ``mesh`` (h5py, meshio,
-gmsh, pymetis), ``arrow``, ``awkward``, ``pictures`` (matplotlib). A call
+pip's extras (pyproject.toml): ``store`` (zarr), ``hdf5`` (h5py),
+``netcdf`` (xarray, h5netcdf), ``mesh`` (meshio, gmsh, pymetis, with
+``store`` and ``hdf5``), ``arrow``, ``awkward``, ``pictures`` (matplotlib). A call
 that needs a missing one raises an ``ImportError`` that names the extra to
 install, the same on every rank (an environment is the same everywhere), so
 it never leaves a rank waiting.
@@ -25,7 +26,8 @@ import importlib.util
 # the top-level module -> the extra of pyproject.toml that brings it
 EXTRAS = {
     "zarr": "store",
-    "h5py": "mesh", "meshio": "mesh", "gmsh": "mesh", "pymetis": "mesh",
+    "h5py": "hdf5", "meshio": "mesh", "gmsh": "mesh", "pymetis": "mesh",
+    "xarray": "netcdf", "h5netcdf": "netcdf",
     "pyarrow": "arrow",
     "awkward": "awkward",
     "matplotlib": "pictures",

@@ -33,7 +33,7 @@ from ..optional import need
 from ..parts import container
 
 __all__ = ["from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
-           "from_hdf5", "to_hdf5", "from_zarr", "to_zarr", "from_npy", "to_npy", "from_csv",
+           "from_hdf5", "to_hdf5", "from_zarr", "to_zarr", "from_xarray", "from_npy", "to_npy", "from_csv",
            "to_global", "to_numpy", "save", "distarray", "partitioned", "partitioned_property",
            "to_arrow", "to_awkward", "local_numpy", "numpy_array", "dlpack", "dlpack_device",
            "to_device"]
@@ -187,7 +187,7 @@ def from_hdf5(path, dataset, dist=None, grid=None, comm=None, **per_dim):
 
 
 @collective
-def to_hdf5(x, path, dataset, mode="a"):
+def to_hdf5(x, path, dataset, mode="a", dims=None):
     """Write the DistArray into the HDF5 file at ``path`` as ``dataset``
     (h5py, NumPy's dtype; records as compound types; optional data as the
     values -- 0 where missing -- plus a bool dataset ``dataset + "_valid"``
@@ -201,6 +201,12 @@ def to_hdf5(x, path, dataset, mode="a"):
     rank by rank (one file open at a time). Ragged data has no HDF5 form
     here: save it with ``a.save`` (xdap's store).
 
+    ``dims`` (default: ``a.labels.dims`` of an array ``from_xarray`` read,
+    else none) names the axes as NetCDF-4 does (HDF5 dimension scales), so
+    ``xarray.open_dataset(path, engine="h5netcdf")`` sees a variable with
+    those dims. A 1-d dataset already in the file under a dim's name and of
+    its length becomes that dim's coordinate: write coordinates first.
+
     >>> import os, tempfile, h5py, numpy as np, xdap
     >>> from mpi4py import MPI
     >>> path = os.path.join(tempfile.mkdtemp(), "f.h5")
@@ -212,7 +218,8 @@ def to_hdf5(x, path, dataset, mode="a"):
     path = _path("to_hdf5", path)
     dataset = _dataset("to_hdf5", dataset)
     mode = arguments.choice("to_hdf5", "mode", mode, ("a", "w"))
-    yield dict(x=x, path=path, dataset=dataset, mode=mode)
+    dims = _dims("to_hdf5", x, dims, None)
+    yield dict(x=x, path=path, dataset=dataset, mode=mode, dims=dims)
     from ..distribution import row_block_layout
     from ..io.hdf5 import VALID_ATTR, write_rows
     from ..movement.redistribute import to_layout
@@ -230,7 +237,42 @@ def to_hdf5(x, path, dataset, mode="a"):
     else:
         attrs = {}
     sets.insert(0, (dataset, np.ascontiguousarray(values), first, total, attrs))
+    if dims is not None:         # a dim the file holds otherwise: refused before any write
+        from ..agreement import agree
+        from ..io.hdf5 import attach_dims, check_dims
+        error = None
+        if d.comm.rank == 0:
+            try:
+                check_dims(path, dataset, shape, dims, mode, "to_hdf5")
+            except ValueError as e:
+                error = e
+        agree(d.comm, error)
     write_rows(d.comm, path, sets, "to_hdf5", mode)
+    if dims is not None:
+        error = None
+        if d.comm.rank == 0:
+            try:
+                attach_dims(path, [name for name, *_ in sets], dims, "to_hdf5")
+            except ValueError as e:
+                error = e
+            except Exception as e:
+                error = ValueError(f"to_hdf5: cannot name the dims of {dataset!r} in "
+                                   f"{path!r}: {type(e).__name__}: {e}")
+        agree(d.comm, error)
+
+
+def _dims(what, x, dims, default):
+    """The axes' names: ``dims`` as given, else the labels' (``from_xarray``),
+    else ``default``."""
+    shape = x.distribution.global_shape
+    if dims is None:
+        dims = x.labels.dims if x.labels is not None else default
+        return None if dims is None else tuple(dims)
+    if isinstance(dims, str) or not isinstance(dims, (tuple, list)) or \
+            not all(isinstance(n, str) and n for n in dims) or len(dims) != len(shape):
+        raise TypeError(f"{what}: dims must be {len(shape)} non-empty names (str), got "
+                        f"{arguments._shown(dims)}")
+    return tuple(dims)
 
 
 # -- plain Zarr arrays --------------------------------------------------------------
@@ -261,8 +303,9 @@ def from_zarr(path_or_array, dist=None, grid=None, comm=None, **per_dim):
     Collective. The shape and dtype are agreed; then each rank reads its
     rows of axis 0 -- zarr decodes only the chunks that overlap them (a
     chunk that straddles two ranks' rows is decoded by both) -- and another
-    ``dist``/``grid`` costs one redistribution. xdap's own stores (groups)
-    are ``xdap.load``'s.
+    ``dist``/``grid`` costs one redistribution. A group in xdap's own
+    layout (what ``to_zarr`` writes for ragged, optional or typed data, and
+    ``a.save``) loads as ``xdap.load`` loads it.
 
     >>> import os, tempfile, zarr, numpy as np, xdap
     >>> from mpi4py import MPI
@@ -278,6 +321,11 @@ def from_zarr(path_or_array, dist=None, grid=None, comm=None, **per_dim):
         _path("from_zarr", path_or_array)
     array, shape, dtype = describe(target, "from_zarr")
     where = target if isinstance(target, str) else str(getattr(array, "store_path", "array"))
+    if array is None:           # xdap's own layout (ragged, optional, typed): load reads it
+        yield dict(path_or_array=(where, "xdap store"), dist=dist, grid=grid, comm=comm,
+                   per_dim=per_dim)
+        from .. import io
+        return new(io.load(where, comm, dist, grid, **per_dim))
     d = make_distribution(shape, dist, grid, comm, **per_dim)
     yield dict(path_or_array=where, dist=d, grid=d.grid, comm=comm.size,
                per_dim=(shape, dtype.str))
@@ -289,11 +337,15 @@ def from_zarr(path_or_array, dist=None, grid=None, comm=None, **per_dim):
 def to_zarr(x, path, *, chunks=None, mode="w-", dims=None):
     """Write the DistArray as a plain Zarr v3 array at ``path`` (zarr's
     default codecs; ``chunks``: a tuple, default ~16 MiB of whole rows) that
-    zarr, xarray and dask open. Fixed numbers and bools: optional and
-    ragged data keep their meaning only in xdap's store (``a.save``).
+    zarr, xarray and dask open: fixed numbers and bools. Ragged, optional,
+    string and record data have no plain-array form that keeps their
+    meaning: they are written in xdap's own layout (a Zarr group of values,
+    offsets and validity arrays, as ``a.save`` writes it), which
+    ``xdap.from_zarr`` and ``xdap.load`` read back.
     ``mode``: "w-" refuses an existing path, "w" replaces it. ``dims``: the
-    dimensions' names (default ``dim_0``, ``dim_1``, ... as xarray names
-    them), so ``xarray.open_zarr`` of the enclosing group sees a variable.
+    dimensions' names (default ``a.labels.dims`` of an array ``from_xarray``
+    read, else ``dim_0``, ``dim_1``, ... as xarray names them), so
+    ``xarray.open_zarr`` of the enclosing group sees a variable.
 
     Collective. Rank 0 writes the metadata; then every rank writes whole
     chunks at once, with no lock: the array first moves (one
@@ -307,26 +359,33 @@ def to_zarr(x, path, *, chunks=None, mode="w-", dims=None):
     >>> zarr.open_array(path, mode="r")[:].tolist()
     [[1.0, 0.0], [0.0, 1.0]]
     """
-    arguments.numeric("to_zarr", x)
+    arguments.array("to_zarr", x)
     path = _path("to_zarr", path)
     mode = arguments.choice("to_zarr", "mode", mode, ("w-", "w"))
-    shape, dtype = x.distribution.global_shape, x.parts.info.numpy_dtype
+    info = x.parts.info
+    if info.ragged or info.boxed or info.optional or not info.numeric:
+        # no plain array holds it without loss: xdap's own layout (a group)
+        if chunks is not None or dims is not None:
+            raise ValueError(f"to_zarr: chunks= and dims= shape plain arrays; {arguments.type_of(x)} "
+                             "is written in xdap's own layout (a Zarr group, as a.save)")
+        yield dict(x=x, path=path, chunks=None, mode=mode, dims=None)
+        _refuse_existing(path, mode, x.distribution.comm)
+        from ..io import save as write
+        write(x.distribution, x.parts, path)
+        return
+    shape, dtype = x.distribution.global_shape, info.numpy_dtype
     if chunks is not None:
         chunks = arguments.shape("to_zarr", chunks, "chunks")
         if len(chunks) != len(shape) or 0 in chunks:
             raise ValueError(f"to_zarr: chunks must be {len(shape)} sizes >= 1, got {chunks}")
-    if dims is None:
-        dims = tuple(f"dim_{k}" for k in range(len(shape)))
-    elif isinstance(dims, str) or not all(isinstance(n, str) for n in dims) or \
-            len(dims) != len(shape):
-        raise TypeError(f"to_zarr: dims must be {len(shape)} names (str), got "
-                        f"{arguments._shown(dims)}")
-    yield dict(x=x, path=path, chunks=chunks, mode=mode, dims=tuple(dims))
+    dims = _dims("to_zarr", x, dims, tuple(f"dim_{k}" for k in range(len(shape))))
+    yield dict(x=x, path=path, chunks=chunks, mode=mode, dims=dims)
     from ..agreement import agree
     from ..distribution import make_distribution
     from ..io.zarr_arrays import chunk_aligned_sizes, create, default_chunks
     from ..movement.redistribute import to_layout
     comm = x.distribution.comm
+    _refuse_existing(path, mode, comm)
     chunks = chunks or default_chunks(shape, dtype)
     if shape:
         sizes = chunk_aligned_sizes(shape[0], chunks[0], comm.size)
@@ -337,7 +396,7 @@ def to_zarr(x, path, *, chunks=None, mode="w-", dims=None):
     error = None
     if comm.rank == 0:
         try:
-            create(path, shape, dtype, chunks, mode == "w", tuple(dims))
+            create(path, shape, dtype, chunks, tuple(dims))
         except ValueError as e:
             error = e
         except Exception as e:
@@ -355,6 +414,112 @@ def to_zarr(x, path, *, chunks=None, mode="w-", dims=None):
     except Exception as e:
         error = ValueError(f"to_zarr: rank {comm.rank} cannot write {path!r}: "
                            f"{type(e).__name__}: {e}")
+    agree(comm, error)
+
+
+# -- xarray variables (NetCDF-4, Zarr, dask, ...) ------------------------------------
+@collective
+def from_xarray(dataarray, dist=None, grid=None, comm=None, **per_dim):
+    """One variable of a lazily opened xarray dataset -- NetCDF-4 or HDF5
+    (``xarray.open_dataset(path, engine="h5netcdf")``), Zarr, dask-backed or
+    in memory -- as a DistArray of numbers or bools, with its name, dims,
+    coordinates and attributes kept as ``a.labels`` (``xdap.labels``).
+
+    Collective. Every rank opens the dataset itself and passes its own
+    ``ds[name]``; what each sees -- name, dims, shape, dtype, source file,
+    coordinates -- is agreed (a rank that opened another file or variable
+    is one error on every rank). Then each rank reads only its rows of
+    axis 0 through xarray's lazy indexing (the backend reads only their
+    chunks), and another ``dist``/``grid`` costs one redistribution.
+
+    A variable opened undecoded (``mask_and_scale=False``) whose attributes
+    carry a ``_FillValue`` becomes optional data: the fill entries are the
+    missing ones (decoded, xarray has already turned them into NaN).
+    Coordinates along the first dimension are 1-d DistArrays in row blocks
+    (as long as the data is tall: never whole on one rank); the others are
+    NumPy on every rank. Dates are held as int64 counts of their unit.
+
+    >>> import numpy as np, xarray, xdap
+    >>> from mpi4py import MPI
+    >>> v = xarray.DataArray(np.arange(6.0).reshape(3, 2), dims=("time", "x"),
+    ...                      coords={"x": [10, 20]}, name="u", attrs={"units": "m"})
+    >>> a = xdap.from_xarray(v, comm=MPI.COMM_SELF)
+    >>> a.to_numpy().tolist(), a.labels.dims, a.labels.coords["x"].values.tolist()
+    ([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], ('time', 'x'), [10, 20])
+    """
+    from ..distribution import make_distribution
+    from ..io.xarray_vars import describe
+    comm = resolve(comm)
+    found = describe(dataarray, "from_xarray")
+    target = make_distribution(found.shape, dist, grid, comm, **per_dim)
+    yield dict(dataarray=found.summary(), dist=target, grid=target.grid, comm=comm.size,
+               per_dim=found.shape)
+    from ..io.xarray_vars import read_rows
+    from ..labels import Coordinate, Labels
+    read = _remembered(lambda lo, hi: read_rows(dataarray, lo, hi, found.dtype))
+    if found.fill is None:
+        a = _from_rows(found.shape, found.dtype, comm, target, read)
+    elif found.dtype.kind in "fc" and np.isnan(found.fill):
+        a = _from_rows(found.shape, found.dtype, comm, target, read,
+                       lambda lo, hi: ~np.isnan(read.last))
+    else:
+        a = _from_rows(found.shape, found.dtype, comm, target, read,
+                       lambda lo, hi: read.last != found.fill)
+    coords = {}
+    for name in sorted(found.coords):
+        c = found.coords[name]
+        dims = tuple(str(n) for n in c.dims)
+        if found.dims and found.dims[0] in dims:
+            values = _coordinate_rows(c, comm)
+        else:
+            values = np.asarray(c.values)
+        coords[name] = Coordinate(dims, values, dict(c.attrs), np.dtype(c.dtype))
+    a._labels = Labels(found.name, found.dims, coords, found.attrs)
+    return a
+
+
+class _remembered:
+    """A row reader that keeps what it read last (the validity of optional
+    data is computed from the same rows, not read again)."""
+
+    def __init__(self, read):
+        self.read, self.last = read, None
+
+    def __call__(self, lo, hi):
+        self.last = self.read(lo, hi)
+        return self.last
+
+
+def _coordinate_rows(c, comm):
+    """A coordinate along the first dimension as a DistArray in row blocks
+    of its own first axis; strings of any length (NumPy object arrays) as
+    fixed strings of the longest one on any rank."""
+    from ..agreement import agreement
+    from ..distribution import row_block_layout
+    from ..io.xarray_vars import held_dtype, read_rows
+    shape = tuple(int(s) for s in c.shape)
+    blocks, start, stop = row_block_layout(shape, comm)
+    dtype = np.dtype(c.dtype)
+    if dtype.kind == "O":
+        rows = np.asarray(c.values if c.ndim == 0 else c[start:stop].values)
+        with agreement(comm, "from_xarray", share=True) as ag:
+            if not all(isinstance(v, str) for v in rows.flat):
+                raise ValueError(f"from_xarray: coordinate {c.name!r} holds Python objects "
+                                 "other than str (xdap holds numbers, dates and strings)")
+            ag.share(max((len(v) for v in rows.flat), default=0))
+        dtype = np.dtype(f"U{max(1, max(ag.shared))}")
+        return _from_rows(shape, dtype, comm, blocks, lambda lo, hi: rows.astype(dtype))
+    dtype = held_dtype(dtype)
+    return _from_rows(shape, dtype, comm, blocks, lambda lo, hi: read_rows(c, lo, hi, dtype))
+
+
+def _refuse_existing(path, mode, comm):
+    """``mode="w-"``: an existing ``path`` is one ValueError on every rank
+    (rank 0 looks: the ranks may not share a view of a file system's cache)."""
+    from ..agreement import agree
+    error = None
+    if mode == "w-" and comm.rank == 0 and os.path.exists(path):
+        error = ValueError(f"to_zarr: {path!r} exists (mode='w' replaces it)")
     agree(comm, error)
 
 

@@ -11,6 +11,9 @@
   order, a token passed along (so no two ranks have the file open for
   writing at once). ``mode`` "w" makes the file anew, "a" adds datasets
   to it (an existing dataset of that name is an error).
+- ``attach_dims(path, datasets, dims, what)``: names the datasets' axes
+  as NetCDF-4 does (HDF5 dimension scales), so xarray and netCDF readers
+  open the file as variables with those dims.
 
 The engines of ``xdap.from_hdf5`` / ``DistArray.to_hdf5`` and of
 ``xdap.mesh.write_xdmf``.
@@ -22,7 +25,7 @@ import numpy as np
 from ..agreement import agree
 from ..optional import need
 
-__all__ = ["describe", "read_rows", "write_rows", "VALID_ATTR"]
+__all__ = ["describe", "read_rows", "write_rows", "check_dims", "attach_dims", "VALID_ATTR"]
 
 VALID_ATTR = "xdap_valid"     # names the bool dataset of an optional dataset's valid entries
 
@@ -125,3 +128,58 @@ def write_rows(comm, path: str, sets, what: str, mode: str = "w") -> None:
         comm.send(failed, dest=comm.rank + 1, tag=77)
     # the failing rank and every one after it hold the error: agree makes it everyone's
     agree(comm, ValueError(f"{what}: cannot write {path!r}: {failed}") if failed else None)
+
+
+# what netCDF-4 writes into a dimension scale that is not also a coordinate variable
+_DIMENSION_ONLY = "This is a netCDF dimension but not a netCDF variable."
+
+
+def check_dims(path: str, dataset: str, shape, dims, mode: str, what: str) -> None:
+    """Raise the ValueError ``attach_dims`` would, before anything is
+    written: a dim whose name the file already holds as something other
+    than a 1-d dataset of that axis' length."""
+    h5py = need("h5py")
+    import os
+    if mode == "w" or not os.path.exists(path):
+        return
+    try:
+        with h5py.File(path, "r") as f:
+            for axis, (dim, n) in enumerate(zip(dims, shape)):
+                if dim in f and dim != dataset.lstrip("/"):
+                    scale = f[dim]
+                    if not isinstance(scale, h5py.Dataset) or scale.shape != (n,):
+                        raise ValueError(f"{what}: {path!r} holds {dim!r} of shape "
+                                         f"{getattr(scale, 'shape', None)}, not a dimension "
+                                         f"of length {n} for {dataset!r}'s axis {axis}")
+    except OSError as e:
+        raise ValueError(f"{what}: cannot read {path!r}: {e}") from None
+
+
+def attach_dims(path: str, datasets, dims, what: str) -> None:
+    """Attach dimension scales named ``dims`` to every axis of each of
+    ``datasets`` in the file at ``path`` (one process: rank 0 after the
+    write). A 1-d dataset of that name and length already in the file --
+    a coordinate written before -- becomes the scale (a coordinate
+    variable); a missing one is made as netCDF-4 makes a bare dimension;
+    one of another length is a ValueError."""
+    h5py = need("h5py")
+    with h5py.File(path, "r+") as f:
+        for name in datasets:
+            ds = f[name]
+            for axis, (dim, n) in enumerate(zip(dims, ds.shape)):
+                if dim == name.lstrip("/"):         # a coordinate variable: its own scale
+                    if not ds.is_scale:
+                        ds.make_scale(dim)
+                    continue
+                if dim in f:
+                    scale = f[dim]
+                    if not isinstance(scale, h5py.Dataset) or scale.shape != (n,):
+                        raise ValueError(f"{what}: {path!r} holds {dim!r} of shape "
+                                         f"{getattr(scale, 'shape', None)}, not a dimension "
+                                         f"of length {n} for {name!r}'s axis {axis}")
+                else:
+                    scale = f.create_dataset(dim, (n,), "f4")
+                    scale.make_scale(f"{_DIMENSION_ONLY}{n:>10d}")
+                if not scale.is_scale:
+                    scale.make_scale(dim)
+                ds.dims[axis].attach_scale(scale)

@@ -11,12 +11,10 @@ plain array is the exchange form.)
 - ``chunk_aligned_sizes(n, rows, P)``: each rank's rows when every rank
   owns whole chunks of ``rows`` rows (balanced in chunks), so ranks write
   disjoint chunks at once, with no lock and no read-modify-write;
-- ``create(path, shape, dtype, chunks, overwrite)``: the array's metadata
-  (rank 0, before the ranks write).
+- ``create(path, shape, dtype, chunks, dims)``: the array's metadata,
+  replacing whatever is at ``path`` (rank 0, before the ranks write).
 """
 from __future__ import annotations
-
-import os
 
 import numpy as np
 
@@ -40,15 +38,20 @@ def _open(target, what):
         raise ValueError(f"{what}: cannot read {target!r} as Zarr ({type(e).__name__}: {e})") \
             from None
     if not isinstance(node, zarr.Array):
-        hint = " -- an xdap store: use xdap.load" if "xdap" in node.attrs else ""
-        raise ValueError(f"{what}: {target!r} is a Zarr group, not an array{hint}")
+        if "xdap" in node.attrs:
+            return None                 # xdap's own layout: its reader's (xdap.io.load)
+        raise ValueError(f"{what}: {target!r} is a Zarr group, not an array (a group's "
+                         f"arrays: {sorted(node.array_keys())[:10]})")
     return node
 
 
 def describe(target, what: str):
     """``(array, shape, dtype)``: the opened array, its shape and its NumPy
-    dtype (numbers and bools only)."""
+    dtype (numbers and bools only); ``(None, None, None)`` for an xdap
+    store (a group in xdap's own layout, which ``xdap.io.load`` reads)."""
     array = _open(target, what)
+    if array is None:
+        return None, None, None
     dtype = np.dtype(array.dtype)
     if dtype.kind not in "biufc":
         raise ValueError(f"{what}: the Zarr array holds {dtype}; xdap reads numbers and bools")
@@ -83,12 +86,10 @@ def default_chunks(shape, dtype) -> tuple:
     return (rows,) + tuple(max(1, s) for s in shape[1:])
 
 
-def create(path: str, shape, dtype, chunks, overwrite: bool, dims):
+def create(path: str, shape, dtype, chunks, dims):
     """The array's metadata at ``path`` (Zarr v3, zarr's default codecs,
     ``dims`` as its dimension names: what xarray reads a variable's dims from)."""
     zarr = need("zarr")
-    if not overwrite and os.path.exists(path):
-        raise ValueError(f"to_zarr: {path!r} exists (mode='w' replaces it)")
     zarr.create_array(store=path, shape=shape, chunks=chunks if shape else "auto", dtype=dtype,
-                      fill_value=np.zeros((), dtype)[()], overwrite=overwrite, zarr_format=3,
+                      fill_value=np.zeros((), dtype)[()], overwrite=True, zarr_format=3,
                       dimension_names=dims)
