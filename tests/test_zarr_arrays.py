@@ -52,6 +52,55 @@ def test_from_zarr_reads_what_zarr_wrote(comm):
 
 
 @pytest.mark.mpi(ranks=RANKS)
+def test_coarse_chunks_are_decoded_once_then_exchanged(comm):
+    """One chunk for the whole array: one rank decodes it, the others get
+    their rows by one exchange -- equal to the global array either way."""
+    d = shared_dir(comm)
+    path = os.path.join(d, "coarse.zarr")
+    big = np.arange(12 * 3, dtype=np.float32).reshape(12, 3)
+    if comm.rank == 0:
+        zarr.create_array(path, shape=big.shape, chunks=big.shape, dtype="f4")[:] = big
+    comm.Barrier()
+    for kw in (dict(), dict(dist=("c",)), dict(dist=("b", "b"))):
+        a = xdap.from_zarr(path, comm=comm, **kw)
+        assert np.array_equal(a.to_numpy(), big), kw
+        assert a.distribution == xdap.zeros(big.shape, comm=comm, **kw).distribution
+
+
+def _plan_costs(n, rows, sizes, plain):
+    """Brute force, row by row: (rows decoded in all, the slowest rank's
+    rows decoded + sent + received) of reading ``sizes`` rows a rank when
+    the result lies as ``plain``."""
+    def blocks(counts):
+        b = np.cumsum([0] + list(counts))
+        return [set(range(b[r], b[r + 1])) for r in range(len(counts))]
+    def chunks_of(rs):
+        return {i for j in rs for i in range(j // rows * rows, min(n, j // rows * rows + rows))}
+    read, want = blocks(sizes), blocks(plain)
+    decoded = [len(chunks_of(rs)) for rs in read]
+    busy = [decoded[r] + len(read[r] - want[r]) + len(want[r] - read[r])
+            for r in range(len(sizes))]
+    return sum(decoded), max(busy)
+
+
+@pytest.mark.parametrize("n,rows,P", [(1000, 10, 3), (12, 12, 4), (12, 5, 4), (1000, 500, 4),
+                                      (7, 3, 2), (100, 1, 4), (64, 16, 4), (10, 100, 3),
+                                      (999, 250, 4), (800, 300, 4), (5000, 1200, 4)])
+def test_the_read_plan_is_the_cheaper_one(n, rows, P):
+    from xdap.io.zarr_arrays import chunk_aligned_sizes, read_sizes
+    plain = [len(b) for b in np.array_split(np.arange(n), P)]
+    aligned = chunk_aligned_sizes(n, rows, P)
+    chosen = read_sizes(plain, rows, True)
+    total_plain, slowest_plain = _plan_costs(n, rows, plain, plain)
+    total_aligned, slowest_aligned = _plan_costs(n, rows, aligned, plain)
+    # whole chunks exactly when they decode less in all and finish sooner
+    assert (chosen == aligned) == (total_aligned < total_plain and
+                                   slowest_aligned < slowest_plain), (chosen, plain, aligned)
+    assert chosen in (None, aligned)
+    assert read_sizes(plain, rows, False) == aligned     # moving anyway: whole chunks
+
+
+@pytest.mark.mpi(ranks=RANKS)
 def test_to_zarr_writes_what_zarr_and_xarray_read(comm):
     import xarray
     d = shared_dir(comm)

@@ -322,12 +322,14 @@ def _per_dim(name, value, ndim):
     return tuple(value)
 
 
-def row_block_layout(global_shape, comm) -> tuple:
+def row_block_layout(global_shape, comm, sizes=None) -> tuple:
     """The plain blocks of rows of ``global_shape`` over ``comm`` -- the
-    layout files are read and written in, each rank one range of rows --
-    and this rank's rows ``(start, stop)`` (a 0-d array: ``(0, 0)``, every
-    rank holding the one element)."""
-    d = make_distribution(global_shape, ("b",) if len(global_shape) else None, comm=comm)
+    layout files are read and written in, each rank one range of rows
+    (``sizes``: each rank's count, default balanced) -- and this rank's
+    rows ``(start, stop)`` (a 0-d array: ``(0, 0)``, every rank holding
+    the one element)."""
+    d = make_distribution(global_shape, ("b",) if len(global_shape) else None, comm=comm,
+                          sizes=None if sizes is None or not len(global_shape) else (sizes,))
     if not len(global_shape):
         return d, 0, 0
     bounds, c = d.maps[0].bounds, d.coords[0]

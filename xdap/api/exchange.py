@@ -276,17 +276,18 @@ def _dims(what, x, dims, default):
 
 
 # -- plain Zarr arrays --------------------------------------------------------------
-def _from_rows(shape, dtype, comm, target, read, read_valid=None):
+def _from_rows(shape, dtype, comm, target, read, read_valid=None, sizes=None):
     """A DistArray of ``target`` from each rank's rows of axis 0 (``read(start,
     stop)``; ``read_valid``: the same rows' validity, for optional data):
-    read in row blocks, moved once when ``target`` is another layout."""
+    read in row blocks (``sizes``: each rank's count, default balanced),
+    moved once when ``target`` is another layout."""
     from ..bitmaps import pack_validity
     from ..distribution import row_block_layout
     from ..dtypes import dtype_from_numpy
     from ..movement.redistribute import to_layout
     from ..parts import Parts
     from ..types import TypeInfo
-    blocks, start, stop = row_block_layout(shape, comm)
+    blocks, start, stop = row_block_layout(shape, comm, sizes)
     values = read(start, stop)
     info = TypeInfo.fixed(values.shape, dtype_from_numpy(dtype), optional=read_valid is not None)
     validity = None if read_valid is None else pack_validity(read_valid(start, stop))
@@ -300,10 +301,12 @@ def from_zarr(path_or_array, dist=None, grid=None, comm=None, **per_dim):
     (each rank opens it) or a ``zarr.Array`` each rank opened (any store
     zarr-python reads).
 
-    Collective. The shape and dtype are agreed; then each rank reads its
-    rows of axis 0 -- zarr decodes only the chunks that overlap them (a
-    chunk that straddles two ranks' rows is decoded by both) -- and another
-    ``dist``/``grid`` costs one redistribution. A group in xdap's own
+    Collective. The shape and dtype are agreed; then each rank reads rows
+    of axis 0 -- zarr decodes only the chunks that overlap them -- in one
+    of two plans, whichever moves fewer bytes (``xdap.io.zarr_arrays.
+    read_sizes``): its own rows, a chunk that straddles two ranks' rows
+    decoded by both; or whole chunks, each decoded once, then one exchange.
+    Another ``dist``/``grid`` costs one redistribution, from whole chunks. A group in xdap's own
     layout (what ``to_zarr`` writes for ragged, optional or typed data, and
     ``a.save``) loads as ``xdap.load`` loads it.
 
@@ -329,8 +332,15 @@ def from_zarr(path_or_array, dist=None, grid=None, comm=None, **per_dim):
     d = make_distribution(shape, dist, grid, comm, **per_dim)
     yield dict(path_or_array=where, dist=d, grid=d.grid, comm=comm.size,
                per_dim=(shape, dtype.str))
-    from ..io.zarr_arrays import read_rows
-    return _from_rows(shape, dtype, comm, d, lambda lo, hi: read_rows(array, lo, hi, dtype))
+    from ..distribution import row_block_layout
+    from ..io.zarr_arrays import read_rows, read_sizes
+    sizes = None
+    if shape:
+        plain = row_block_layout(shape, comm)[0]
+        sizes = read_sizes(np.diff(plain.maps[0].bounds).tolist(), array.chunks[0],
+                           target_is_plain=d == plain)
+    return _from_rows(shape, dtype, comm, d, lambda lo, hi: read_rows(array, lo, hi, dtype),
+                      sizes=sizes)
 
 
 @collective
