@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import xdap
+from xdap.api.numpy_statistics import METHODS
 from helpers import layouts1, layouts2, same_error
 
 RANKS = (1, 2, 3, 4)
@@ -177,7 +178,7 @@ def test_quantiles_match_numpy(comm):
     qs = [0.0, 0.1, 0.5, 0.77, 1.0]
     for kw in layouts2(comm.size):
         a = xdap.from_global(G, comm=comm, **kw)
-        for method in ("linear", "lower", "higher", "midpoint", "nearest"):
+        for method in METHODS:                      # all thirteen of NumPy's
             same(xdap.quantile(a, qs, method=method), np.quantile(G, qs, method=method),
                  (kw, method))
             same(np.percentile(a, 37.5, method=method), np.percentile(G, 37.5, method=method),
@@ -192,7 +193,8 @@ def test_quantiles_match_numpy(comm):
                  np.median(G, axis=axis, keepdims=True), ("median axis", kw, axis))
     for kw in layouts1(comm.size):
         i = xdap.from_global(I, comm=comm, **kw)
-        for method in ("linear", "lower", "nearest"):
+        for method in ("linear", "lower", "nearest", "inverted_cdf", "hazen",
+                       "closest_observation", "averaged_inverted_cdf"):
             same(xdap.quantile(i, qs, method=method), np.quantile(I, qs, method=method),
                  ("integers", kw, method))
         same(xdap.median(i), np.median(I), ("median of integers", kw))
@@ -228,7 +230,48 @@ def test_quantiles_of_big_skewed_and_repeated_data(comm):
     assert "holds no values" in message
 
 
+@pytest.mark.mpi(ranks=RANKS)
+def test_weighted_quantiles_match_numpy(comm):
+    """NumPy's weighted inverted_cdf: integer and real weights, leading and
+    trailing zero weights, past the gathering threshold, along an axis; bad
+    weights are NumPy's errors on every rank."""
+    from xdap.movement.select import GATHER
+    gen = np.random.default_rng(9)
+    qs = [0.0, 0.05, 0.5, 0.61, 1.0]
+    for kw in layouts2(comm.size):
+        a = xdap.from_global(G, comm=comm, **kw)
+        W = gen.integers(0, 3, G.shape).astype(np.float64)
+        W[0, 0] += 1
+        w = xdap.from_global(W, comm=comm, **kw)
+        same(xdap.quantile(a, qs, method="inverted_cdf", weights=w),
+             np.quantile(G, qs, method="inverted_cdf", weights=W), ("weighted", kw))
+        same(np.percentile(a, 40, method="inverted_cdf", weights=w),
+             np.percentile(G, 40, method="inverted_cdf", weights=W), ("weighted %", kw))
+        W1 = W + 1.0
+        same(xdap.quantile(a, [0.25, 0.8], axis=1, method="inverted_cdf",
+                           weights=xdap.from_global(W1, comm=comm, **kw)).to_numpy(),
+             np.quantile(G, [0.25, 0.8], axis=1, method="inverted_cdf", weights=W1),
+             ("weighted axis", kw))
+    big = gen.standard_normal(3 * GATHER)
+    wb = gen.random(3 * GATHER)
+    wb[np.argsort(big)[:100]] = 0.0              # the smallest values weigh nothing
+    same(xdap.quantile(xdap.from_global(big, comm=comm, dist=("c",)), qs,
+                       method="inverted_cdf",
+                       weights=xdap.from_global(wb, comm=comm, dist=("c",))),
+         np.quantile(big, qs, method="inverted_cdf", weights=wb), "weighted, many rounds")
+    a = xdap.from_global(G, comm=comm)
+    for W, words in ((-np.ones(G.shape), "non-negative"), (np.zeros(G.shape), "all zero")):
+        message = same_error(comm, lambda: xdap.quantile(
+            a, 0.5, method="inverted_cdf", weights=xdap.from_global(W, comm=comm)))[1]
+        assert words in message, message
+    message = same_error(comm, lambda: xdap.quantile(a, 0.5, weights=a))[1]
+    assert "Only method 'inverted_cdf' supports weights" in message
+
+
 CASES.update({
+    "quantile weights": lambda c: xdap.quantile(
+        xdap.from_global(G, comm=c), 0.5, method="inverted_cdf",
+        weights=xdap.from_global(np.ones(G.shape), comm=c, dist=_one_rank(c, "b", "c"))),
     "quantile q": lambda c: xdap.quantile(xdap.from_global(G, comm=c),
                                           _one_rank(c, 0.5, 0.6)),
     "quantile q out of range": lambda c: xdap.quantile(xdap.from_global(G, comm=c),
@@ -236,7 +279,7 @@ CASES.update({
     "percentile method": lambda c: xdap.percentile(xdap.from_global(G, comm=c), 50,
                                                    method=_one_rank(c, "linear", "lower")),
     "percentile method unknown": lambda c: xdap.percentile(
-        xdap.from_global(G, comm=c), 50, method=_one_rank(c, "linear", "hazen")),
+        xdap.from_global(G, comm=c), 50, method=_one_rank(c, "linear", "hazel")),
     "median axis": lambda c: xdap.median(xdap.from_global(G, comm=c), axis=_one_rank(c, 0, 1)),
     "median out": lambda c: xdap.median(xdap.from_global(G, comm=c),
                                         out=_one_rank(c, None, np.zeros(5))),

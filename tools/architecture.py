@@ -28,7 +28,7 @@ PACKAGE = ROOT / "xdap"
 LAYERS = [
     ("core: what things are", ["xdap.dtypes", "xdap.types", "xdap.maps", "xdap.arraylike",
                                 "xdap.abort", "xdap.watch", "xdap.progress",
-                                "xdap.optional"]),
+                                "xdap.optional", "xdap.labels"]),
     ("core: where they live", ["xdap.comm", "xdap.agreement", "xdap.contract", "xdap.arguments",
                                "xdap.plans", "xdap.partitions",
                                "xdap.bitmaps", "xdap.parts", "xdap.rows", "xdap._xndbuf",

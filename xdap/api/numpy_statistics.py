@@ -15,8 +15,10 @@ NumPy array on every rank, as a reduction's scalar does. What each moves:
 - ``quantile`` / ``percentile`` / ``median`` over all values: a
   distributed selection (``xdap.movement.select``) -- a few rounds of one
   ``Allreduce`` of 256 counts, then one ``Allgatherv`` of at most 4096
-  candidates; no sort, no value moves. Along an axis: one redistribution
-  that makes it whole, then NumPy per rank;
+  candidates; no sort, no value moves. All of NumPy's thirteen methods,
+  and ``weights=`` (weighted ``inverted_cdf``: the rounds also sum the
+  weights). Along an axis: one redistribution that makes it whole, then
+  NumPy per rank;
 - ``cov`` / ``corrcoef``: one ``Allreduce`` of the k variables' sums and
   one of the k x k products -- when the variables are whole on each rank
   and the observations in blocks; otherwise one redistribution to that
@@ -384,14 +386,21 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
 
 
 # -- quantile, percentile, median ----------------------------------------------------
-# NumPy's methods xdap computes: the classic five (Hyndman & Fan's discontinuous
-# and the default linear one)
-METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+# NumPy's thirteen methods (Hyndman & Fan's nine, and NumPy's four classic ones).
+# The continuous ones interpolate between two order statistics at the virtual
+# index n*q + alpha + q*(1 - alpha - beta) - 1 (H&F's plotting positions):
+CONTINUOUS = {"linear": (1.0, 1.0), "interpolated_inverted_cdf": (0.0, 1.0),
+              "hazen": (0.5, 0.5), "weibull": (0.0, 0.0),
+              "median_unbiased": (1 / 3, 1 / 3), "normal_unbiased": (3 / 8, 3 / 8)}
+METHODS = tuple(CONTINUOUS) + ("inverted_cdf", "averaged_inverted_cdf", "closest_observation",
+                               "lower", "higher", "midpoint", "nearest")
 
 
-def _quantile_args(name, a, q, axis, out, overwrite_input, method, keepdims, scale):
+def _quantile_args(name, a, q, axis, out, overwrite_input, method, keepdims, scale,
+                   weights=None):
     """The checks of quantile, percentile and median; ``q`` as fractions."""
     _real(name, a, "a")
+    weights = _weights(name, a, weights)
     if q is None:
         q = np.float64(0.5)
     else:
@@ -411,44 +420,105 @@ def _quantile_args(name, a, q, axis, out, overwrite_input, method, keepdims, sca
         raise TypeError(f"{name}: out= is not supported on a DistArray (the result is new)")
     arguments.flag(name, "overwrite_input", overwrite_input)   # xdap never overwrites
     method = arguments.choice(name, "method", method, METHODS)
+    if weights is not None and method != "inverted_cdf":
+        raise ValueError(f"{name}: Only method 'inverted_cdf' supports weights. Got: {method}.")
     keepdims = arguments.flag(name, "keepdims", keepdims)
     if axis is not None:
         if a.parts.info.ragged:
             raise TypeError(f"{name}: axis= on ragged data; its quantiles are over all values "
                             "(axis=None)")
         axis = arguments.axis(name, a.ndim, axis)
-    return q, axis, method, keepdims
+    return q, axis, method, keepdims, weights
+
+
+def positions(n: int, q, method: str):
+    """Where NumPy's ``method`` finds the quantiles ``q`` (fractions, 1-D)
+    of ``n`` sorted values: ``(lo, hi, t)`` -- the result is the value of
+    order statistic ``lo`` moved ``t`` of the way to order statistic
+    ``hi``, as NumPy computes it (``numpy.quantile``'s virtual indexes,
+    clipped to the values as NumPy clips them). O(len(q)): no values.
+
+    >>> lo, hi, t = positions(4, np.array([0.5]), "linear")
+    >>> lo.tolist(), hi.tolist(), t.tolist()
+    ([1], [2], [0.5])
+    >>> [positions(4, np.array([0.5]), m)[0].tolist() for m in ("inverted_cdf", "lower")]
+    [[1], [1]]
+    """
+    q = np.asarray(q, np.float64)
+    last = n - 1
+    if method in CONTINUOUS or method == "averaged_inverted_cdf":
+        if method == "averaged_inverted_cdf":
+            virtual = n * q - 1
+        elif method == "linear":                 # NumPy's own rounding of this one
+            virtual = (n - 1) * q
+        else:
+            alpha, beta = CONTINUOUS[method]
+            virtual = n * q + (alpha + q * (1 - alpha - beta)) - 1
+        lo = np.floor(virtual)
+        t = virtual - lo
+        if method == "averaged_inverted_cdf":          # between two: their mean
+            t = np.where(t == 0, 0.5, 1.0)
+        below, above = virtual < 0, virtual >= last
+        lo = np.clip(lo, 0, last).astype(np.int64)
+        hi = np.minimum(lo + 1, last)
+        lo = np.where(above, last, lo)
+        hi = np.where(below, 0, np.where(above, last, hi))
+        return lo, hi, np.where(below | above, 0.0, t)
+    if method in ("inverted_cdf", "closest_observation"):
+        virtual = n * q - (1.0 if method == "inverted_cdf" else 1.5)
+        previous = np.floor(virtual)
+        exact = virtual - previous == 0
+        if method == "closest_observation":         # ties to the even (1-based) statistic
+            exact &= previous % 2 == 1
+        k = np.clip(np.where(exact, previous, previous + 1), 0, last).astype(np.int64)
+        return k, k, np.zeros(len(q))
+    virtual = last * q
+    if method == "midpoint":
+        lo = np.floor(virtual).astype(np.int64)
+        return lo, np.ceil(virtual).astype(np.int64), np.where(virtual % 1 == 0, 0.0, 0.5)
+    rule = {"lower": np.floor, "higher": np.ceil, "nearest": np.around}[method]
+    k = rule(virtual).astype(np.int64)
+    return k, k, np.zeros(len(q))
 
 
 def _order_statistics(comm, v, n, q, method):
     """NumPy's quantiles ``q`` (fractions, 0-d or 1-D) of the ``n`` values
     that ``v`` holds over the ranks: the order statistics each needs, found
-    by distributed selection, then NumPy's own formula on just them (so
+    by distributed selection, then NumPy's own arithmetic on just them (so
     interpolation, rounding and dtype are NumPy's)."""
-    qs = np.atleast_1d(q)
-    virtual = (n - 1) * qs
-    if method in ("linear", "midpoint"):
-        lo = np.floor(virtual).astype(np.int64)
-        hi = np.minimum(lo + 1, n - 1) if method == "linear" else \
-            np.ceil(virtual).astype(np.int64)
-        t = virtual - lo if method == "linear" else np.where(virtual % 1 == 0, 0.0, 0.5)
-    else:
-        rule = {"lower": np.floor, "higher": np.ceil, "nearest": np.around}[method]
-        lo = hi = rule(virtual).astype(np.int64)
-        t = np.zeros(len(qs))
+    lo, hi, t = positions(n, np.atleast_1d(q), method)
     ks = np.unique(np.concatenate([lo, hi]))
     found = dict(zip(ks.tolist(), select(comm, v, ks)))
+    # NumPy's result of two neighbours: its lerp (and its result dtype) for
+    # the interpolating methods, the value itself (its dtype) for the others
+    interpolating = method in CONTINUOUS or method in ("midpoint", "averaged_inverted_cdf")
     out = [np.quantile(np.array([found[int(i)], found[int(j)]], v.dtype), ti,
-                       method="linear" if method in ("linear", "midpoint") else method)
+                       method="linear" if interpolating else method)
            for i, j, ti in zip(lo, hi, t)]
     return np.asarray(out) if np.ndim(q) else out[0]
 
 
-def _quantiles(name, a, q, axis, method, keepdims, median=False):
+def _check_weights(comm, name, w):
+    """NumPy's verdicts on the weights' values, from one Allreduce of flags."""
+    bad = np.array([bool(np.any(w < 0)), not np.all(np.isfinite(w))]) if w is not None \
+        else np.zeros(2, bool)
+    negative, nonfinite = allreduce(comm, bad, "max")
+    if negative:
+        raise agreed_on(comm, ValueError(f"{name}: Weights must be non-negative."))
+    total = float(allreduce(comm, np.array([w.sum(dtype=np.float64)]), "sum")[0])
+    if nonfinite or total == 0:
+        raise agreed_on(comm, ValueError(f"{name}: Weights included NaN, inf or were all "
+                                         "zero."))
+
+
+def _quantiles(name, a, q, axis, method, keepdims, median=False, weights=None):
     comm = a.distribution.comm
     if axis is not None and a.ndim > 1:
-        return _quantiles_along(a, q, axis, method, keepdims, median)
+        return _quantiles_along(name, a, q, axis, method, keepdims, median, weights)
     v, _ = counted_values(a.distribution, a.parts)
+    w = None if weights is None else counted_values(weights.distribution, weights.parts)[0]
+    if w is not None:
+        _check_weights(comm, name, w)
     nans = bool(allreduce(comm, np.array([v.dtype.kind == "f" and bool(np.isnan(v).any())]),
                           "max")[0])
     n = int(allreduce(comm, np.array([len(v)], np.int64), "sum")[0])
@@ -460,6 +530,9 @@ def _quantiles(name, a, q, axis, method, keepdims, median=False):
     elif median:
         mid = [(n - 1) // 2, n // 2]
         result = np.median(select(comm, v, mid)[:1 if n % 2 else 2])
+    elif w is not None:
+        result = select(comm, v, np.atleast_1d(q), weights=w)
+        result = result if np.ndim(q) else result[0]
     else:
         result = _order_statistics(comm, v, n, q, method)
     if keepdims:
@@ -467,7 +540,7 @@ def _quantiles(name, a, q, axis, method, keepdims, median=False):
     return result
 
 
-def _quantiles_along(a, q, axis, method, keepdims, median):
+def _quantiles_along(name, a, q, axis, method, keepdims, median, weights=None):
     """Along one axis of an array of 2 or more dims: that axis made whole
     on every rank (one redistribution; none when it is already), then
     NumPy's quantile of each rank's block -- a DistArray of the other dims
@@ -477,9 +550,16 @@ def _quantiles_along(a, q, axis, method, keepdims, median):
     other = [k for k in range(a.ndim) if k != axis]
     dist = ["n"] * a.ndim
     dist[other[0]] = "b"
-    values = values_on(a, make_distribution(a.shape, tuple(dist), comm=comm))
+    whole = make_distribution(a.shape, tuple(dist), comm=comm)
+    values = values_on(a, whole)
     if median:
         local = np.median(values, axis=axis, keepdims=keepdims)
+    elif weights is not None:
+        w = values_on(weights, whole)
+        _check_weights(comm, name, w)
+        local = np.quantile(values, q, axis=axis, method=method, keepdims=keepdims, weights=w) \
+            if values.size else np.quantile(values, q, axis=axis, method=method,
+                                            keepdims=keepdims)
     else:
         local = np.quantile(values, q, axis=axis, method=method, keepdims=keepdims)
     shape = tuple(np.shape(q)) + tuple(1 if k == axis else a.shape[k] for k in range(a.ndim)
@@ -492,19 +572,23 @@ def _quantiles_along(a, q, axis, method, keepdims, median):
 
 @collective
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-             keepdims=False):
+             keepdims=False, *, weights=None):
     """NumPy's ``np.quantile``: the ``q``-th quantiles (fractions in [0, 1],
     a number or a 1-D sequence) of all of ``a``'s values -- a NumPy scalar or
     array on every rank, equal to NumPy's on the global array -- or along
     ``axis`` (a DistArray of the other dims, ``q``'s dims first).
-    ``method``: ``linear`` (NumPy's default), ``lower``, ``higher``,
-    ``midpoint``, ``nearest``. NaN in the data gives NaN, as NumPy.
+    ``method``: any of NumPy's thirteen (``linear``, its default; H&F's
+    ``inverted_cdf`` ... ``normal_unbiased``; ``lower``, ``higher``,
+    ``midpoint``, ``nearest``), each NumPy's arithmetic to the last bit.
+    ``weights`` (a DistArray distributed as ``a``, >= 0): NumPy's weighted
+    ``inverted_cdf``, the only method NumPy weighs. NaN in the data gives
+    NaN, as NumPy.
 
     Collective. Over all values nothing moves: a distributed selection
     (``xdap.movement.select``: a few histogram rounds, one ``Allreduce`` of
-    256 counts each, then one small ``Allgatherv``) finds just the order
-    statistics the quantiles need. Along an axis: one redistribution that
-    makes the axis whole, then NumPy per rank.
+    256 counts -- and weights -- each, then one small ``Allgatherv``) finds
+    just the order statistics the quantiles need. Along an axis: one
+    redistribution that makes the axis whole, then NumPy per rank.
 
     >>> import numpy as np, xdap
     >>> from mpi4py import MPI
@@ -512,16 +596,16 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     >>> xdap.quantile(a, [0.25, 0.5]).tolist(), float(np.quantile(a, 1.0))
     ([2.5, 4.0], 7.0)
     """
-    q, axis, method, keepdims = _quantile_args("quantile", a, q, axis, out, overwrite_input,
-                                               method, keepdims, 1)
+    q, axis, method, keepdims, weights = _quantile_args(
+        "quantile", a, q, axis, out, overwrite_input, method, keepdims, 1, weights)
     yield dict(a=a, q=q, axis=axis, out=None, overwrite_input=False, method=method,
-               keepdims=keepdims)
-    return _quantiles("quantile", a, q, axis, method, keepdims)
+               keepdims=keepdims, weights=weights)
+    return _quantiles("quantile", a, q, axis, method, keepdims, weights=weights)
 
 
 @collective
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False):
+               keepdims=False, *, weights=None):
     """NumPy's ``np.percentile``: ``quantile`` with ``q`` in percent
     ([0, 100]); the same selection, the same result.
 
@@ -530,11 +614,11 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     >>> float(xdap.percentile(xdap.from_global(np.arange(101.0), comm=MPI.COMM_SELF), 90))
     90.0
     """
-    q, axis, method, keepdims = _quantile_args("percentile", a, q, axis, out,
-                                               overwrite_input, method, keepdims, 100)
+    q, axis, method, keepdims, weights = _quantile_args(
+        "percentile", a, q, axis, out, overwrite_input, method, keepdims, 100, weights)
     yield dict(a=a, q=q, axis=axis, out=None, overwrite_input=False, method=method,
-               keepdims=keepdims)
-    return _quantiles("percentile", a, q, axis, method, keepdims)
+               keepdims=keepdims, weights=weights)
+    return _quantiles("percentile", a, q, axis, method, keepdims, weights=weights)
 
 
 @collective
@@ -549,8 +633,8 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     >>> float(xdap.median(xdap.from_global(np.array([4, 1, 3, 2]), comm=MPI.COMM_SELF)))
     2.5
     """
-    _, axis, _, keepdims = _quantile_args("median", a, None, axis, out, overwrite_input,
-                                          "linear", keepdims, 1)
+    _, axis, _, keepdims, _ = _quantile_args("median", a, None, axis, out, overwrite_input,
+                                             "linear", keepdims, 1)
     yield dict(a=a, axis=axis, out=None, overwrite_input=False, keepdims=keepdims)
     return _quantiles("median", a, np.float64(0.5), axis, "linear", keepdims, median=True)
 

@@ -66,45 +66,88 @@ def _bins(x, lo, hi):
     return b.astype(np.intp)
 
 
-def select(comm, values, ks):
+def select(comm, values, ks, weights=None):
     """The values at the 0-based positions ``ks`` of all ranks' ``values``
     sorted (a NumPy array of ``values``' dtype, in the order of ``ks``), on
     every rank. ``values``: this rank's, 1-D, real, no NaN; ``ks``: the same
-    on every rank, each in ``[0, total)``. Collective."""
+    on every rank, each in ``[0, total)``. Collective.
+
+    With ``weights`` (this rank's, one a value, >= 0, not all 0), ``ks`` are
+    fractions ``q`` in [0, 1] and each answer is the first sorted value
+    whose cumulative weight reaches ``q`` of the total, and is above 0
+    (NumPy's weighted ``inverted_cdf``): the same rounds, summing weights
+    as well as counts.
+
+    >>> select(MPI.COMM_SELF, np.array([3.0, 1.0, 2.0]), [0.5, 1.0],
+    ...        weights=np.array([0.0, 1.0, 3.0])).tolist()
+    [2.0, 2.0]
+    """
     values = np.asarray(values).reshape(-1)
-    ks = [int(k) for k in ks]
+    weighted = weights is not None
+    if weighted:
+        weights = np.asarray(weights, np.float64).reshape(-1)
+        total = float(allreduce(comm, np.array([weights.sum()]), "sum")[0])
+        ks = [float(k) for k in ks]
+    else:
+        ks = [int(k) for k in ks]
     lo, hi = extremes(comm, values)
-    # the positions still to find, by their candidates: (lo, hi, below, this rank's, positions)
-    groups = [(lo, hi, 0, values, sorted(set(ks)))]
+    # the positions still to find, by their candidates:
+    # (lo, hi, below: the count or weight under them, this rank's, their weights, positions)
+    groups = [(lo, hi, 0, values, weights, sorted(set(ks)))]
     answers = {}
     for round_ in range(ROUNDS + 1):
         sizes = np.array([len(g[3]) for g in groups], np.int64)
         comm.Allreduce(MPI.IN_PLACE, sizes, op=MPI.SUM)
         left = []
-        for (g_lo, g_hi, below, cand, wanted), size in zip(groups, sizes):
+        for (g_lo, g_hi, below, cand, w, wanted), size in zip(groups, sizes):
             if g_lo == g_hi:                          # every candidate is this value
                 answers.update((k, g_lo) for k in wanted)
             elif size <= GATHER or round_ == ROUNDS:
-                everyone = np.sort(_allgather(comm, cand))
-                answers.update((k, everyone[k - below]) for k in wanted)
+                if not weighted:
+                    everyone = np.sort(_allgather(comm, cand))
+                    answers.update((k, everyone[k - below]) for k in wanted)
+                    continue
+                everyone, their = _allgather(comm, cand), _allgather(comm, w)
+                order = np.argsort(everyone, kind="stable")
+                cdf = (below + np.cumsum(their[order])) / total
+                cdf[cdf == 0] = -1            # leading zero weights never reach q = 0
+                at = np.minimum(np.searchsorted(cdf, wanted, side="left"), len(cdf) - 1)
+                answers.update((k, everyone[order[i]]) for k, i in zip(wanted, at))
             else:
-                left.append((g_lo, g_hi, below, cand, wanted))
+                left.append((g_lo, g_hi, below, cand, w, wanted))
         if not left:
             break
         bins = [_bins(g[3], g[0], g[1]) for g in left]
         counts = np.concatenate([np.bincount(b, minlength=BINS) for b in bins])
+        if weighted:                  # the weights of the bins, after their counts
+            counts = np.concatenate([counts.astype(np.float64)] +
+                                    [np.bincount(b, g[4], minlength=BINS)
+                                     for b, g in zip(bins, left)])
         comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
         groups = []
-        for j, (_, _, below, cand, wanted) in enumerate(left):
+        for j, (_, _, below, cand, w, wanted) in enumerate(left):
             c = counts[j * BINS:(j + 1) * BINS]
-            ends = below + np.cumsum(c)
             by_bin: dict = {}
-            for k in wanted:
-                by_bin.setdefault(int(np.searchsorted(ends, k, side="right")), []).append(k)
+            if weighted:              # the first bin with values whose cdf reaches q
+                mass = counts[(len(left) + j) * BINS:(len(left) + j + 1) * BINS]
+                ends = below + np.cumsum(mass)
+                cdf = np.where((c > 0) & (ends > 0), ends / total, -1.0)
+                top = int(np.nonzero(c > 0)[0][-1])
+                for k in wanted:
+                    reach = np.nonzero(cdf >= k)[0]
+                    by_bin.setdefault(int(reach[0]) if len(reach) else top, []).append(k)
+            else:
+                ends = below + np.cumsum(c)
+                mass = c
+                for k in wanted:
+                    by_bin.setdefault(int(np.searchsorted(ends, k, side="right")),
+                                      []).append(k)
             for b, in_bin in sorted(by_bin.items()):
-                mine = cand[bins[j] == b]
+                keep = bins[j] == b
+                mine = cand[keep]
                 b_lo, b_hi = extremes(comm, mine)    # the bin's values, not its edges
-                groups.append((b_lo, b_hi, int(ends[b] - c[b]), mine, in_bin))
+                groups.append((b_lo, b_hi, ends[b] - mass[b], mine,
+                               w[keep] if weighted else None, in_bin))
     return np.array([answers[k] for k in ks], values.dtype)
 
 
