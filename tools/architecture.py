@@ -35,7 +35,7 @@ LAYERS = [
                                "xdap.distribution", "xdap.heap"]),
     ("core: how they move", ["xdap.exchange", "xdap.packing", "xdap.transport", "xdap.directory"]),
     ("engines: (Distribution, Parts) in and out",
-     ["xdap.codegen", "xdap._apply", "xdap.kernels", "xdap.create", "xdap.movement",
+     ["xdap.codegen", "xdap._apply", "xdap.kernels", "xdap.create", "xdap.movement", "xdap.linalg",
       "xdap.protocols", "xdap.io", "xdap.mesh"]),
     ("surface: the public functions, by the standard's categories", ["xdap.api"]),
     ("surface: DistArray and the namespaces", ["xdap.array", "xdap.array_api", "xdap.printing",

@@ -47,6 +47,7 @@ _COLLECTIVE = "the collective"     # the name under which the entry points are c
 # reported as one.
 USER_ERRORS = (ValueError, TypeError, IndexError, BufferError, ImportError)
 _ERROR_CLASSES = {"AxisError": __import__("numpy").exceptions.AxisError,
+                  "LinAlgError": __import__("numpy").linalg.LinAlgError,
                   "IndexError": IndexError, "TypeError": TypeError, "ValueError": ValueError,
                   "BufferError": BufferError, "ImportError": ImportError}
 

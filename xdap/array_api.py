@@ -9,8 +9,10 @@ rather than a NumPy scalar for a reduction over everything, ``keepdims``,
 ``device`` -- a wrapper here says so, under the same contract (an agreed
 call stays one agreement: the wrapped call trusts it).
 
-Not here yet (``AttributeError``, so generic code can test for it): the
-``linalg`` and ``fft`` extensions.
+The optional extensions: ``fft`` (``xdap.api.fft``: NumPy's transforms per
+rank, slab decompositions where axes are distributed) and ``linalg``
+(``xdap.api.linalg``: LAPACK per rank on stacks, TSQR on split tall
+matrices, gathered square systems).
 
 >>> import numpy as np, xdap
 >>> from mpi4py import MPI
@@ -407,3 +409,9 @@ __all__ = [
      "vecdot"]
 __all__ += list(_elementwise.STANDARD)
 
+# -- the optional extensions ------------------------------------------------------------
+from .api import fft, linalg  # noqa: E402
+# the extension's products are the main namespace's (the standard lists them in both)
+linalg.matmul, linalg.tensordot, linalg.vecdot = matmul, tensordot, vecdot
+linalg.matrix_transpose = matrix_transpose
+__all__ += ["fft", "linalg"]

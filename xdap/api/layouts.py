@@ -22,7 +22,7 @@ from ..maps import BlockMap
 from ..parts import Parts
 from ..types import type_info
 
-__all__ = ["moved", "axis_whole", "in_blocks", "rows", "one_copy", "owned", "wrap", "values_on",
+__all__ = ["moved", "axis_whole", "axes_whole", "in_blocks", "rows", "one_copy", "owned", "wrap", "values_on",
            "with_axis", "scalar_array", "from_every_rank", "info_like", "reshaped", "filled"]
 
 
@@ -39,6 +39,22 @@ def axis_whole(x, axis: int):
     on the other dims): one exchange."""
     spec = tuple("n" if j == axis else "b" for j in range(x.ndim))
     return moved(x, make_distribution(x.distribution.global_shape, spec, comm=x.comm))
+
+
+def axes_whole(x, axes):
+    """``x`` with ``axes`` whole on every rank and the other dims in blocks,
+    nothing padded: itself when it is so already, else one exchange. When
+    ``axes`` are all the dims, the whole array goes to rank 0 (the others
+    hold none of it)."""
+    d = x.distribution
+    if not any(m.padded for m in d.maps) and all(d.maps[a].whole for a in axes):
+        return x
+    shape = d.global_shape
+    if all(j in axes for j in range(x.ndim)):
+        sizes = ([shape[0]] + [0] * (x.comm.size - 1),)
+        return moved(x, make_distribution(shape, ("b",), comm=x.comm, sizes=sizes))
+    spec = tuple("n" if j in axes else "b" for j in range(x.ndim))
+    return moved(x, make_distribution(shape, spec, comm=x.comm))
 
 
 def in_blocks(x):
