@@ -54,8 +54,9 @@ _MACHINERY = {"__init__", "__hash__", "__module__", "__doc__", "__slots__", "__w
 
 def surface() -> dict:
     """{label: (owner, name)} of every public function: ``xdap.__all__``,
-    ``xdap.array_api.__all__`` (its callables) and the DistArray class's
-    own attributes (methods, operators, properties)."""
+    ``xdap.array_api.__all__`` (its callables), its ``fft`` and ``linalg``
+    extensions' and the DistArray class's own attributes (methods,
+    operators, properties)."""
     out = {}
     for name in xdap.__all__:
         if name != "__version__":
@@ -64,6 +65,11 @@ def surface() -> dict:
         obj = getattr(xp, name)
         if callable(obj) and not isinstance(obj, (type, np.dtype)):
             out[f"xp.{name}"] = (xp, name)
+    for module in (xp.fft, xp.linalg):           # the extensions
+        short = module.__name__.rsplit(".", 1)[-1]
+        for name in module.__all__:
+            if callable(getattr(module, name)):
+                out[f"xp.{short}.{name}"] = (module, name)
     for name in vars(xdap.DistArray):
         if name in _MACHINERY or (name.startswith("_") and not name.endswith("__")):
             continue
@@ -408,6 +414,24 @@ def s_path(data, ctx, P):
     return os.path.join(_FUZZ_DIR, f"a{data.draw(st.integers(0, 3))}.xdap")
 
 
+def s_dataarray(data, ctx, P):
+    """A variable each rank builds alike (xarray, in memory): numbers in
+    1 or 2 dims, strings, a Dataset, or not xarray at all."""
+    import xarray
+    kind = data.draw(st.sampled_from(["1d", "2d", "strings", "dataset", "numpy"]))
+    n = data.draw(st.integers(0, 5))
+    if kind == "1d":
+        return xarray.DataArray(np.arange(n, dtype=np.float64), dims=("t",), name="v")
+    if kind == "2d":
+        return xarray.DataArray(np.ones((n, 2), np.int32), dims=("t", "x"),
+                                coords={"x": [1.0, 2.0]}, name="w")
+    if kind == "strings":
+        return xarray.DataArray(np.array(["a"] * n), dims=("t",))
+    if kind == "dataset":
+        return xarray.Dataset({"v": (("t",), np.zeros(n))})
+    return np.arange(n)
+
+
 def s_dist(data, ctx, P):
     return data.draw(st.sampled_from([None, ("b",), ("c",), ("n",), "b", ("u",), ("b", "c"),
                                       ("x",)]))
@@ -485,7 +509,7 @@ PARAMS = {
     "keepdims": s_flag, "descending": s_flag, "stable": s_flag, "copy": s_flag,
     "endpoint": s_flag, "include_initial": s_flag, "clear": s_flag,
     "side": choice("left", "right", "middle"), "indexing": choice("xy", "ij", "yx"),
-    "method": choice("auto", "packed", "datatypes", "linear", "lower", "nearest"), "mode": choice("add", "replace"),
+    "method": choice("auto", "packed", "datatypes", "linear", "lower", "nearest"), "mode": choice("add", "replace", "reduced", "complete"),
     "dialect": choice("spec", "heat"), "version": choice("0.10.0", "0.9.0"),
     "kind": choice("integral", "real floating", "bool"), "device": choice(None, "cpu"),
     "api_version": choice(None, "2024.12"), "sep": choice(" ", ","), "end": choice("\n"),
@@ -515,7 +539,12 @@ PARAMS = {
     "dataset": choice("u", "/results/u", "", 3, None),
     "chunks": choice(None, (2,), (3, 2), (0,), 2), "path_or_array": s_path,
     "dims": choice(None, ("y",), ("y", "x"), "x", (1,)),
-    "header_lines": choice(0, 1, -1, 2.0),
+    "header_lines": choice(0, 1, -1, 2.0), "dataarray": s_dataarray,
+    # the fft and linalg extensions
+    "norm": choice("backward", "ortho", "forward", "none"), "layout": choice("input", "transposed", "x"),
+    "s": choice(None, (2,), (3, 2), (0,), (-1,), "x"), "d": choice(1.0, 0.5, 2, "x"),
+    "upper": s_flag, "full_matrices": s_flag, "rtol": choice(None, 1e-3, 0.5, "x", True),
+    "offset": choice(0, 1, -1, 2.5), "ord": choice(2, 1, -1, "fro", "nuc", float("inf"), 0, "x"),
 }
 
 

@@ -106,6 +106,7 @@ class DistArray:
         return cls._trusted(d, p, leaf_index)
 
     @property
+    @state
     def labels(self):
         """The name, dims, coordinates and attributes of the variable this
         array was read from (``xdap.labels.Labels``; ``from_xarray``), else
