@@ -42,10 +42,11 @@ def axis_whole(x, axis: int):
 
 
 def axes_whole(x, axes):
-    """``x`` with ``axes`` whole on every rank and the other dims in blocks,
-    nothing padded: itself when it is so already, else one exchange. When
-    ``axes`` are all the dims, the whole array goes to rank 0 (the others
-    hold none of it)."""
+    """``x`` with ``axes`` whole on every rank and another dim in blocks (the
+    first one as long as the ranks are many; else all the others), nothing
+    padded: itself when it is so already, else one exchange. When ``axes``
+    are all the dims, the whole array goes to rank 0 (the others hold none
+    of it)."""
     d = x.distribution
     if not any(m.padded for m in d.maps) and all(d.maps[a].whole for a in axes):
         return x
@@ -53,7 +54,12 @@ def axes_whole(x, axes):
     if all(j in axes for j in range(x.ndim)):
         sizes = ([shape[0]] + [0] * (x.comm.size - 1),)
         return moved(x, make_distribution(shape, ("b",), comm=x.comm, sizes=sizes))
-    spec = tuple("n" if j in axes else "b" for j in range(x.ndim))
+    # slabs where one other dim can spread over every rank (one dim split:
+    # mpi4py-fft's slab layout), else blocks on all the others
+    others = [j for j in range(x.ndim) if j not in axes]
+    spread = next((j for j in others if shape[j] >= x.comm.size), None)
+    split = [spread] if spread is not None else others
+    spec = tuple("b" if j in split else "n" for j in range(x.ndim))
     return moved(x, make_distribution(shape, spec, comm=x.comm))
 
 

@@ -75,7 +75,7 @@ def _block_exchange(plan: RedistributionPlan, comm) -> BlockExchange:
     avg = None if plan.local_only else functools.lru_cache(maxsize=8)(
         lambda itemsize: _avg_run_bytes(plan, itemsize))
     return BlockExchange(comm, plan.sends(r), plan.recvs(r), plan.src_shape(r),
-                         plan.dst_shape(r), avg_run_bytes=avg)
+                         plan.dst_shape(r), avg_run_bytes=avg, ndim=plan.src.ndim)
 
 
 def _row_route(plan: RedistributionPlan, comm) -> Route:
