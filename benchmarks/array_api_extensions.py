@@ -21,8 +21,12 @@ ratios (benchmarks/array_api.py measures the main namespace).
 3. ``solve`` of 10^5 4x4 systems (a stack split along its batch dim)
    against ``np.linalg.solve`` on the rank's share. Target: <= 1.1x.
 
-SUMMA (``matmul`` of two 2-D-distributed operands) is not in xdap yet:
-not measured. Peak RSS a rank is printed for the run. Always exits 0;
+4. ``a @ b`` of two 4096 x 4096 float64 matrices in blocks over a 2 x 2
+   grid: SUMMA (``xdap.linalg.summa``) against SUMMA by hand (the same
+   panels: one ``Bcast`` along the grid row, one along the column, the
+   communicators made beforehand). Target: <= 1.2x.
+
+Peak RSS a rank is printed for the run. Always exits 0;
 missed targets print FAIL. On 2 cores 4 ranks share them: ratios, not
 absolute times, are the point.
 """
@@ -142,10 +146,51 @@ def stack_section():
     line("solve (LAPACK per rank)", t_x, t_h, 1.1)
 
 
+# -- 4. SUMMA -----------------------------------------------------------------------------
+def hand_summa(row, col, grid, coords, a, b, nb):
+    """SUMMA by hand: equal blocks (n divisible by the grid), panels of the
+    block width, one Bcast along the grid row and one along the column."""
+    i, j = coords
+    c = np.zeros((a.shape[0], b.shape[1]))
+    for owner in range(grid[1]):        # pr == pc: A's column blocks are B's row blocks
+        pa = a if j == owner else np.empty((a.shape[0], nb))
+        pb = b if i == owner else np.empty((nb, b.shape[1]))
+        row.Bcast(pa, root=owner)
+        col.Bcast(pb, root=owner)
+        c += pa @ pb
+    return c
+
+
+def summa_section():
+    n = 4096
+    from xdap.comm import balanced_grid
+    grid = balanced_grid(P, 2)
+    if grid[0] != grid[1] or n % grid[0]:
+        say(f"\nSUMMA: the hand version here needs a square grid, not {grid}: skipped")
+        return
+    a = xdap.from_function(lambda i, j: np.sin(i * 0.01 + j), (n, n), dist=("b", "b"),
+                           grid=grid, comm=COMM)
+    b = xdap.from_function(lambda i, j: np.cos(i - 0.02 * j), (n, n), dist=("b", "b"),
+                           grid=grid, comm=COMM)
+    coords = a.distribution.coords
+    row = COMM.Split(color=int(coords[0]), key=int(coords[1]))
+    col = COMM.Split(color=int(coords[1]), key=int(coords[0]))
+    la, lb = np.ascontiguousarray(a.local_numpy()), np.ascontiguousarray(b.local_numpy())
+    nb = n // grid[0]
+    assert np.allclose((a @ b).local_numpy(), hand_summa(row, col, grid, coords, la, lb, nb))
+    t_x, t_h = bench([lambda: a @ b, lambda: hand_summa(row, col, grid, coords, la, lb, nb)])
+    say(f"\n{P} ranks, {n} x {n} @ {n} x {n} float64 in blocks over a {grid[0]} x {grid[1]} "
+        "grid")
+    line("matmul (SUMMA)", t_x, t_h, 1.2)
+    row.Free()
+    col.Free()
+
+
 def main():
     fft_section()
     tsqr_section()
     stack_section()
+    summa_section()
     peak = COMM.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, op=MPI.MAX)
     say(f"\npeak RSS, the largest rank: {peak / 1024:.0f} MiB")
 

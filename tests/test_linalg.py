@@ -148,6 +148,23 @@ def test_split_square_systems_are_gathered(comm):
          np.cross(A3, B3[0]), "cross broadcast")
 
 
+@pytest.mark.mpi(ranks=RANKS)
+def test_matmul_of_two_split_matrices_by_summa(comm):
+    """Neither operand gathered: both in blocks over one 2-D grid, the
+    product there -- from any layout, any shapes, mixed dtypes."""
+    for (m, k, n) in [(7, 5, 6), (13, 9, 4), (3, 8, 11), (2, 2, 2)]:
+        A, B = rng.standard_normal((m, k)), rng.integers(-3, 3, (k, n))
+        for kw1, kw2 in [(dict(), dict()), (dict(dist=("c", "b")), dict(dist=("b",))),
+                         (dict(dist=("b", "b")), dict(dist=("n", "b")))]:
+            a, b = xdap.from_global(A, comm=comm, **kw1), xdap.from_global(B, comm=comm, **kw2)
+            same(a @ b, A @ B, (m, k, n, kw1, kw2))
+            same(L.matmul(a, b), A @ B, "linalg.matmul")
+    if comm.size == 4:
+        c = xdap.from_global(np.ones((8, 8)), comm=comm) @ xdap.from_global(np.ones((8, 8)),
+                                                                            comm=comm)
+        assert c.distribution.grid == (2, 2)          # SUMMA's grid, not gathered rows
+
+
 def _one_rank(comm, good, bad):
     return bad if comm.rank == comm.size - 1 else good
 

@@ -23,9 +23,9 @@ takes and what it moves:
   ``cross``: each rank's own elements and one reduction (or none).
 
 A LAPACK failure on one rank's matrices (``LinAlgError``: singular, not
-positive definite) is the same error on every rank. ``matmul``,
-``tensordot``, ``vecdot`` and ``matrix_transpose`` are the main
-namespace's.
+positive definite) is the same error on every rank. ``matmul`` (SUMMA for
+two 2-D DistArrays, ``xdap.linalg.summa``), ``tensordot``, ``vecdot`` and
+``matrix_transpose`` are the main namespace's.
 
 >>> import numpy as np, xdap
 >>> from mpi4py import MPI

@@ -74,8 +74,12 @@ def matmul(x1, x2, /):
       vector or matrix every rank holds (a NumPy array): each rank
       multiplies its rows, no MPI call; the result keeps the rows'
       distribution (and a trailing undistributed dim for a matrix);
-    - the same with a DistArray for ``x2``: ``x2`` is gathered on every rank
-      first (O(size of x2) a rank);
+    - two 2-D DistArrays, ``x2`` larger than a rank's share of ``x1``: SUMMA
+      (``xdap.linalg.summa``) -- both in blocks over one 2-D grid (moved
+      there once if they are not), panels broadcast along grid rows and
+      columns, neither gathered; the product in blocks over that grid;
+    - the same with a smaller (or 1-D) DistArray for ``x2``: ``x2`` is
+      gathered on every rank first (O(size of x2) a rank);
     - a matrix whose last dim is distributed is redistributed to row blocks
       first (one exchange);
     - two 1-D DistArrays: their dot product, a NumPy scalar on every rank
@@ -134,6 +138,9 @@ def _matmul(x1, x2):
     if is_distributed(x2):
         if d.ndim == 1 and x2.ndim == 1:
             return _dot(x1, x2)
+        if d.ndim == 2 and x2.ndim == 2 and x1.comm.size > 1 and \
+                x2.size > x1.size // x1.comm.size:
+            return _summa(x1, x2)
         from .exchange import to_numpy
         x2 = to_numpy(x2)                # the replicated operand, on every rank
     if d.ndim == 1:      # a vector times a replicated vector, matrix or stack of matrices
@@ -155,6 +162,25 @@ def _matmul(x1, x2):
     if x2.ndim == 2:
         nd = nd.with_trailing((x2.shape[1],))
     return wrap(x1, nd, out)
+
+
+def _summa(x1, x2):
+    """Two 2-D DistArrays by SUMMA (``xdap.linalg.summa``): both moved to
+    blocks over one balanced 2-D grid (nothing moves when they lie so),
+    then panels broadcast along grid rows and columns; the product in
+    blocks over that grid."""
+    from ..comm import balanced_grid
+    from ..distribution import make_distribution
+    from ..linalg import summa
+    comm = x1.comm
+    grid = balanced_grid(comm.size, 2)
+    da = make_distribution(x1.shape, ("b", "b"), grid=grid, comm=comm)
+    db = make_distribution(x2.shape, ("b", "b"), grid=grid, comm=comm)
+    a, b = moved(x1, da), moved(x2, db)
+    c = summa(comm, grid, da.coords, np.asarray(a.parts.values), np.asarray(b.parts.values),
+              da.maps[1].bounds, db.maps[0].bounds)
+    dc = make_distribution((x1.shape[0], x2.shape[1]), ("b", "b"), grid=grid, comm=comm)
+    return wrap(a, dc, c)
 
 
 def _stacked(x1, x2):
