@@ -149,6 +149,29 @@ def test_split_square_systems_are_gathered(comm):
 
 
 @pytest.mark.mpi(ranks=RANKS)
+def test_cholesky_block_cyclic_past_the_gather_limit(comm, monkeypatch):
+    """Past BLOCK_ELEMENTS (lowered here) a split matrix is factored in
+    blocks dealt over a 2-D grid, never gathered: NumPy's factor, real and
+    complex, lower and upper; not positive definite: LinAlgError everywhere."""
+    import xdap.api.linalg as linalg
+    monkeypatch.setattr(linalg, "BLOCK_ELEMENTS", 0)
+    monkeypatch.setattr(linalg, "BLOCK_SIZE", 3)
+    for n, cplx, kw in [(10, False, dict(dist=("b",))), (11, True, dict(dist=("c", "b"))),
+                        (4, False, dict(dist=("b",), sizes=([4] + [0] * (comm.size - 1),)))]:
+        M = rng.standard_normal((n, n)) + (1j * rng.standard_normal((n, n)) if cplx else 0)
+        A = M @ M.conj().T + n * np.eye(n)
+        a = xdap.from_global(A, comm=comm, **kw)
+        low = L.cholesky(a)
+        if comm.size > 1:
+            assert low.distribution.maps[0].block_size == 3        # block-cyclic, not gathered
+        same(low, np.linalg.cholesky(A), ("block cholesky", n, kw))
+        same(L.cholesky(a, upper=True), np.linalg.cholesky(A, upper=True), ("upper", n))
+    bad = xdap.from_global(-np.eye(7), comm=comm)
+    message = same_error(comm, lambda: L.cholesky(bad), np.linalg.LinAlgError)[1]
+    assert "not positive definite" in message
+
+
+@pytest.mark.mpi(ranks=RANKS)
 def test_matmul_of_two_split_matrices_by_summa(comm):
     """Neither operand gathered: both in blocks over one 2-D grid, the
     product there -- from any layout, any shapes, mixed dtypes."""

@@ -16,9 +16,10 @@ takes and what it moves:
   ``slogdet``, ``eigh``, ``eigvalsh``, ``matrix_power``) of a split 2-D
   matrix: gathered to every rank (one ``Allgatherv``, O(N^2) memory a rank;
   a ``RuntimeWarning`` above ``WARN_ELEMENTS``) and solved there, the
-  results cut into row blocks; above ``GATHER_ELEMENTS`` one clear
-  ``ValueError`` naming the size (block algorithms on a 2-D block-cyclic
-  layout are not here yet);
+  results cut into row blocks; ``cholesky`` of a matrix past
+  ``BLOCK_ELEMENTS``: blocks dealt cyclically over a 2-D grid and factored
+  there (``xdap.linalg.block_cholesky``), never gathered; the others past
+  ``GATHER_ELEMENTS``: one clear ``ValueError`` naming the size;
 - ``matrix_norm``, ``vector_norm``, ``trace``, ``diagonal``, ``outer``,
   ``cross``: each rank's own elements and one reduction (or none).
 
@@ -54,6 +55,8 @@ __all__ = ["cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "m
 
 GATHER_ELEMENTS = 1 << 26     # a split matrix gathered to every rank: at most 512 MiB float64
 WARN_ELEMENTS = 1 << 22       # ... and a warning past 32 MiB
+BLOCK_ELEMENTS = 1 << 22      # cholesky of a split matrix this large: block-cyclic, not gathered
+BLOCK_SIZE = 128              # ... in blocks of this many rows and columns
 
 
 class EighResult(NamedTuple):
@@ -207,13 +210,39 @@ def _tsqr_r(y):
 def cholesky(x, /, *, upper=False):
     """The Cholesky factor of Hermitian positive-definite matrices
     (``numpy.linalg.cholesky``): lower, or upper with ``upper=True``.
-    Stacks: per rank; a split matrix: gathered (see the module)."""
+    Stacks: per rank; a split matrix: gathered, or past ``BLOCK_ELEMENTS``
+    factored block-cyclically over a 2-D grid, the factor in that layout
+    (see the module)."""
     _matrices("cholesky", x, square=True)
     upper = arguments.flag("cholesky", "upper", upper)
-    _gather_check("cholesky", x)
     yield dict(x=x, upper=upper)
     fn = lambda v: np.linalg.cholesky(_floating(v), upper=upper)   # noqa: E731
-    return _one(_gathered("cholesky", x, fn) if _split(x) else _per_matrix("cholesky", x, fn))
+    if not _split(x):
+        return _one(_per_matrix("cholesky", x, fn))
+    if int(np.prod(x.shape)) <= BLOCK_ELEMENTS:
+        return _one(_gathered("cholesky", x, fn))
+    return _block_cholesky(x, upper)
+
+
+def _block_cholesky(x, upper):
+    """A split matrix too large to gather: moved to blocks of ``BLOCK_SIZE``
+    dealt cyclically over a 2-D grid (ScaLAPACK's layout), factored there
+    (``xdap.linalg.block_cholesky``); the factor in that layout."""
+    from ..comm import balanced_grid
+    from ..linalg import block_cholesky
+    from .manipulation import _permuted
+    nb = min(BLOCK_SIZE, x.shape[0])
+    target = make_distribution(x.shape, ("c", "c"), grid=balanced_grid(x.comm.size, 2),
+                               comm=x.comm, block_size=(nb, nb))
+    y = moved(x, target)
+    a = np.array(y.parts.values, dtype=_floating(np.zeros(0, y.parts.values.dtype)).dtype)
+    factor = wrap(y, target, block_cholesky(x.comm, a, target, nb))
+    if not upper:
+        return factor
+    values = np.asarray(factor.parts.values)
+    if values.dtype.kind == "c":
+        factor = wrap(factor, target, values.conj())
+    return _permuted(factor, (1, 0))
 
 
 @collective

@@ -1,10 +1,12 @@
 """Distributed dense linear algebra on the core pair: the algorithms whose
 data moves between ranks: ``tsqr`` (the QR factorization of a tall matrix
-whose rows are split over ranks) and ``summa`` (the product of two matrices
-in blocks over one 2-D process grid). The Array API's ``linalg`` extension
+whose rows are split over ranks), ``summa`` (the product of two matrices
+in blocks over one 2-D process grid) and ``block_cholesky`` (the Cholesky
+factor of a matrix distributed block-cyclically). The Array API's ``linalg`` extension
 (``xdap.api.linalg``) is built on them and on NumPy's LAPACK per rank.
 """
+from .cholesky import block_cholesky
 from .summa import summa
 from .tsqr import tsqr
 
-__all__ = ["tsqr", "summa"]
+__all__ = ["tsqr", "summa", "block_cholesky"]
