@@ -26,6 +26,10 @@ ratios (benchmarks/array_api.py measures the main namespace).
    panels: one ``Bcast`` along the grid row, one along the column, the
    communicators made beforehand). Target: <= 1.2x.
 
+5. ``cholesky`` and ``solve`` of a 2048^2 matrix past the gather limit
+   (lowered to force it): the block-cyclic algorithms against NumPy's
+   LAPACK on the whole matrix on one rank. INFO, no target.
+
 Peak RSS a rank is printed for the run. Always exits 0;
 missed targets print FAIL. On 2 cores 4 ranks share them: ratios, not
 absolute times, are the point.
@@ -186,11 +190,38 @@ def summa_section():
     col.Free()
 
 
+# -- 5. block-cyclic cholesky and solve -------------------------------------------------------
+def block_section():
+    """Past the gather limit (lowered to force it): xdap's block-cyclic
+    Cholesky and LU solve of a 2048^2 matrix against NumPy (LAPACK) on the
+    whole matrix on one rank -- INFO: what the distributed algorithms cost
+    over LAPACK when the matrix would fit one rank."""
+    import xdap.api.linalg as linalg
+    n = 2048
+    g = np.random.default_rng(3).standard_normal((n, n))
+    spd = g @ g.T + n * np.eye(n)
+    a = xdap.from_global(spd, comm=COMM)
+    rhs = np.ones(n)
+    saved = linalg.BLOCK_ELEMENTS
+    linalg.BLOCK_ELEMENTS = 0
+    try:
+        assert np.allclose(L.solve(a, rhs).to_numpy(), np.linalg.solve(spd, rhs))
+        t_c, t_nc = bench([lambda: L.cholesky(a), lambda: np.linalg.cholesky(spd)])
+        t_s, t_ns = bench([lambda: L.solve(a, rhs), lambda: np.linalg.solve(spd, rhs)])
+    finally:
+        linalg.BLOCK_ELEMENTS = saved
+    say(f"\n{P} ranks, {n} x {n} float64: block-cyclic (blocks of {linalg.BLOCK_SIZE}) "
+        "against NumPy on the whole matrix, one rank (INFO)")
+    line("cholesky, block-cyclic", t_c, t_nc)
+    line("solve, block-cyclic LU", t_s, t_ns)
+
+
 def main():
     fft_section()
     tsqr_section()
     stack_section()
     summa_section()
+    block_section()
     peak = COMM.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, op=MPI.MAX)
     say(f"\npeak RSS, the largest rank: {peak / 1024:.0f} MiB")
 

@@ -172,6 +172,32 @@ def test_cholesky_block_cyclic_past_the_gather_limit(comm, monkeypatch):
 
 
 @pytest.mark.mpi(ranks=RANKS)
+def test_solve_block_cyclic_past_the_gather_limit(comm, monkeypatch):
+    """Past BLOCK_ELEMENTS (lowered here) ``solve`` of a split matrix runs
+    LU with partial pivoting on blocks dealt over a 2-D grid: NumPy's
+    solution for a matrix that needs pivoting (a zero first entry), real
+    and complex, a vector or several right-hand sides, a DistArray or
+    NumPy ``x2``; an exactly singular matrix: LinAlgError everywhere."""
+    import xdap.api.linalg as linalg
+    monkeypatch.setattr(linalg, "BLOCK_ELEMENTS", 0)
+    monkeypatch.setattr(linalg, "BLOCK_SIZE", 3)
+    for n, cplx, kw in [(10, False, dict(dist=("b",))), (11, True, dict(dist=("c", "b"))),
+                        (7, False, dict(dist=("b",), sizes=([7] + [0] * (comm.size - 1),)))]:
+        A = rng.standard_normal((n, n)) + (1j * rng.standard_normal((n, n)) if cplx else 0)
+        A[0, 0] = 0
+        a = xdap.from_global(A, comm=comm, **kw)
+        b = np.arange(n, dtype=np.float64)
+        same(L.solve(a, b), np.linalg.solve(A, b), ("block solve", n, kw))
+        B = rng.standard_normal((n, 3))
+        same(L.solve(a, xdap.from_global(B, comm=comm, dist=("c",))), np.linalg.solve(A, B),
+             ("block solve, 3 right-hand sides", n))
+    singular = np.ones((6, 6))
+    message = same_error(comm, lambda: L.solve(xdap.from_global(singular, comm=comm),
+                                               np.ones(6)), np.linalg.LinAlgError)[1]
+    assert "Singular" in message
+
+
+@pytest.mark.mpi(ranks=RANKS)
 def test_matmul_of_two_split_matrices_by_summa(comm):
     """Neither operand gathered: both in blocks over one 2-D grid, the
     product there -- from any layout, any shapes, mixed dtypes."""

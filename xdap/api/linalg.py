@@ -16,10 +16,12 @@ takes and what it moves:
   ``slogdet``, ``eigh``, ``eigvalsh``, ``matrix_power``) of a split 2-D
   matrix: gathered to every rank (one ``Allgatherv``, O(N^2) memory a rank;
   a ``RuntimeWarning`` above ``WARN_ELEMENTS``) and solved there, the
-  results cut into row blocks; ``cholesky`` of a matrix past
-  ``BLOCK_ELEMENTS``: blocks dealt cyclically over a 2-D grid and factored
-  there (``xdap.linalg.block_cholesky``), never gathered; the others past
-  ``GATHER_ELEMENTS``: one clear ``ValueError`` naming the size;
+  results cut into row blocks; ``cholesky`` and ``solve`` of a matrix
+  past ``BLOCK_ELEMENTS``: blocks dealt cyclically over a 2-D grid and
+  factored there (``xdap.linalg.block_cholesky``; ``block_lu_solve``, LU
+  with partial pivoting, the right-hand side on every rank), never
+  gathered; the others past ``GATHER_ELEMENTS``: one clear ``ValueError``
+  naming the size;
 - ``matrix_norm``, ``vector_norm``, ``trace``, ``diagonal``, ``outer``,
   ``cross``: each rank's own elements and one reduction (or none).
 
@@ -224,18 +226,38 @@ def cholesky(x, /, *, upper=False):
     return _block_cholesky(x, upper)
 
 
-def _block_cholesky(x, upper):
-    """A split matrix too large to gather: moved to blocks of ``BLOCK_SIZE``
-    dealt cyclically over a 2-D grid (ScaLAPACK's layout), factored there
-    (``xdap.linalg.block_cholesky``); the factor in that layout."""
+def _block_cyclic(x):
+    """``x`` (a split square matrix) in blocks of ``BLOCK_SIZE`` dealt
+    cyclically over a balanced 2-D grid -- ScaLAPACK's layout -- and its
+    local array as a floating copy, with the block size."""
     from ..comm import balanced_grid
-    from ..linalg import block_cholesky
-    from .manipulation import _permuted
     nb = min(BLOCK_SIZE, x.shape[0])
     target = make_distribution(x.shape, ("c", "c"), grid=balanced_grid(x.comm.size, 2),
                                comm=x.comm, block_size=(nb, nb))
     y = moved(x, target)
     a = np.array(y.parts.values, dtype=_floating(np.zeros(0, y.parts.values.dtype)).dtype)
+    return y, a, nb
+
+
+def _block_solve(x1, b):
+    """``x1 y = b`` for a split ``x1`` too large to gather: block-cyclic LU
+    with partial pivoting (``xdap.linalg.block_lu_solve``); ``b`` (and the
+    solution, then cut into row blocks) on every rank."""
+    from ..linalg import block_lu_solve
+    y, a, nb = _block_cyclic(x1)
+    rhs = b.reshape(len(b), -1)
+    out = block_lu_solve(x1.comm, a, y.distribution, nb, rhs)
+    return _everywhere(x1, out.reshape(b.shape))
+
+
+def _block_cholesky(x, upper):
+    """A split matrix too large to gather: moved to blocks of ``BLOCK_SIZE``
+    dealt cyclically over a 2-D grid (ScaLAPACK's layout), factored there
+    (``xdap.linalg.block_cholesky``); the factor in that layout."""
+    from ..linalg import block_cholesky
+    from .manipulation import _permuted
+    y, a, nb = _block_cyclic(x)
+    target = y.distribution
     factor = wrap(y, target, block_cholesky(x.comm, a, target, nb))
     if not upper:
         return factor
@@ -478,7 +500,9 @@ def solve(x1, x2, /):
     """The solution of ``x1 @ y = x2`` (``numpy.linalg.solve``): ``x2`` a
     vector (M,) or a matrix / stack (..., M, K) with ``x1``'s batch dims
     (moved onto ``x1``'s stack layout), or a NumPy array every rank holds.
-    A split ``x1``: gathered with ``x2``."""
+    A split ``x1``: gathered with ``x2``, or past ``BLOCK_ELEMENTS`` solved
+    by block-cyclic LU with partial pivoting (``x2`` on every rank: O(M K)
+    a rank); the solution in row blocks."""
     _matrices("solve", x1, square=True, what="x1")
     m = x1.shape[-1]
     if is_distributed(x2):
@@ -499,12 +523,13 @@ def solve(x1, x2, /):
     if len(shape2) > 2 and x1.ndim == 2:
         raise ValueError("solve: a stack of right-hand sides with one matrix: give the "
                          "matrix as a stack")
-    _gather_check("solve", x1)
     yield dict(x1=x1, x2=x2)
     fn = lambda a, b: np.linalg.solve(_floating(a), b)          # noqa: E731
     if _split(x1) or len(shape2) <= 2 and x1.ndim == 2:
         from .exchange import to_numpy
         b = np.asarray(to_numpy(x2)) if is_distributed(x2) else x2
+        if _split(x1) and int(np.prod(x1.shape)) > BLOCK_ELEMENTS:
+            return _block_solve(x1, b)
         return _one(_gathered("solve", x1, lambda a: fn(a, b)))
     y1 = _stacked(x1)
     k = x1.ndim - 2
