@@ -392,6 +392,13 @@ def _local_rtol(x, y, rtol):
         if batch else float(whole)
 
 
+def _per_matrix_rtol(name, x, rtol, fn):
+    """``fn(matrices, tolerances)`` per rank: ``rtol`` cut to its matrices."""
+    y = _stacked(x)
+    tol = _local_rtol(x, y, rtol)
+    return _one(_per_matrix(name, y, lambda v: fn(v, tol)))
+
+
 @collective
 def matrix_rank(x, /, *, rtol=None):
     """The number of singular values above ``rtol`` times the largest
@@ -402,10 +409,8 @@ def matrix_rank(x, /, *, rtol=None):
     rtol = _rtol("matrix_rank", x, rtol)
     yield dict(x=x, rtol=rtol)
     if not _split(x):
-        y = _stacked(x)
-        tol = _local_rtol(x, y, rtol)
-        return _one(_per_matrix("matrix_rank", y, lambda v: np.asarray(
-            np.linalg.matrix_rank(_floating(v), rtol=tol), np.int64)))
+        return _per_matrix_rtol("matrix_rank", x, rtol, lambda v, tol: np.asarray(
+            np.linalg.matrix_rank(_floating(v), rtol=tol), np.int64))
     s = _split_singular_values("matrix_rank", x)
     tol = max(x.shape) * np.finfo(s.dtype).eps if rtol is None else _local_rtol(x, x, rtol)
     return scalar_array(x, np.asarray(np.count_nonzero(s > tol * (s.max() if len(s) else 0)),
@@ -421,9 +426,8 @@ def pinv(x, /, *, rtol=None):
     rtol = _rtol("pinv", x, rtol)
     yield dict(x=x, rtol=rtol)
     if not _split(x):
-        y = _stacked(x)
-        tol = _local_rtol(x, y, rtol)
-        return _one(_per_matrix("pinv", y, lambda v: np.linalg.pinv(_floating(v), rtol=tol)))
+        return _per_matrix_rtol("pinv", x, rtol,
+                                lambda v, tol: np.linalg.pinv(_floating(v), rtol=tol))
     from ..linalg import tsqr
     from .manipulation import _permuted
     y, transposed = _tall(x)
@@ -503,17 +507,11 @@ def solve(x1, x2, /):
     A split ``x1``: gathered with ``x2``, or past ``BLOCK_ELEMENTS`` solved
     by block-cyclic LU with partial pivoting (``x2`` on every rank: O(M K)
     a rank); the solution in row blocks."""
+    from .linear_algebra import _operands
     _matrices("solve", x1, square=True, what="x1")
     m = x1.shape[-1]
-    if is_distributed(x2):
-        arguments.numeric("solve", x2, "x2")
-        arguments.same_comm("solve", (x1, x2))
-        shape2 = x2.shape
-    else:
-        x2 = np.asarray(x2)
-        if x2.dtype.kind not in "biufc":
-            raise TypeError(f"solve: x2 must hold numbers, not {x2.dtype}")
-        shape2 = x2.shape
+    x2 = _operands("solve", x1, x2)
+    shape2 = x2.shape
     if len(shape2) == 0 or (len(shape2) == 1 and shape2[0] != m) or \
             (len(shape2) > 1 and shape2[-2] != m):
         raise ValueError(f"solve: x2 of shape {shape2} does not match x1 of shape {x1.shape}")
