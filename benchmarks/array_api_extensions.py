@@ -40,6 +40,11 @@ import os
 import resource
 import sys
 
+# one BLAS thread a rank: 4 ranks on 2 cores, and LAPACK by hand on one rank
+# against xdap on all of them, must not fight over threads (set before NumPy loads)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import numpy as np
 from mpi4py import MPI
 

@@ -11,7 +11,8 @@ Right-looking, one block column of width ``nb`` a step, rows never moved
 2. each grid column gathers the pivot rows of its own columns (one
    ``Allgatherv`` on the column communicator) and solves them into its part
    of ``U``'s block row, kept on the grid row the block row would live on;
-3. each rank updates its remaining rows, ``A_R -= L_R U_K``;
+3. each rank updates its remaining rows, ``A_R -= L_R U_K`` (one product
+   into a corner of its array);
 4. the right-hand side (``n x k``, on every rank) follows the forward
    substitution as the panels pass; back substitution at the end, one
    ``Allreduce`` of ``w x k`` a block.
@@ -116,10 +117,15 @@ def block_lu_solve(comm, a, d, nb, b):
         u_part = np.linalg.solve(unit_l, got[_positions(at, pivots)]) if len(tail) else \
             np.zeros((w, 0), dtype)
         remaining &= ~held
-        # the trailing update of my remaining rows
+        # the trailing update of my remaining rows: one product into a corner
+        # of my array (rows already pivoted ride along with zero multipliers:
+        # nothing reads them again, and a corner needs no gather and scatter)
         if len(tail) and remaining.any():
             mine = np.nonzero(remaining)[0]
-            a[np.ix_(mine, tail)] -= l_rest[_positions(rest, rows[mine])] @ u_part
+            first = int(mine[0])
+            l_local = np.zeros((len(rows) - first, w), dtype)
+            l_local[mine - first] = l_rest[_positions(rest, rows[mine])]
+            a[first:, tail[0]:] -= l_local @ u_part
         keep = (k0 // nb) % grid[0] == coords[0]
         steps.append((k0, k1, pivots, u_kk, u_part if keep else None, cols[tail]))
     # back substitution: x_K = U_KK^-1 (y_K - U_K,>K x_>K), y_K at step K's pivot rows
