@@ -250,3 +250,14 @@ def test_one_rank_different_is_one_error_everywhere(comm):
              lambda: L.vector_norm(t, axis=_one_rank(comm, 0, 1))]
     for call in calls:
         same_error(comm, call, (ValueError, TypeError), seconds=30)
+
+
+@pytest.mark.mpi(ranks=RANKS)
+def test_matrix_power_of_a_split_matrix_by_summa(comm):
+    A = rng.standard_normal((6, 6)) / 3 + np.eye(6)
+    for kw in (dict(dist=("b",)), dict(dist=("c", "b"))):
+        a = xdap.from_global(A, comm=comm, **kw)
+        for n in (0, 1, 2, 5, -2):
+            same(L.matrix_power(a, n), np.linalg.matrix_power(A, n), ("matrix_power", n, kw))
+    ints = xdap.from_global(np.arange(9).reshape(3, 3), comm=comm)
+    same(L.matrix_power(ints, 3), np.linalg.matrix_power(np.arange(9).reshape(3, 3), 3), "ints")

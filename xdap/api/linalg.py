@@ -13,7 +13,8 @@ takes and what it moves:
   ``matrix_rank``/``pinv`` by TSQR then the SVD of the small R. A wide
   matrix takes the same road through its transpose (one move);
 - **square systems** (``cholesky``, ``solve``, ``inv``, ``det``,
-  ``slogdet``, ``eigh``, ``eigvalsh``, ``matrix_power``) of a split 2-D
+  ``slogdet``, ``eigh``, ``eigvalsh``; ``matrix_power`` of a negative
+  power -- a non-negative one is repeated SUMMA) of a split 2-D
   matrix: gathered to every rank (one ``Allgatherv``, O(N^2) memory a rank;
   a ``RuntimeWarning`` above ``WARN_ELEMENTS``) and solved there, the
   results cut into row blocks; ``cholesky`` and ``solve`` of a matrix
@@ -489,14 +490,39 @@ def eigvalsh(x, /):
 @collective
 def matrix_power(x, n, /):
     """``x`` to the integer power ``n`` (``numpy.linalg.matrix_power``;
-    negative: of the inverse)."""
+    negative: of the inverse). Stacks: per rank. A split matrix, ``n >= 0``:
+    repeated squaring by SUMMA (``matmul``: about ``2 log2 n`` products,
+    nothing gathered; ``n = 0`` the identity, born distributed); ``n < 0``:
+    the inverse gathered (within ``GATHER_ELEMENTS``), then the same."""
     _matrices("matrix_power", x, square=True)
     n = arguments.integer("matrix_power", "n", n)
-    _gather_check("matrix_power", x)
+    if n < 0:
+        _gather_check("matrix_power", x)
     yield dict(x=x, n=n)
     fn = lambda v: np.linalg.matrix_power(v if n >= 0 else _floating(v), n)   # noqa: E731
-    return _one(_gathered("matrix_power", x, fn) if _split(x) else
-                _per_matrix("matrix_power", x, fn))
+    if not _split(x):
+        return _one(_per_matrix("matrix_power", x, fn))
+    if n < 0:
+        x = _one(_gathered("matrix_power", x, lambda v: np.linalg.inv(_floating(v))))
+        n = -n
+    return _power(x, n)
+
+
+def _power(x, n):
+    """``x ** n`` (n >= 0) of a split square matrix by repeated squaring,
+    each product SUMMA's (``linear_algebra._matmul``)."""
+    from .creation import eye
+    from .linear_algebra import _matmul
+    if n == 0:
+        return eye(x.shape[0], dtype=x.parts.values.dtype, comm=x.comm)
+    result, square = None, x
+    while True:
+        if n & 1:
+            result = square if result is None else _matmul(result, square)
+        n >>= 1
+        if not n:
+            return result
+        square = _matmul(square, square)
 
 
 @collective
