@@ -107,7 +107,8 @@ def _one_rank(comm, good, bad):
 def test_bad_arguments_are_one_error_everywhere(comm):
     g = xdap.from_global(G, comm=comm)
     cases = [(lambda: F.fft(g, norm="none"), "norm"), (lambda: F.fft(g, n=0), "n"),
-             (lambda: F.rfft(g), "real"), (lambda: F.fftn(g, s=(3,), axes=(0, 1)), "s must"), (lambda: F.fftn(g, s=(3,)), "needs axes"),
+             (lambda: F.rfft(g), "real"), (lambda: F.fftn(g, s=(3,), axes=(0, 1)), "s must"),
+             (lambda: F.fftn(g, s=(3,)), "needs axes"),
              (lambda: F.fftn(g, axes=(0, 0)), "unique"), (lambda: F.fft(g, axis=3), "axis"),
              (lambda: F.fftfreq(0, comm=comm), "n"), (lambda: F.fft(g, layout="x"), "layout"),
              (lambda: F.fft(xdap.from_global(np.arange(3), comm=comm)), "floating")]

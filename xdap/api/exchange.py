@@ -33,7 +33,8 @@ from ..optional import need
 from ..parts import container
 
 __all__ = ["from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
-           "from_hdf5", "to_hdf5", "from_zarr", "to_zarr", "from_xarray", "from_npy", "to_npy", "from_csv",
+           "from_hdf5", "to_hdf5", "from_zarr", "to_zarr", "from_xarray", "from_npy", "to_npy",
+           "from_csv",
            "to_global", "to_numpy", "save", "distarray", "partitioned", "partitioned_property",
            "to_arrow", "to_awkward", "local_numpy", "numpy_array", "dlpack", "dlpack_device",
            "to_device"]
@@ -376,8 +377,9 @@ def to_zarr(x, path, *, chunks=None, mode="w-", dims=None):
     if info.ragged or info.boxed or info.optional or not info.numeric:
         # no plain array holds it without loss: xdap's own layout (a group)
         if chunks is not None or dims is not None:
-            raise ValueError(f"to_zarr: chunks= and dims= shape plain arrays; {arguments.type_of(x)} "
-                             "is written in xdap's own layout (a Zarr group, as a.save)")
+            raise ValueError(f"to_zarr: chunks= and dims= shape plain arrays; "
+                             f"{arguments.type_of(x)} is written in xdap's own layout (a Zarr "
+                             "group, as a.save)")
         yield dict(x=x, path=path, chunks=None, mode=mode, dims=None)
         _refuse_existing(path, mode, x.distribution.comm)
         from ..io import save as write
