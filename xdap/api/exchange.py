@@ -239,27 +239,30 @@ def to_hdf5(x, path, dataset, mode="a", dims=None):
         attrs = {}
     sets.insert(0, (dataset, np.ascontiguousarray(values), first, total, attrs))
     if dims is not None:         # a dim the file holds otherwise: refused before any write
-        from ..agreement import agree
         from ..io.hdf5 import attach_dims, check_dims
-        error = None
-        if d.comm.rank == 0:
-            try:
-                check_dims(path, dataset, shape, dims, mode, "to_hdf5")
-            except ValueError as e:
-                error = e
-        agree(d.comm, error)
+        _on_rank0(d.comm, lambda: check_dims(path, dataset, shape, dims, mode, "to_hdf5"),
+                  f"to_hdf5: cannot read {path!r}")
     write_rows(d.comm, path, sets, "to_hdf5", mode)
     if dims is not None:
-        error = None
-        if d.comm.rank == 0:
-            try:
-                attach_dims(path, [name for name, *_ in sets], dims, "to_hdf5")
-            except ValueError as e:
-                error = e
-            except Exception as e:
-                error = ValueError(f"to_hdf5: cannot name the dims of {dataset!r} in "
-                                   f"{path!r}: {type(e).__name__}: {e}")
-        agree(d.comm, error)
+        _on_rank0(d.comm, lambda: attach_dims(path, [name for name, *_ in sets], dims,
+                                              "to_hdf5"),
+                  f"to_hdf5: cannot name the dims of {dataset!r} in {path!r}")
+
+
+def _on_rank0(comm, work, failure):
+    """``work()`` on rank 0 alone (metadata, a look at the file system), its
+    verdict every rank's: a ValueError as it is, any other failure a
+    ValueError that starts with ``failure``."""
+    from ..agreement import agree
+    error = None
+    if comm.rank == 0:
+        try:
+            work()
+        except ValueError as e:
+            error = e
+        except Exception as e:
+            error = ValueError(f"{failure}: {type(e).__name__}: {e}")
+    agree(comm, error)
 
 
 def _dims(what, x, dims, default):
@@ -304,12 +307,13 @@ def from_zarr(path_or_array, dist=None, grid=None, comm=None, **per_dim):
 
     Collective. The shape and dtype are agreed; then each rank reads rows
     of axis 0 -- zarr decodes only the chunks that overlap them -- in one
-    of two plans, whichever moves fewer bytes (``xdap.io.zarr_arrays.
-    read_sizes``): its own rows, a chunk that straddles two ranks' rows
-    decoded by both; or whole chunks, each decoded once, then one exchange.
-    Another ``dist``/``grid`` costs one redistribution, from whole chunks. A group in xdap's own
-    layout (what ``to_zarr`` writes for ragged, optional or typed data, and
-    ``a.save``) loads as ``xdap.load`` loads it.
+    of two plans (``xdap.io.zarr_arrays.read_sizes``): its own rows, a
+    chunk that straddles two ranks' rows decoded by both; or whole chunks,
+    each decoded once, then one exchange -- the second only when it decodes
+    less in all and the slowest rank finishes sooner. Another
+    ``dist``/``grid`` costs one redistribution, from whole chunks. A group
+    in xdap's own layout (what ``to_zarr`` writes for ragged, optional or
+    typed data, and ``a.save``) loads as ``xdap.load`` loads it.
 
     >>> import os, tempfile, zarr, numpy as np, xdap
     >>> from mpi4py import MPI
@@ -405,15 +409,8 @@ def to_zarr(x, path, *, chunks=None, mode="w-", dims=None):
     else:
         aligned = make_distribution(shape, None, comm=comm)
     d, p = to_layout(x.distribution, x.parts, aligned)
-    error = None
-    if comm.rank == 0:
-        try:
-            create(path, shape, dtype, chunks, tuple(dims))
-        except ValueError as e:
-            error = e
-        except Exception as e:
-            error = ValueError(f"to_zarr: cannot write {path!r}: {type(e).__name__}: {e}")
-    agree(comm, error)
+    _on_rank0(comm, lambda: create(path, shape, dtype, chunks, tuple(dims)),
+              f"to_zarr: cannot write {path!r}")
     error = None
     try:
         array = need("zarr").open_array(path, mode="r+")
@@ -528,11 +525,10 @@ def _coordinate_rows(c, comm):
 def _refuse_existing(path, mode, comm):
     """``mode="w-"``: an existing ``path`` is one ValueError on every rank
     (rank 0 looks: the ranks may not share a view of a file system's cache)."""
-    from ..agreement import agree
-    error = None
-    if mode == "w-" and comm.rank == 0 and os.path.exists(path):
-        error = ValueError(f"to_zarr: {path!r} exists (mode='w' replaces it)")
-    agree(comm, error)
+    def look():
+        if mode == "w-" and os.path.exists(path):
+            raise ValueError(f"to_zarr: {path!r} exists (mode='w' replaces it)")
+    _on_rank0(comm, look, f"to_zarr: cannot look at {path!r}")
 
 
 # -- .npy pieces and CSV ------------------------------------------------------------

@@ -20,6 +20,8 @@ The engines of ``xdap.from_hdf5`` / ``DistArray.to_hdf5`` and of
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..agreement import agree
@@ -134,23 +136,30 @@ def write_rows(comm, path: str, sets, what: str, mode: str = "w") -> None:
 _DIMENSION_ONLY = "This is a netCDF dimension but not a netCDF variable."
 
 
+def _check_scale(f, dim, n, name, axis, path, what):
+    """The dataset ``f[dim]`` can be the scale of ``name``'s ``axis`` (a 1-d
+    dataset of its length ``n``), else the ValueError naming it."""
+    h5py = need("h5py")
+    scale = f[dim]
+    if not isinstance(scale, h5py.Dataset) or scale.shape != (n,):
+        raise ValueError(f"{what}: {path!r} holds {dim!r} of shape "
+                         f"{getattr(scale, 'shape', None)}, not a dimension "
+                         f"of length {n} for {name!r}'s axis {axis}")
+    return scale
+
+
 def check_dims(path: str, dataset: str, shape, dims, mode: str, what: str) -> None:
     """Raise the ValueError ``attach_dims`` would, before anything is
     written: a dim whose name the file already holds as something other
     than a 1-d dataset of that axis' length."""
     h5py = need("h5py")
-    import os
     if mode == "w" or not os.path.exists(path):
         return
     try:
         with h5py.File(path, "r") as f:
             for axis, (dim, n) in enumerate(zip(dims, shape)):
                 if dim in f and dim != dataset.lstrip("/"):
-                    scale = f[dim]
-                    if not isinstance(scale, h5py.Dataset) or scale.shape != (n,):
-                        raise ValueError(f"{what}: {path!r} holds {dim!r} of shape "
-                                         f"{getattr(scale, 'shape', None)}, not a dimension "
-                                         f"of length {n} for {dataset!r}'s axis {axis}")
+                    _check_scale(f, dim, n, dataset, axis, path, what)
     except OSError as e:
         raise ValueError(f"{what}: cannot read {path!r}: {e}") from None
 
@@ -172,11 +181,7 @@ def attach_dims(path: str, datasets, dims, what: str) -> None:
                         ds.make_scale(dim)
                     continue
                 if dim in f:
-                    scale = f[dim]
-                    if not isinstance(scale, h5py.Dataset) or scale.shape != (n,):
-                        raise ValueError(f"{what}: {path!r} holds {dim!r} of shape "
-                                         f"{getattr(scale, 'shape', None)}, not a dimension "
-                                         f"of length {n} for {name!r}'s axis {axis}")
+                    scale = _check_scale(f, dim, n, name, axis, path, what)
                 else:
                     scale = f.create_dataset(dim, (n,), "f4")
                     scale.make_scale(f"{_DIMENSION_ONLY}{n:>10d}")
