@@ -204,9 +204,11 @@ def _floating(values):
     return values if values.dtype.kind in "fc" else values.astype(np.float64)
 
 
-def _tsqr_r(y):
+def _tsqr(name, y, want_q=True):
+    """TSQR (``xdap.linalg.tsqr``) of ``y``, a split matrix in row blocks,
+    under one verdict: ``(this rank's rows of Q or None, R)``."""
     from ..linalg import tsqr
-    return tsqr(y.comm, _floating(np.asarray(y.parts.values)), want_q=False)[1]
+    return _lapack(name, y.comm, tsqr, y.comm, _floating(np.asarray(y.parts.values)), want_q)
 
 
 # -- factorizations --------------------------------------------------------------------
@@ -286,9 +288,8 @@ def qr(x, /, *, mode="reduced"):
         return QRResult(*_per_matrix("qr", x, fn))
     if mode == "complete" and x.shape[0] != x.shape[1] or not tall:
         return QRResult(*_gathered("qr", x, fn))
-    from ..linalg import tsqr
-    y, a = _rows_block(x)
-    q, r = _lapack("qr", x.comm, tsqr, x.comm, _floating(a))
+    y = rows(x)
+    q, r = _tsqr("qr", y)
     d = y.distribution.leading(1).with_trailing((r.shape[0],))
     return QRResult(wrap(y, d, q), _everywhere(x, r))
 
@@ -309,10 +310,9 @@ def svd(x, /, *, full_matrices=True):
         return SVDResult(*_per_matrix("svd", x, fn))
     if full and x.shape[0] != x.shape[1]:
         return SVDResult(*_gathered("svd", x, fn))
-    from ..linalg import tsqr
     from .manipulation import _permuted
     y, transposed = _tall(x)
-    q, r = _lapack("svd", x.comm, tsqr, x.comm, _floating(np.asarray(y.parts.values)))
+    q, r = _tsqr("svd", y)
     u_r, s, vh = _lapack("svd", x.comm, lambda a: np.linalg.svd(a, full_matrices=False), r)
     tall_u = wrap(y, y.distribution.leading(1).with_trailing((u_r.shape[1],)), q @ u_r)
     if not transposed:                 # x = (Q U_r) S Vh
@@ -345,7 +345,7 @@ def _split_singular_values(name, x):
     """The singular values of a split matrix, NumPy on every rank: TSQR of
     its tall side, then those of the small R."""
     y, _ = _tall(x)
-    r = _lapack(name, x.comm, _tsqr_r, y)
+    r = _tsqr(name, y, want_q=False)[1]
     return np.linalg.svd(r, compute_uv=False)
 
 
@@ -430,10 +430,9 @@ def pinv(x, /, *, rtol=None):
     if not _split(x):
         return _per_matrix_rtol("pinv", x, rtol,
                                 lambda v, tol: np.linalg.pinv(_floating(v), rtol=tol))
-    from ..linalg import tsqr
     from .manipulation import _permuted
     y, transposed = _tall(x)
-    q, r = _lapack("pinv", x.comm, tsqr, x.comm, _floating(np.asarray(y.parts.values)))
+    q, r = _tsqr("pinv", y)
     # the standard's default tolerance counts x's dims, not R's
     cut = max(x.shape) * np.finfo(r.dtype).eps if rtol is None else _local_rtol(x, x, rtol)
     pr = _lapack("pinv", x.comm, lambda a: np.linalg.pinv(a, rtol=cut), r)

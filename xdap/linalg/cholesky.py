@@ -25,6 +25,8 @@ from __future__ import annotations
 import numpy as np
 from mpi4py.util.dtlib import from_numpy_dtype
 
+from .gather import allgather_rows
+
 __all__ = ["block_cholesky"]
 
 
@@ -45,7 +47,6 @@ def block_cholesky(comm, a, d, nb):
     rows = np.asarray(d.global_indices(0), np.int64)
     cols = np.asarray(d.global_indices(1), np.int64)
     mpi_type = from_numpy_dtype(a.dtype)
-    P = comm.Get_size()
     for k0 in range(0, n, nb):
         k1 = min(n, k0 + nb)
         w = k1 - k0
@@ -72,16 +73,8 @@ def block_cholesky(comm, a, d, nb):
             below = a[r1:, c0:c1]
             mine = np.linalg.solve(lkk, below.conj().T).conj().T if len(below) else below
             a[r1:, c0:c1] = mine
-        mine = np.ascontiguousarray(mine)
         # every rank gets the whole panel (rows k1..n), by global row
-        counts = np.empty(P, np.int64)
-        comm.Allgather(np.array([mine.shape[0]], np.int64), counts)
-        values = np.empty((int(counts.sum()), w), a.dtype)
-        index = np.empty(int(counts.sum()), np.int64)
-        displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        comm.Allgatherv(mine, [values, counts * w, displs * w, mpi_type])
-        my_index = np.ascontiguousarray(rows[r1:] if c1 > c0 else rows[:0])
-        comm.Allgatherv(my_index, [index, counts, displs, from_numpy_dtype(np.int64)])
+        values, index, _ = allgather_rows(comm, mine, w, rows[r1:] if c1 > c0 else rows[:0])
         panel = np.empty((n - k1, w), a.dtype)
         panel[index - k1] = values
         # the trailing update: my rows and columns past the block, a corner

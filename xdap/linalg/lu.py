@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 from mpi4py import MPI
-from mpi4py.util.dtlib import from_numpy_dtype
 
+from .gather import allgather_rows
 from .summa import grid_comms
 
 __all__ = ["block_lu_solve"]
@@ -55,20 +55,6 @@ def _panel_lu(panel):
         panel[j + 1:, j] /= panel[j, j]
         panel[j + 1:, j + 1:] -= np.outer(panel[j + 1:, j], panel[j, j + 1:])
     return order
-
-
-def _allgatherv(comm, values, index, width, dtype):
-    """Every rank's ``values`` (rows of ``width``) and their ``index``."""
-    counts = np.empty(comm.Get_size(), np.int64)
-    comm.Allgather(np.array([len(index)], np.int64), counts)
-    displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    out = np.empty((int(counts.sum()), width), dtype)
-    where = np.empty(int(counts.sum()), np.int64)
-    comm.Allgatherv(np.ascontiguousarray(values, dtype),
-                    [out, counts * width, displs * width, from_numpy_dtype(dtype)])
-    comm.Allgatherv(np.ascontiguousarray(index, np.int64),
-                    [where, counts, displs, from_numpy_dtype(np.int64)])
-    return out, where
 
 
 def block_lu_solve(comm, a, d, nb, b):
@@ -93,8 +79,8 @@ def block_lu_solve(comm, a, d, nb, b):
         w = k1 - k0
         c0, c1 = np.searchsorted(cols, [k0, k1])
         mine = np.nonzero(remaining)[0] if c1 > c0 else np.zeros(0, np.int64)
-        panel, where = _allgatherv(comm, a[np.ix_(mine, np.arange(c0, c1))], rows[mine], w,
-                                   dtype)
+        panel, where, _ = allgather_rows(comm, a[np.ix_(mine, np.arange(c0, c1))], w,
+                                         rows[mine])
         order = np.argsort(where, kind="stable")   # every rank: the same panel, by row
         panel, where = panel[order], where[order]
         perm = _panel_lu(panel)
@@ -112,8 +98,8 @@ def block_lu_solve(comm, a, d, nb, b):
         # my grid column's part of U's block row: the pivot rows, my columns past k1
         tail = np.arange(np.searchsorted(cols, k1), len(cols))
         held = np.isin(rows, pivots)
-        got, at = _allgatherv(col_comm, a[np.ix_(np.nonzero(held)[0], tail)],
-                              rows[held], len(tail), dtype)
+        got, at, _ = allgather_rows(col_comm, a[np.ix_(np.nonzero(held)[0], tail)],
+                                    len(tail), rows[held])
         u_part = np.linalg.solve(unit_l, got[_positions(at, pivots)]) if len(tail) else \
             np.zeros((w, 0), dtype)
         remaining &= ~held

@@ -20,7 +20,8 @@ tree. Memory: O(m_r n + P n^2) a rank; messages O(P n^2).
 from __future__ import annotations
 
 import numpy as np
-from mpi4py.util.dtlib import from_numpy_dtype
+
+from .gather import allgather_rows
 
 __all__ = ["tsqr"]
 
@@ -37,15 +38,9 @@ def tsqr(comm, a, want_q: bool = True):
         q, r = np.linalg.qr(a) if want_q else (None, np.linalg.qr(a, mode="r"))
     else:
         q, r = np.zeros((0, 0), a.dtype), np.zeros((0, n), a.dtype)
-    r = np.ascontiguousarray(r)
-    counts = np.empty(comm.Get_size(), np.int64)
-    comm.Allgather(np.array([r.shape[0] * n], np.int64), counts)
-    stack = np.empty((int(counts.sum()) // max(n, 1), n), r.dtype)
-    displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    comm.Allgatherv(r, [stack, counts, displs, from_numpy_dtype(r.dtype)])
+    stack, _, first = allgather_rows(comm, r, n)
     if want_q:
         q2, big_r = np.linalg.qr(stack)
-        first = int(displs[comm.Get_rank()]) // max(n, 1)
         rows = q2[first:first + r.shape[0]]
         q_rows = q @ rows if m_r else np.zeros((0, big_r.shape[0]), big_r.dtype)
         return np.ascontiguousarray(q_rows), big_r

@@ -1,0 +1,36 @@
+"""Every rank's rows of a small matrix on every rank -- the R factors of
+TSQR, the panels of the block factorizations: one ``Allgather`` of the
+counts, one ``Allgatherv`` of the rows (and one of their indices).
+
+>>> import numpy as np
+>>> from mpi4py import MPI
+>>> stack, index, first = allgather_rows(MPI.COMM_SELF, np.eye(2), 2, np.array([5, 7]))
+>>> stack.tolist(), index.tolist(), first
+([[1.0, 0.0], [0.0, 1.0]], [5, 7], 0)
+"""
+from __future__ import annotations
+
+import numpy as np
+from mpi4py.util.dtlib import from_numpy_dtype
+
+__all__ = ["allgather_rows"]
+
+
+def allgather_rows(comm, rows, width: int, index=None):
+    """``(stack, index, first)``: every rank's ``rows`` (``k_r x width``;
+    a rank with none may pass any empty array) stacked in rank order, the
+    ``index`` each rank gave its rows (one int64 a row; None when not
+    given), and where this rank's rows start in the stack. Collective; the
+    same dtype on every rank."""
+    rows = np.ascontiguousarray(rows).reshape(rows.shape[0], width)
+    counts = np.empty(comm.Get_size(), np.int64)
+    comm.Allgather(np.array([rows.shape[0]], np.int64), counts)
+    displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    stack = np.empty((int(counts.sum()), width), rows.dtype)
+    comm.Allgatherv(rows, [stack, counts * width, displs * width, from_numpy_dtype(rows.dtype)])
+    where = None
+    if index is not None:
+        where = np.empty(int(counts.sum()), np.int64)
+        comm.Allgatherv(np.ascontiguousarray(index, np.int64),
+                        [where, counts, displs, from_numpy_dtype(np.int64)])
+    return stack, where, int(displs[comm.Get_rank()])
