@@ -126,16 +126,11 @@ def _stages(x, plan):
                 x = _line(x, transform)
                 continue
             first, rest = axes[0], tuple(a for a in axes if a != axes[0])
-            x = _stage(x, rest, _part(transform, rest))
-            x = _stage(x, (first,), _part(transform, (first,)))
+            x = _stage(x, rest, transform.on(rest))
+            x = _stage(x, (first,), transform.on((first,)))
         else:
             x = _stage(x, axes, transform)
     return x
-
-
-def _part(transform, axes):
-    """``transform`` restricted to a subset of its axes (its ``.on``)."""
-    return transform.on(axes)
 
 
 class _Transform:

@@ -22,8 +22,9 @@ from ..maps import BlockMap
 from ..parts import Parts
 from ..types import type_info
 
-__all__ = ["moved", "axis_whole", "axes_whole", "in_blocks", "rows", "one_copy", "owned", "wrap", "values_on",
-           "with_axis", "scalar_array", "from_every_rank", "info_like", "reshaped", "filled"]
+__all__ = ["moved", "axis_whole", "axes_whole", "in_blocks", "rows", "one_copy", "owned", "wrap",
+           "values_on", "with_axis", "scalar_array", "from_every_rank", "info_like", "reshaped",
+           "filled"]
 
 
 def moved(x, target: Distribution):
