@@ -1,6 +1,7 @@
 """Build xdap: the Python package and its C extensions.
 
 - `xdap._xndbuf`: zero-copy bridges between xnd containers and flat buffers;
+- `xdap._envelope`: the vote's record check (every collective call runs it);
 - `xdap._apply`: the fast elementwise dispatcher of xdap.kernels;
 - `xdap.kernels._unary`, `_binary`, `_compare`: the kernel library, generated
   at build time from kernel-configs/*.cfg by xdap.codegen (the C functions
@@ -58,6 +59,13 @@ xndbuf = Extension(
     runtime_library_dirs=stack,
     extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror",
                         "-Wno-missing-field-initializers", "-Wno-unused-parameter"],
+)
+
+# The vote's record check (xdap/_envelope.c): the standard library only.
+envelope_ext = Extension(
+    "xdap._envelope",
+    sources=["xdap/_envelope.c"],
+    extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror"],
 )
 
 # The fast elementwise dispatcher (xdap/_apply.c) also needs gumath.
@@ -134,6 +142,6 @@ class relocatable_build_ext(build_ext):
 
 
 setup(
-    ext_modules=[xndbuf, apply_ext] + kernel_library(),
+    ext_modules=[xndbuf, envelope_ext, apply_ext] + kernel_library(),
     cmdclass={"build_ext": relocatable_build_ext},
 )

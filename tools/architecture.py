@@ -29,7 +29,8 @@ LAYERS = [
     ("core: what things are", ["xdap.dtypes", "xdap.types", "xdap.maps", "xdap.arraylike",
                                 "xdap.abort", "xdap.watch", "xdap.progress",
                                 "xdap.optional", "xdap.labels"]),
-    ("core: where they live", ["xdap.comm", "xdap.agreement", "xdap.contract", "xdap.arguments",
+    ("core: where they live", ["xdap.comm", "xdap._envelope", "xdap.ledger", "xdap.agreement",
+                               "xdap.contract", "xdap.arguments",
                                "xdap.plans", "xdap.partitions",
                                "xdap.bitmaps", "xdap.parts", "xdap.rows", "xdap._xndbuf",
                                "xdap.distribution", "xdap.heap"]),
@@ -45,7 +46,7 @@ LAYERS = [
 # Bytes move between ranks through one module: the MPI primitives
 # (xdap.exchange) are the transport's alone; everything else computes routes.
 SENDERS = {"xdap.exchange": {"xdap.transport"}}
-C_EXTENSIONS = ("xdap._xndbuf", "xdap._apply")
+C_EXTENSIONS = ("xdap._xndbuf", "xdap._envelope", "xdap._apply")
 
 
 def modules() -> dict:

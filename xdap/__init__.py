@@ -33,8 +33,8 @@ from .api.linear_algebra import matmul, matrix_transpose, tensordot, vecdot
 from .api.numpy_statistics import (bincount, corrcoef, cov, histogram, median, percentile,
                                    quantile)
 from .api.manipulation import (broadcast_arrays, broadcast_to, concat, expand_dims, flip,
-                               moveaxis, permute_dims, repeat, reshape, roll, squeeze, stack,
-                               tile, unstack)
+                               moveaxis, permute_dims, repeat, reshape, roll, shift, squeeze,
+                               stack, tile, unstack)
 from .api.searching import argmax, argmin, count_nonzero, nonzero, searchsorted, where
 from .api.sets import unique_all, unique_counts, unique_inverse, unique_values
 from .api.sorting import argsort, sort
@@ -92,7 +92,7 @@ __all__ = ["DistArray", "Distribution", "make_distribution",
            # indexing, manipulation
            "take", "take_along_axis", "broadcast_arrays", "broadcast_to", "concat",
            "expand_dims", "flip", "moveaxis", "permute_dims", "repeat", "reshape", "roll",
-           "squeeze", "stack", "tile", "unstack",
+           "shift", "squeeze", "stack", "tile", "unstack",
            # searching, sets, sorting, statistics, utility, linear algebra
            "argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where",
            "unique_all", "unique_counts", "unique_inverse", "unique_values", "argsort", "sort",

@@ -1297,6 +1297,120 @@ scalar_result(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+/* array_result(func, first, second, out) -> DistArray or None: `first <op>
+   second` of two DistArrays of one distribution (the same object, or equal
+   ones), both fixed without missing values, whose result has the dtype of
+   one of them (that one's type and distribution are the result's); ``out``:
+   None, or the DistArray (one of the two, a temporary) whose buffer takes the
+   result -- then it is returned.  Anything else is None: the Python path
+   decides, errors included. */
+static PyObject *
+array_result(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 4 || !Py_IS_TYPE(args[0], &Func_Type)) {
+        PyErr_SetString(PyExc_TypeError, "array_result(func, first, second, out)");
+        return NULL;
+    }
+    PyObject *func = args[0], *arrays[2] = {args[1], args[2]}, *out = args[3];
+    PyObject *parts[2], *conts[2];
+    if (array_type == NULL) {
+        Py_RETURN_NONE;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (Py_TYPE(arrays[i]) != array_type) {
+            Py_RETURN_NONE;
+        }
+        parts[i] = SLOT(arrays[i], array_at[A_PARTS]);
+        if (parts[i] == NULL || Py_TYPE(parts[i]) != parts_type ||
+            SLOT(parts[i], parts_at[P_INFO]) == NULL ||
+            SLOT(parts[i], parts_at[P_VALUES]) == NULL ||
+            !PyArray_Check(SLOT(parts[i], parts_at[P_VALUES])) ||
+            SLOT(arrays[i], array_at[A_DISTRIBUTION]) == NULL ||
+            SLOT(arrays[i], array_at[A_LEAF_INDEX]) == NULL) {
+            Py_RETURN_NONE;
+        }
+        conts[i] = SLOT(parts[i], parts_at[P_XND]);
+        if (conts[i] == NULL || !Xnd_Check(conts[i])) {
+            Py_RETURN_NONE;
+        }
+    }
+    PyObject *da = SLOT(arrays[0], array_at[A_DISTRIBUTION]);
+    PyObject *db = SLOT(arrays[1], array_at[A_DISTRIBUTION]);
+    if (da != db) {
+        int equal = PyObject_RichCompareBool(da, db, Py_EQ);
+        if (equal != 1) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+    }
+    operand_t ops[2];
+    enum ndt tags[2];
+    char msg[8];
+    if (describe(conts[0], &ops[0]) < 0 || describe(conts[1], &ops[1]) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    for (int i = 0; i < 2; i++) {
+        if ((ops[i].kind != FIXED && ops[i].kind != SCALAR) || ops[i].optional) {
+            Py_RETURN_NONE;
+        }
+        tags[i] = ops[i].leaf->tag;
+    }
+    if (ops[0].kind != ops[1].kind || !same_dims(&ops[0], &ops[1], msg, sizeof msg)) {
+        Py_RETURN_NONE;
+    }
+    entry_t *e = lookup((FuncObject *)func, 2, tags);
+    if (e == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (e->status != 0 || e->nout != 1) {
+        Py_RETURN_NONE;
+    }
+    int like = e->out_tags[0] == tags[0] ? 0 : e->out_tags[0] == tags[1] ? 1 : -1;
+    if (like < 0) {
+        Py_RETURN_NONE;
+    }
+    PyObject *call = PyTuple_Pack(2, conts[0], conts[1]);
+    if (call == NULL) {
+        return NULL;
+    }
+    PyObject *r;
+    if (out != Py_None) {
+        int at = out == arrays[0] ? 0 : out == arrays[1] ? 1 : -1;
+        if (at < 0 || tags[at] != e->out_tags[0]) {
+            Py_DECREF(call);
+            Py_RETURN_NONE;
+        }
+        PyObject *kw = Py_BuildValue("{sO}", "out", conts[at]);
+        if (kw == NULL) {
+            Py_DECREF(call);
+            return NULL;
+        }
+        r = func_call((FuncObject *)func, call, kw);
+        Py_DECREF(kw);
+        Py_DECREF(call);
+        if (r == NULL) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        Py_DECREF(r);
+        Py_INCREF(out);
+        return out;
+    }
+    r = func_call((FuncObject *)func, call, NULL);
+    Py_DECREF(call);
+    if (r == NULL) {            /* the Python path says why, the same way */
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *result = wrap_result(arrays[like], parts[like],
+                                   SLOT(parts[like], parts_at[P_VALUES]), r);
+    Py_DECREF(r);
+    return result;
+}
+
 /* key(gufunc) -> (table address, name): a stable, hashable identity of a
    gumath function (its table lives as long as the process), for caches. */
 static PyObject *
@@ -1317,6 +1431,10 @@ static PyMethodDef module_methods[] = {
      "key(gufunc) -> (table address, name): a stable cache key of a gumath function"},
     {"register_array", (PyCFunction)register_array, METH_VARARGS,
      "register_array(DistArray, Parts): the classes scalar_result builds"},
+    {"array_result", (PyCFunction)(void (*)(void))array_result, METH_FASTCALL,
+     "array_result(func, first, second, out) -> the DistArray of `first <op> second` (two "
+     "DistArrays of one distribution; into `out`, one of them, when not None), or None: "
+     "take the general path"},
     {"scalar_result", (PyCFunction)(void (*)(void))scalar_result, METH_FASTCALL,
      "scalar_result(func, array, scalar, reflected) -> the DistArray of `array <op> scalar` "
      "(`scalar <op> array` when reflected), or None: take the general path"},

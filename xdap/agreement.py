@@ -21,24 +21,36 @@ import io
 import os
 import pickle
 import struct
-from array import array
+
+import numpy as np
 
 from mpi4py import MPI
 
+from . import _envelope
+from . import ledger as _ledger
 from . import watch as _watch
 from .comm import resolve
 
-__all__ = ["agreement", "Agreement", "Agreed", "agree", "agreed_on", "local_check", "debug",
-           "set_debug",
-           "USER_ERRORS"]
-
-
-_WORDS = 4                       # a 16-byte digest as four 32-bit words
-_BIG = (1 << 63) - 1
-_ZEROS = array("q", bytes(8 * (1 + 2 * _WORDS)))
+__all__ = ["agreement", "Agreement", "Agreed", "Vote", "SETTLED", "payloads", "record_size",
+           "capacity", "agree", "agreed_on", "local_check", "debug", "set_debug", "USER_ERRORS"]
 
 
 _COLLECTIVE = "the collective"     # the name under which the entry points are compared
+
+# The envelope: every vote is ONE Allgather of a record of fixed size from
+# each rank -- [digest (16 bytes) | status (int64) | payload] -- whatever
+# the call: ranks that entered different collectives, or passed different
+# arguments, still meet in the same MPI call, of the same size, and learn
+# it.  The payload is what a call would have sent anyway (a reduction's
+# partial, a shared count): its vote rides in that message.  An Allgather
+# of up to 1 KiB costs what an Allreduce of one double does (measured: 4.3
+# us on 2 ranks, with MPICH), and every rank combines the payloads itself,
+# in rank order, with any operation.
+_HEADER = 24
+_OK, _SPILL, _FAILED = 0, 1, 2          # status: agreed / agreed, share too big / failed
+_agreed = _envelope.agreed
+_NO_DIGEST = bytes(16)
+
 
 # The errors a bad argument gives, raised alike on every rank with their
 # class kept (NumPy's AxisError is a ValueError and an IndexError), and the
@@ -46,8 +58,8 @@ _COLLECTIVE = "the collective"     # the name under which the entry points are c
 # it names the pip extra); any other exception inside an agreement is a bug,
 # reported as one.
 USER_ERRORS = (ValueError, TypeError, IndexError, BufferError, ImportError)
-_ERROR_CLASSES = {"AxisError": __import__("numpy").exceptions.AxisError,
-                  "LinAlgError": __import__("numpy").linalg.LinAlgError,
+_ERROR_CLASSES = {"AxisError": np.exceptions.AxisError,
+                  "LinAlgError": np.linalg.LinAlgError,
                   "IndexError": IndexError, "TypeError": TypeError, "ValueError": ValueError,
                   "BufferError": BufferError, "ImportError": ImportError}
 
@@ -73,12 +85,35 @@ def _digest(value) -> bytes:
     return hashlib.blake2b(out.getbuffer(), digest_size=16).digest()
 
 
-@functools.lru_cache(maxsize=1024)
-def _words(digest: bytes) -> bytes:
-    """The allreduce buffer of a digest: [no failure, words, -words] as
-    int64 bytes (memoised: a loop agrees on the same arguments again)."""
-    words = struct.unpack(f"<{_WORDS}I", digest)
-    return array("q", (_BIG,) + words + tuple(-w for w in words)).tobytes()
+def record_size(size: int) -> int:
+    """Bytes of one rank's record on a communicator of ``size`` ranks:
+    1 KiB up to 16 ranks, shrinking to 64 bytes from 256 (the records of
+    all ranks stay within 16 KiB)."""
+    return max(64, min(1024, (16384 // max(size, 1)) // 8 * 8))
+
+
+def capacity(size: int) -> int:
+    """Bytes of payload a vote on ``size`` ranks carries (``ride``)."""
+    return record_size(size) - _HEADER
+
+
+_GEOMETRY: dict = {}         # size -> (record size, the gather buffer): votes never nest
+
+
+_pack = struct.Struct("<16sq").pack_into
+_pack_length = struct.Struct("<q").pack_into
+
+
+def _geometry(size: int) -> tuple:
+    geometry = _GEOMETRY.get(size)
+    if geometry is None:
+        length = record_size(size)
+        geometry = _GEOMETRY[size] = (length, bytearray(size * length))
+    return geometry
+
+
+def _buffer(size: int) -> bytearray:
+    return _geometry(size)[1]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -109,14 +144,6 @@ def _described_digest(what: str, share: bool, items: tuple) -> bytes:
     return _digest((what, share, list(items)))
 
 
-@functools.lru_cache(maxsize=1024)
-def _str_digest(what: str, share: bool, items: tuple) -> bytes:
-    """The digest of an agreement whose ``same`` values are all strings
-    (memoised: a repeated call -- a ghost update -- hashes nothing; exact
-    ``str`` only, so equal values of different types never share an entry)."""
-    return _digest((what, share, list(items)))
-
-
 class Agreement:
     """One collective entry point's agreement (use ``agreement(...)``).
 
@@ -142,6 +169,8 @@ class Agreement:
         self.what = what
         self._share = share
         self._same: dict = {}
+        self._preset = None         # the digest of adopted values (``adopt``)
+        self._plain = True          # every same value a str, None or Described: memoisable
         self._shown: dict = {}
         self._errors: dict = {}
         self._value = None
@@ -156,6 +185,9 @@ class Agreement:
         (``xdap.contract.describe``); ``error``: the class of the error when
         it differs (a type that differs between ranks is a TypeError)."""
         self._same[name] = value
+        if self._plain and not (value is None or type(value) is Described or
+                                type(value) is str):
+            self._plain = False
         if shown is not None:
             self._shown[name] = shown
         if error is not ValueError:
@@ -191,68 +223,122 @@ class Agreement:
         self.finish(error)
         return True      # this rank's error was raised by finish(), agreed
 
-    def finish(self, error: BaseException | None = None) -> None:
+    def finish(self, error: BaseException | None = None, payload=None):
         """The collective step: combine verdicts and ``same`` digests; raise
-        the agreed error on every rank (``error``: this rank's own, or None)."""
+        the agreed error on every rank (``error``: this rank's own, or None).
+
+        ``payload`` (bytes-like, at most ``capacity(comm.size)`` bytes, the
+        same length on every rank that agrees): data the call sends anyway,
+        carried in this vote's own message -- a reduction's partial.  Then
+        the return value is every rank's record, one ``record_size`` apart
+        (a memoryview valid until the next vote; ``payloads`` reads it)."""
         comm = self.comm
-        digest = payload = None
-        if error is None and comm.size > 1:        # one rank has nobody to compare with
-            try:
-                digest = self._digest()
-                if self._share:     # pickled here: a value that does not is this rank's error
-                    payload = pickle.dumps(self._value, protocol=5)
-            except Exception as e:
-                error = e if isinstance(e, TypeError) else \
-                    TypeError(f"{self._prefix()}a value to share does not pickle "
-                              f"({type(e).__name__}: {e})")
-        if comm.size == 1:
+        size = comm.size
+        if size == 1:                            # one rank has nobody to compare with
             if error is not None:
                 self._raise(0, _verdict(error), error)
             self.shared = [self._value] if self._share else None
             if self._meanwhile is not None:
                 self._meanwhile()
-            return
+            if payload is not None:
+                data = memoryview(payload).cast("B")
+                record = bytearray(_HEADER + len(data))     # one row: no stride to keep
+                record[_HEADER:_HEADER + len(data)] = data
+                return memoryview(record)
+            return None
+        digest, status, shared = _NO_DIGEST, _OK, None
+        since = _ledger.of(comm)
+        if since is not None and not since.count:
+            since = None
+        if error is None:
+            try:
+                digest = self._call_digest()
+                if since is not None:
+                    digest = hashlib.blake2b(digest + since.digest(), digest_size=16).digest()
+                if self._share:     # pickled here: a value that does not is this rank's error
+                    shared = pickle.dumps(self._value, protocol=5)
+                    if len(shared) > capacity(size) - 8:
+                        status = _SPILL
+            except Exception as e:
+                error = e if isinstance(e, TypeError) else \
+                    TypeError(f"{self._prefix()}a value to share does not pickle "
+                              f"({type(e).__name__}: {e})")
+        if error is not None:
+            digest, status = _NO_DIGEST, _FAILED
         if _watch.LIMIT:                     # debug mode: a missing rank is reported
             _watch.checkpoint(comm, self.what)
-        # ONE allreduce(MIN) of [failing rank, digest words, -digest words]:
-        # min == max of every word <=> every rank hashed the same collective
-        # and values.  Always this one first -- also before an allgather of
-        # shared values -- so ranks that entered different collectives meet
-        # in the same MPI call and learn it.  (array.array, not NumPy: this
-        # runs on every call; 2 us less.)
-        if error is not None:
-            buf = array("q", (comm.rank,) + (_BIG,) * (2 * _WORDS))
-        else:
-            buf = array("q", _words(digest))
-        out = array("q", _ZEROS)
-        # the nonblocking call picks MPICH's faster small-message algorithm
-        # (measured on 4 ranks: 26 us against 32 for the blocking Allreduce)
-        request = comm.Iallreduce(buf, out, op=MPI.MIN)
+        length, buf = _GEOMETRY.get(size) or _geometry(size)
+        at = comm.rank * length
+        _pack(buf, at, digest, status)
+        if status == _OK:
+            if payload is not None:
+                data = memoryview(payload).cast("B")
+                buf[at + _HEADER:at + _HEADER + len(data)] = data
+            elif shared is not None:
+                _pack_length(buf, at + _HEADER, len(shared))
+                buf[at + _HEADER + 8:at + _HEADER + 8 + len(shared)] = shared
         if error is None and self._meanwhile is not None:
+            # the packing hides behind the vote's latency; data moves only after it
+            request = comm.Iallgather(MPI.IN_PLACE, [buf, MPI.BYTE])
             self._meanwhile()
-        while not request.Test():   # waiting, let a rank sharing this core run (no spin)
-            os.sched_yield()
-        if out == buf and error is None:     # the common case: all agree, nobody failed
+            while not request.Test():   # waiting, let a rank sharing this core run
+                os.sched_yield()
+        else:
+            comm.Allgather(MPI.IN_PLACE, [buf, MPI.BYTE])
+        if _agreed(buf, size, length, at):      # the common case: all agree, nobody failed
+            if since is not None:
+                since.clear()
             if self._share:
-                self.shared = [pickle.loads(v) for v in comm.allgather(payload)]
-            return
-        first, *words = out.tolist()
-        if first != _BIG:                    # the lowest failing rank tells its error
+                self.shared = [pickle.loads(buf[r + _HEADER + 8:r + _HEADER + 8 + struct.unpack_from(
+                    "<q", buf, r + _HEADER)[0]]) for r in range(0, size * length, length)]
+            return memoryview(buf) if payload is not None else None
+        self._disagree(buf, length, error, shared)
+        return memoryview(buf) if payload is not None else None
+
+    def _disagree(self, buf, length, error, shared) -> None:
+        """The records did not all match this rank's: the lowest failing
+        rank's error, or the arguments (or calls) that differ, raised on
+        every rank -- or, when every rank agreed but a shared value was too
+        big to ride, that value gathered on its own."""
+        comm = self.comm
+        size = comm.size
+        records = [struct.unpack_from("<16sq", buf, r * length) for r in range(size)]
+        failed = [r for r, (_, status) in enumerate(records) if status == _FAILED]
+        if failed:                           # the lowest failing rank tells its error
+            first = failed[0]
             verdict = comm.bcast(None if error is None or comm.rank != first else
                                  _verdict(error), root=first)
+            _ledger.settle(comm)
             self._raise(first, verdict, error)
-        if words[:_WORDS] != [-w for w in words[_WORDS:]]:
-            self._raise_mismatch(comm.allgather(self._digests()))
-        if self._share:
-            self.shared = [pickle.loads(v) for v in comm.allgather(payload)]
+        if len({digest for digest, _ in records}) > 1:
+            per_rank = comm.allgather((_ledger_report(comm), self._digests()))
+            _ledger.settle(comm)
+            self._raise_mismatch(per_rank)
+        _ledger.settle(comm)
+        if self._share:                      # agreed; some value was too big to ride
+            self.shared = [pickle.loads(v) for v in comm.allgather(shared)]
 
     def _digest(self) -> bytes:
-        """One digest of the collective's name and every ``same`` value."""
+        """One digest of the collective's name, every ``same`` value and
+        the communicator's ledger (the local calls since its last vote)."""
+        call = self._call_digest()
+        since = _ledger.pending(self.comm)
+        return call if since is None else hashlib.blake2b(call + since, digest_size=16).digest()
+
+    def adopt(self, prepared) -> "Agreement":
+        """Take the agreed values of ``prepared`` (``xdap.contract.Prepared``:
+        a repeated call's, described and digested when first made) as this
+        agreement's ``same`` values, digest included."""
+        self._same, self._shown, self._errors = prepared.same, prepared.shown, prepared.errors
+        self._preset = prepared.digest
+        return self
+
+    def _call_digest(self) -> bytes:
+        if self._preset is not None:
+            return self._preset
         if not self._same:
             return _name_digest(self.what, self._share)
-        if all(type(v) is str for v in self._same.values()):     # e.g. a dtype name
-            return _str_digest(self.what, self._share, tuple(self._same.items()))
-        if all(_memoisable(v) for v in self._same.values()):
+        if self._plain:          # typed values: equal exactly when their pickles are
             return _described_digest(self.what, self._share, tuple(self._same.items()))
         try:
             return _digest((self.what, self._share, list(self._same.items())))
@@ -290,6 +376,11 @@ class Agreement:
             raise self.agreed_error(e) from None
 
     def _mismatch(self, per_rank: list):
+        """Raise what differs: first in the ledgers (the local calls made
+        since the last vote), then in this call -- every rank raises the
+        same text, made from what every rank received."""
+        self._ledger_mismatch([ledger for ledger, _ in per_rank])
+        per_rank = [call for _, call in per_rank]
         calls = [s[_COLLECTIVE] for s in per_rank]
         differ = [r for r, c in enumerate(calls) if c[0] != calls[0][0]]
         if differ:                  # no prefix: it names a different call on each rank
@@ -297,19 +388,63 @@ class Agreement:
             raise ValueError(f"ranks called different xdap collectives at the same time: rank 0 "
                              f"{calls[0][1]}, rank {r} {calls[r][1]} (every rank must make the "
                              "same collective calls, in the same order)")
+        self._differing(per_rank, self._prefix(), self._errors)
+        raise ValueError(f"{self._prefix()}the ranks compared different arguments, or in "
+                         "another order (a bug in a collective entry point)")
+
+    @staticmethod
+    def _differing(per_rank: list, prefix: str, errors: dict) -> None:
+        """Raise naming the first argument whose digest differs between
+        ranks (``per_rank``: each rank's {name: (digest, shown)})."""
         names = list(per_rank[0])
         for name in names + sorted({n for s in per_rank for n in s} - set(names)):
             values = [s.get(name, (None, "nothing")) for s in per_rank]
             differ = [r for r, v in enumerate(values) if v[0] != values[0][0]]
             if differ:
                 r = differ[0]
-                raise self._errors.get(name, ValueError)(
-                    f"{self._prefix()}{name} must be the same on every rank: "
-                                 f"rank 0 passed {values[0][1]}, rank {r} {values[r][1]}"
-                                 + (f" (ranks {', '.join(map(str, differ))} differ from rank 0)"
-                                    if len(differ) > 1 else ""))
-        raise ValueError(f"{self._prefix()}the ranks compared different arguments, or in "
-                         "another order (a bug in a collective entry point)")
+                raise errors.get(name, ValueError)(
+                    f"{prefix}{name} must be the same on every rank: "
+                    f"rank 0 passed {values[0][1]}, rank {r} {values[r][1]}"
+                    + (f" (ranks {', '.join(map(str, differ))} differ from rank 0)"
+                       if len(differ) > 1 else ""))
+
+    def _ledger_mismatch(self, ledgers: list) -> None:
+        """Raise naming the first local call (``xdap.ledger``) that differs
+        between ranks, if one does (the same text on every rank: this
+        call, which may differ too, is not part of it)."""
+        for i in range(max(len(entries) for entries in ledgers)):
+            entries = [e[i] if i < len(e) else None for e in ledgers]
+            keys = [None if e is None else e[:2] for e in entries]
+            differ = [r for r, k in enumerate(keys) if k != keys[0]]
+            if not differ:
+                continue
+            r = differ[0]
+            first, other = entries[0], entries[r]
+            where = f"local call {i + 1} since the last collective"
+            if first is not None and first[0] is None or other is not None and other[0] is None:
+                raise ValueError(f"the ranks' local calls differ after the first "
+                                 f"{_ledger.KEPT} since their last collective")
+            if first is None or other is None or first[0] != other[0]:
+                said = lambda e: "a collective call" if e is None else \
+                    f"{e[0]} (a local call)"        # noqa: E731
+                raise ValueError(f"ranks made different xdap calls: rank 0 {said(first)}, rank "
+                                 f"{r} {said(other)}, as {where} (every rank must make the "
+                                 f"same calls, in the same order)")
+            self._differing([e[2] for e in entries], f"{first[0]} ({where}): ", {})
+            raise ValueError(f"{first[0]} ({where}): the ranks passed different arguments")
+
+
+def _ledger_report(comm) -> list:
+    """This rank's ledger as the ranks compare it when a vote disagrees:
+    ``[(what, digest, {name: (digest, shown)})]``."""
+    out = []
+    for what, digest, items in _ledger.entries(comm):
+        if what is None:                         # entries made past the kept ones
+            out.append((None, None, items))
+            continue
+        out.append((what, digest, {name: (_digest(described), short_repr(value))
+                                   for name, described, value in items}))
+    return out
 
 
 class Agreed:
@@ -337,7 +472,10 @@ def short_repr(value, width: int = 60) -> str:
         # operands: each as below (an array's repr would communicate)
         return "(" + ", ".join(short_repr(v, 120) for v in value) + ")"
     try:
-        if hasattr(type(value), "__xdap_wrap__"):      # a DistArray: what ranks compare
+        if type(value) is Described and value and value[0] == "DistArray":   # its description
+            text = f"an array {value[3]} <{value[1].hex()[:8]}>"
+            width = max(width, 120)
+        elif hasattr(type(value), "__xdap_wrap__"):      # a DistArray: what ranks compare
             d = value.distribution
             text = (f"an array {value.parts.info.global_type(d.global_shape)}, "
                     f"dist ({', '.join(m.spec for m in d.maps)}) over {d.grid}")
@@ -353,6 +491,82 @@ def short_repr(value, width: int = 60) -> str:
     if isinstance(value, bytes) and len(value) == 16:
         text = f"<digest {value.hex()[:12]}>"
     return text if len(text) <= width else text[:width - 3] + "..."
+
+
+class Vote:
+    """A collective call's vote, cast with the first message its work
+    sends (``xdap.contract.collective(rides=True)``): a reduction's
+    partial rides in the vote's own record (``ride``), so the call costs
+    one message, as the hand-written one does.  Until it is cast, the work
+    may compute (locally) but not communicate: ``cast()`` first, where it
+    sends something else.  A vote that is not pending -- the call is
+    nested in another's work, whose vote agreed it -- sends the payload in
+    the same layout without comparing anything."""
+
+    __slots__ = ("agreement", "pending", "comm")
+
+    def __init__(self, agreement, comm=None):
+        self.agreement = agreement
+        self.pending = agreement is not None
+        self.comm = agreement.comm if agreement is not None else comm
+
+    def cast(self) -> None:
+        """The vote on its own (the work sends something else next)."""
+        if self.pending:
+            self.pending = False
+            self.agreement.finish()
+
+    def fail(self, error: BaseException) -> None:
+        """This rank's work failed before the vote was cast: the others,
+        waiting in it, raise too (the agreed error is raised here)."""
+        if self.pending:
+            self.pending = False
+            if isinstance(error, USER_ERRORS):
+                self.agreement.finish(error)
+            elif isinstance(error, Exception):
+                self.agreement.finish(ValueError(f"internal error on rank {self.comm.rank}: "
+                                                 f"{type(error).__name__}: {error}"))
+
+    def ride(self, comm, payload) -> memoryview:
+        """Every rank's ``payload`` (bytes-like, the same length on every
+        rank, at most ``capacity(comm.size)``), in one message that also
+        carries the vote when it is pending: the records, one
+        ``record_size(comm.size)`` apart, each payload at ``HEADER``
+        (``payloads`` reads them).  Valid until the next vote."""
+        if self.pending:
+            self.pending = False
+            return self.agreement.finish(None, payload)
+        size = comm.size
+        data = memoryview(payload).cast("B")
+        if size == 1:
+            record = bytearray(_HEADER + len(data))     # one row: no stride to keep
+            record[_HEADER:_HEADER + len(data)] = data
+            return memoryview(record)
+        length, buf = _GEOMETRY.get(size) or _geometry(size)
+        at = comm.rank * length
+        buf[at + _HEADER:at + _HEADER + len(data)] = data
+        comm.Allgather(MPI.IN_PLACE, [buf, MPI.BYTE])
+        return memoryview(buf)
+
+
+SETTLED = Vote(None)                  # a nested call's: its caller's vote agreed it
+HEADER = _HEADER
+
+
+def payloads(records, size: int, dtype, count: int, offset: int = 0):
+    """The ``count`` values of ``dtype`` every rank's record carries
+    (``offset`` bytes into its payload), as a ``(size, count)`` NumPy array
+    (a copy), rank order.
+
+    >>> from mpi4py import MPI
+    >>> import numpy as np
+    >>> records = SETTLED.ride(MPI.COMM_SELF, np.array([1.5, 2.5]))
+    >>> payloads(records, 1, np.float64, 2).tolist()
+    [[1.5, 2.5]]
+    """
+    dtype = np.dtype(dtype)
+    return np.ndarray((size, count), dtype, buffer=records, offset=_HEADER + offset,
+                      strides=(record_size(size), dtype.itemsize)).copy()
 
 
 def agreement(comm, what: str = "", share: bool = False) -> Agreement:

@@ -329,8 +329,8 @@ class DistArray:
     any = statistical.any
     all = statistical.all
     __matmul__ = linear_algebra.matmul
-    mT = property(linear_algebra.matrix_transpose)
-    T = property(linear_algebra.transpose)
+    mT = property(linear_algebra.matrix_transpose_property)
+    T = property(linear_algebra.transpose_property)
     reshape = manipulation.reshape_method
     __dlpack__ = exchange.dlpack
     __dlpack_device__ = exchange.dlpack_device
@@ -574,12 +574,14 @@ _SAME_TYPE: dict = {}               # (kernel, operand types) -> result is the t
 # answers None for anything else, which the general path decides and says.
 # Bound on the first call (xdap._apply stays out of import time).
 _OPERATOR_KERNELS = ("add", "subtract", "multiply", "divide", "power")
+_NUMPY_OPERATORS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+                    "divide": np.divide, "power": np.power}
 _HANDLES: dict = {}                    # operator name -> the kernel's fast handle
-_scalar_result = _memo_scalar = None
+_scalar_result = _array_result = _memo_scalar = None
 
 
 def _bind_scalar_operators():
-    global _scalar_result, _memo_scalar
+    global _scalar_result, _array_result, _memo_scalar
     from .kernels.apply import _apply_module, _memo_scalar as memo, fast
     from .kernels.library import gufunc
     _apply = _apply_module()
@@ -587,6 +589,7 @@ def _bind_scalar_operators():
     _HANDLES.update((n, fast(gufunc(n))) for n in _OPERATOR_KERNELS)
     _memo_scalar = memo
     _scalar_result = _apply.scalar_result
+    _array_result = _apply.array_result
 
 
 def _binary(refs, self, other, name, reflected):
@@ -611,9 +614,15 @@ def _binary(refs, self, other, name, reflected):
                 number = _memo_scalar(kind, other, self.parts.info.dtype)
             except (ValueError, TypeError, OverflowError):   # e.g. 2**70: the general path
                 number = None
+            if self.parts.xnd is None:
+                _contained(self.parts)
             result = None if number is None else _scalar_result(handle, self, number, reflected)
             if result is not None:
                 return result
+    if kind is DistArray and name in _OPERATOR_KERNELS:
+        result = _arrays_fast(refs, self, other, name, reflected)
+        if result is not None:
+            return result
     if kind is not DistArray and kind not in _OPERANDS and not isinstance(other, numbers.Number):
         return NotImplemented        # e.g. a == None: Python's default, not a kernel call
     k = _KERNELS.get(name) or _kernel_fn(name)
@@ -633,10 +642,67 @@ def _binary(refs, self, other, name, reflected):
         return elementwise.numpy_instead(e, getattr(np, name), args, None)
 
 
+def _arrays_fast(refs, self, other, name, reflected):
+    """``self <op> other`` of two DistArrays made whole in C
+    (``xdap._apply.array_result``): one distribution, fixed data without
+    missing values, the result of one operand's dtype -- a temporary's
+    buffer takes it; a 0-d array (its value on every rank) of the other's
+    dtype acts as a scalar.  None: the general path decides."""
+    if _scalar_result is None:
+        _bind_scalar_operators()
+    handle = _HANDLES[name]
+    a, b = (other, self) if reflected else (self, other)
+    if a.distribution.maps and b.distribution.maps:
+        temporary = refs and self._fresh and refs <= (_TEMPORARY_R if reflected else _TEMPORARY)
+        _contained(a.parts)
+        _contained(b.parts)
+        return _array_result(handle, a, b, self if temporary else None)
+    if not a.distribution.maps and not b.distribution.maps:
+        # two 0-d arrays (a reduction's results): NumPy on the one value every rank holds
+        pa, pb = a.parts, b.parts
+        if pa.info.dtype != pb.info.dtype or pa.validity is not None or \
+                pb.validity is not None or pa.values.dtype.kind not in "fc":
+            return None
+        with np.errstate(all="ignore"):
+            value = _NUMPY_OPERATORS[name](pa.values, pb.values)
+        return a.__xdap_wrap__(a.distribution, Parts(pa.info, np.asarray(value)), True)
+    # one 0-d operand: its value is every rank's; of the other's dtype it is that
+    # dtype's scalar (what the standard's promotion gives), so the scalar path serves
+    scalar, array = (a, b) if not a.distribution.maps else (b, a)
+    sp, ap = scalar.parts, array.parts
+    if sp.validity is not None or sp.info.dtype != ap.info.dtype or not ap.info.numeric:
+        return None
+    value = sp.values.item()
+    kind = type(value)
+    if kind is not int and kind is not float or value == 0:
+        return None                  # complex, bool, 0 and -0.0: the general path
+    try:
+        number = _memo_scalar(kind, value, ap.info.dtype)
+    except (ValueError, TypeError, OverflowError):
+        return None
+    _contained(ap)
+    return _scalar_result(handle, array, number, scalar is a)
+
+
+def _contained(p) -> None:
+    """Give fixed parts made from NumPy values (a shift's, a view's) their
+    xnd container, which the C paths read (made once, zero-copy)."""
+    if p.xnd is None and p.validity is None and not p.info.ragged and not p.info.boxed:
+        container(p)
+
+
 def _in_place(self, other, name):
-    if elementwise.debug_vote(name, self, other):
+    if _agreement._DEBUG and elementwise.debug_vote(name, self, other):
         with inside:                 # debug mode: the operands agreed first
             return _in_place(self, other, name)
+    if type(other) is DistArray and self.distribution.maps and other.distribution.maps:
+        if _array_result is None:
+            _bind_scalar_operators()
+        _contained(self.parts)
+        _contained(other.parts)
+        # one distribution, this array's dtype: made in C into this array's buffer
+        if _array_result(_HANDLES[name], self, other, self) is not None:
+            return self
     if type(other) is not DistArray and not isinstance(other, (numbers.Number, np.ndarray)):
         return NotImplemented
     elementwise.library_or_numpy(_KERNELS.get(name) or _kernel_fn(name), getattr(np, name),

@@ -32,9 +32,16 @@ from .api import (creation as _creation, data_types as _data_types, elementwise 
                   indexing as _indexing, linear_algebra as _linalg, searching as _searching,
                   statistical as _statistical)
 from .api.layouts import from_every_rank as _from_every_rank, scalar_array as _scalar_array
+from .agreement import SETTLED as _SETTLED
 from .arraylike import is_distributed as _is_distributed
 from .contract import collective as _collective, pure as _pure
-from .movement.reduce import check_reduction as _check_reduction
+from .api.layouts import info_like as _info_like
+from .api.repeats import call_lane as _call_lane, plain as _plain
+from .contract import Repeats as _Repeats
+from .distribution import Distribution as _Distribution
+from .movement.reduce import (check_reduction as _check_reduction, is_total as _is_total,
+                              plain_totaler as _plain_totaler)
+from .parts import Parts as _Parts
 
 __array_api_version__ = "2024.12"
 
@@ -223,10 +230,11 @@ def _reduction_args(name, x, axis, keepdims, dtype=None):
     return axes, _arg.flag(name, "keepdims", keepdims), _arg.dtype(name, dtype)
 
 
-def _reduced(name, x, axes, keepdims, dt):
+def _reduced(name, x, axes, keepdims, dt, vote=_SETTLED):
     """``x.<name>(axes)`` as the standard has it: ``dt`` converts first, a
     0-d array for a reduction over everything, ``keepdims`` a view of the
-    result, an empty tuple of axes reduces nothing."""
+    result, an empty tuple of axes reduces nothing.  ``vote``: the call's
+    (a reduction over everything sends it with its partial)."""
     if dt is not None and dt != x.dtype:
         x = astype(x, dt)
     # the result's dtype: the one asked for, NumPy's (sum, prod), or the input's
@@ -236,8 +244,7 @@ def _reduced(name, x, axes, keepdims, dt):
         np.dtype(np.bool_) if name in ("any", "all") else None
     if not axes and x.ndim:             # nothing reduced: the values, so typed
         return astype(x, rt or x.dtype)
-    out = _as_array(x, getattr(_statistical, name)(x, axis=None if len(axes) == x.ndim
-                                                   else axes))
+    out = _as_array(x, _statistical._reduced(name, x, axes, None, False, vote))
     if rt is not None and out.dtype != rt:
         out = astype(out, rt)
     return _statistical.kept_dims(x, out, axes) if keepdims else out
@@ -247,17 +254,51 @@ def _reduction(name, with_dtype):
     if with_dtype:
         def f(x, /, *, axis=None, dtype=None, keepdims=False):
             axes, keepdims, dt = _reduction_args(name, x, axis, keepdims, dtype)
-            yield dict(x=x, axis=axes, dtype=dt, keepdims=keepdims)
-            return _reduced(name, x, axes, keepdims, dt)
+            vote = yield dict(x=x, axis=axes, dtype=dt, keepdims=keepdims)
+            return _reduced(name, x, axes, keepdims, dt, vote)
     else:
         def f(x, /, *, axis=None, keepdims=False):
             axes, keepdims, _ = _reduction_args(name, x, axis, keepdims)
-            yield dict(x=x, axis=axes, keepdims=keepdims)
-            return _reduced(name, x, axes, keepdims, None)
+            vote = yield dict(x=x, axis=axes, keepdims=keepdims)
+            return _reduced(name, x, axes, keepdims, None, vote)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = (f"The Array API's ``{name}``: ``a.{name}(axis)`` -- a 0-d array when it "
-                 "reduces everything, ``keepdims`` keeps the reduced dims (collective).")
-    return _collective(f)
+                 "reduces everything, ``keepdims`` keeps the reduced dims (collective: one "
+                 "message, its partial and its vote together).")
+    return _total_lane(name, _collective(f, rides=True))
+
+
+def _result_dtype(name, dt):
+    """The standard's dtype of ``name`` over everything of ``dt`` data."""
+    if name in ("sum", "prod", "mean"):
+        return getattr(np, name)(np.zeros(1, dt)).dtype
+    return np.dtype(np.bool_) if name in ("any", "all") else dt
+
+
+def _total_lane(name, declared):
+    """``declared`` with the prepared path of a repeated reduction over
+    everything of plain data (``xdap.api.repeats``): one message, the 0-d
+    result made from kept parts."""
+    memo = _Repeats()
+
+    def make(agreed):
+        x = agreed["x"]
+        if not _plain(x) or not _is_total(x.parts.info, agreed["axis"]) or \
+                agreed.get("keepdims") or agreed.get("dtype") is not None or not x.size:
+            return None
+        run = _plain_totaler(x.distribution, x.parts.info, name)
+        finish = _zero_d(x, _result_dtype(name, x.dtype))
+        return lambda vote, x: finish(x, run(vote, x.parts.values))
+
+    def call(x, /, **kwargs):
+        out = _call_lane(memo, declared, (x,), (), kwargs, make)
+        return declared(x, **kwargs) if out is NotImplemented else out
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = declared.__doc__
+    call.__wrapped__ = declared
+    call.__xdap_contract__ = declared.__xdap_contract__
+    return call
 
 
 sum = _reduction("sum", True)        # noqa: A001
@@ -268,16 +309,19 @@ any = _reduction("any", False)       # noqa: A001
 all = _reduction("all", False)       # noqa: A001
 
 
-@_collective
-def mean(x, /, *, axis=None, keepdims=False):
+@_collective(rides=True, name="mean")
+def _mean(x, /, *, axis=None, keepdims=False):
     """The mean over ``axis``; NaN where the reduced dims hold no value (the
     standard's rule; ``x.mean`` itself refuses that).  Collective."""
     axes, keepdims, _ = _reduction_args("mean", x, axis, keepdims)
-    yield dict(x=x, axis=axes, keepdims=keepdims)
+    vote = yield dict(x=x, axis=axes, keepdims=keepdims)
     if not x.ndim or _builtins.all(x.shape[a] for a in axes):
-        return _reduced("mean", x, axes, keepdims, None)
-    total = _reduced("sum", x, axes, keepdims, None)
+        return _reduced("mean", x, axes, keepdims, None, vote)
+    total = _reduced("sum", x, axes, keepdims, None, vote)
     return _elementwise.divide(total, 0.0)
+
+
+mean = _total_lane("mean", _mean)
 
 
 def _statistic(name):
@@ -352,12 +396,36 @@ def tensordot(x1, x2, /, *, axes=2):
     return _as_array(x1, _linalg.tensordot(x1, x2, axes=axes))
 
 
-@_collective
 def vecdot(x1, x2, /, *, axis=-1):
-    """``xdap.vecdot``, a 0-d array where it sums everything."""
+    """``xdap.vecdot``, a 0-d array where it sums everything (one message
+    for two 1-D arrays of one distribution: the dots and the vote; a
+    repeated one takes its prepared path, ``xdap.api.repeats``)."""
+    out = _call_lane(_DOTS, _vecdot, (x1, x2), (), {} if axis == -1 else {"axis": axis},
+                     _linalg.dot_lane(_zero_d))
+    return _vecdot(x1, x2, axis=axis) if out is NotImplemented else out
+
+
+def _zero_d(x, dt):
+    """The maker of 0-d arrays of ``dt`` like ``x``: ``(x, NumPy scalar every
+    rank holds) -> array`` (its distribution and type made once)."""
+    d0 = _Distribution((), x.comm)
+    info = _info_like(x, np.zeros((), dt))
+    return lambda x, value: x.__xdap_wrap__(d0, _Parts(info, np.asarray(value, dt)), True)
+
+
+_DOTS = _Repeats()
+
+
+@_collective(rides=True, name="vecdot")
+def _vecdot(x1, x2, /, *, axis=-1):
+    """``vecdot``'s declared path."""
     _arg.array("vecdot", x1, "x1")
-    yield dict(x1=x1, x2=x2, axis=axis)
-    return _as_array(x1, _linalg.vecdot(x1, x2, axis=axis))
+    x2, axis = _linalg.vecdot_args(x1, x2, axis)
+    vote = yield dict(x1=x1, x2=x2, axis=axis)
+    return _as_array(x1, _linalg.vecdot_agreed(x1, x2, axis, vote))
+
+
+vecdot.__xdap_contract__ = _vecdot.__xdap_contract__
 
 
 # -- the namespace's info and the array attributes it adds -------------------------------

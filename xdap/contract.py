@@ -56,10 +56,12 @@ import numpy as np
 
 from . import agreement as _agreement
 from .agreement import Described, _memoisable
+from . import ledger as _ledger
 from .arraylike import is_distributed
 from .comm import resolve
 
 __all__ = ["collective", "local", "part", "pure", "state", "adapted", "normalized", "Contract",
+           "moves_nothing", "Prepared", "prepare", "memo_key", "Repeats", "Unkeyed", "fast_lane",
            "describe", "nested", "inside", "contract_of", "KINDS"]
 
 KINDS = ("collective", "local", "part", "pure", "state")
@@ -97,6 +99,146 @@ class normalized:
 
     def __init__(self, value, given=None, error=ValueError):
         self.value, self.given, self.error = value, value if given is None else given, error
+
+
+class moves_nothing(dict):
+    """The agreed arguments of a call whose work, decided from them, makes
+    no MPI call -- a view: ``yield moves_nothing(x=x, key=key)`` where the
+    other paths ``yield dict(...)``.  Outside debug mode such a call is not
+    voted: it is written in its communicator's ledger (``xdap.ledger``),
+    which the next vote carries -- ranks that diverged there raise the same
+    error, naming this call, before any data moves.  In debug mode it votes
+    as any collective call."""
+
+    __slots__ = ()
+
+
+class Prepared:
+    """A call's agreed values as ranks compare them -- described, digested
+    (``describe``), and what an error shows each rank passed -- made once
+    (``prepare``) and kept by a repeated call with the same arguments (the
+    same arrays, the same key): its vote (``vote``) or its ledger entry
+    (``record``) then describes and digests nothing again."""
+
+    __slots__ = ("what", "digest", "same", "shown", "errors", "entry")
+
+    def __init__(self, what, digest, same, shown, errors):
+        self.what, self.digest, self.same, self.shown, self.errors = \
+            what, digest, same, shown, errors
+        # what the ledger keeps of it: (name, description, shown) of each value
+        self.entry = tuple((k, d, shown.get(k, d)) for k, d in same.items())
+
+    def vote(self, comm) -> _agreement.Vote:
+        """The call's vote on ``comm``, not yet cast (``Vote.ride``/``cast``)."""
+        return _agreement.Vote(_agreement.Agreement(comm, self.what).adopt(self))
+
+    def record(self, comm) -> None:
+        """Write the call in ``comm``'s ledger (a call that moves nothing)."""
+        _ledger.record(comm, self.what, self.digest, self.entry)
+
+
+def prepare(what: str, agreed: dict) -> Prepared:
+    """``agreed`` (what a declared call yields) described and digested as
+    its vote compares it."""
+    same, shown, errors = {}, {}, {}
+    for key, value in agreed.items():
+        if type(value) is normalized:
+            if value.error is not ValueError:
+                errors[key] = value.error
+            value, given = value.value, value.given
+        else:
+            given = value
+        described = same[key] = describe(value)
+        # an array is shown by its description: a kept entry keeps no data alive
+        shown[key] = described if is_distributed(given) else given
+    items = tuple(same.items())
+    if all(_memoisable(d) for _, d in items):
+        digest = _agreement._described_digest(what, False, items)
+    else:
+        try:
+            digest = _agreement._digest((what, False, list(items)))
+        except Exception:        # a value that does not pickle: compared by its type
+            digest = _agreement._digest((what, False, [(k, type(d).__qualname__)
+                                                       for k, d in items]))
+    return Prepared(what, digest, same, shown, errors)
+
+
+def _record(comm, name, agreed, error=None) -> None:
+    """This rank's ledger entry of a call that moves nothing: ``name`` and
+    the digest of its agreed values (as a vote would compare them), or of
+    the error its checks raised here."""
+    if error is not None:
+        text = f"raised {type(error).__name__}: {error}"
+        _ledger.record(comm, name, _agreement._digest((name, "failed", text)),
+                       (("its checks", text, text),))
+        return
+    prepare(name, agreed).record(comm)
+
+
+# -- a repeated call's arguments, by identity ---------------------------------------------
+class Unkeyed(Exception):
+    """An argument ``memo_key`` does not key (the call takes its declared path)."""
+
+
+_SIMPLE = (int, bool, str, type(None))
+
+
+def memo_key(value):
+    """A hashable key of ``value`` for a repeated call's memo: equal for
+    arguments that give the call the same agreed values -- typed (``1``,
+    ``True`` and ``1.0`` differ; floats by their bits), a DistArray by the
+    identity of its distribution and type objects (kernel results share
+    their operand's; the memo entry holds both, so an id is not reused
+    while it lives).  ``Unkeyed`` for anything else.
+
+    >>> memo_key((slice(1, None), 2, None)) == memo_key((slice(1, None), 2, None))
+    True
+    >>> memo_key(1) == memo_key(True), memo_key(0.0) == memo_key(-0.0)
+    (False, False)
+    """
+    kind = type(value)
+    if kind in _SIMPLE:
+        return kind, value
+    if kind is float:
+        return kind, value.hex()
+    if kind is slice:
+        return kind, memo_key(value.start), memo_key(value.stop), memo_key(value.step)
+    if kind is tuple or kind is list:
+        return (kind,) + tuple(memo_key(v) for v in value)
+    if value is Ellipsis:
+        return kind,
+    if hasattr(kind, "__xdap_wrap__"):
+        return kind, id(value.distribution), id(value.parts.info)
+    raise Unkeyed
+
+
+def fast_lane() -> bool:
+    """Whether a repeated call may take its prepared path (``Repeats``):
+    outside debug mode, where every call votes, and outside another call's
+    work, which agreed it."""
+    return not _agreement._DEBUG and not getattr(_TLS, "depth", 0)
+
+
+class Repeats:
+    """The memo of one public function's repeated calls: ``memo_key`` of
+    its arguments -> what the call prepared (``Prepared``, plans, the
+    result's layout), holding the arrays' distributions and types it was
+    keyed by.  Bounded: emptied when full."""
+
+    __slots__ = ("_items", "size")
+
+    def __init__(self, size: int = 256):
+        self._items, self.size = {}, size
+
+    def get(self, key):
+        hit = self._items.get(key)
+        return None if hit is None else hit[0]
+
+    def put(self, key, entry, *arrays):
+        if len(self._items) >= self.size:
+            self._items.clear()
+        self._items[key] = (entry, tuple((a.distribution, a.parts.info) for a in arrays))
+        return entry
 
 
 def contract_of(obj) -> Contract | None:
@@ -151,9 +293,7 @@ def describe(value):
     if kind is complex:
         return Described(("complex", value.real.hex(), value.imag.hex()))
     if is_distributed(value):
-        d, info = value.distribution, value.parts.info
-        return Described(("DistArray", d.fingerprint(), d.global_shape,
-                          info.global_type(d.global_shape), d.comm.size))
+        return _array_described(value.distribution, value.parts.info)
     if kind is tuple or kind is list:
         items = tuple(describe(v) for v in value)
         out = (kind.__name__,) + items
@@ -188,6 +328,27 @@ def describe(value):
     if callable(fingerprint):                    # a Distribution, a map
         return (type(value).__name__, fingerprint())
     return value                                  # compared by its pickle
+
+
+_ARRAYS: dict = {}           # (id(distribution), id(info)) -> (distribution, info, Described)
+
+
+def _array_described(d, info):
+    """A DistArray as ranks compare it -- its distribution's fingerprint,
+    shape, type and communicator size -- made once per pair of
+    distribution and type objects (a loop passes the same arrays again, and
+    kernel results share their operand's): the entry holds both, so their
+    ids stay theirs while it lives."""
+    key = (id(d), id(info))
+    hit = _ARRAYS.get(key)
+    if hit is not None:
+        return hit[2]
+    if len(_ARRAYS) >= 512:
+        _ARRAYS.clear()
+    described = Described(("DistArray", d.fingerprint(), d.global_shape,
+                           info.global_type(d.global_shape), d.comm.size))
+    _ARRAYS[key] = (d, info, described)
+    return described
 
 
 def _code_of(fn, depth: int = 0):
@@ -242,6 +403,9 @@ def _comm_of(args, kwargs, at, over=None):
     (position, name) of the argument whose communicator the call agrees
     over, where that is not ``comm=`` (a redistribution's target
     communicator is not the one it agrees over: the source's is)."""
+    if at is None and args and not kwargs and over is None and hasattr(type(args[0]),
+                                                                       "__xdap_wrap__"):
+        return args[0].distribution.comm           # the common case: an array first
     if over is not None:
         pos, name = over
         a = kwargs.get(name) if name in kwargs else args[pos] if len(args) > pos else None
@@ -270,8 +434,10 @@ _COMPLETE: set = set()           # (name, keys) already found complete: checked 
 
 def _incomplete(name, params, agreed):
     """Every parameter must be named: a key of its own, or part of one that
-    names several (``"dist, grid and per_dim"``: compared together)."""
-    seen = (name, tuple(agreed))
+    names several (``"dist, grid and per_dim"``: compared together).
+    Checked on every call in debug mode (the test suite's), else on a
+    function's first call with each number of keys."""
+    seen = (name, tuple(agreed)) if _agreement._DEBUG else (name, len(agreed))
     if seen in _COMPLETE:
         return
     named = set()
@@ -293,31 +459,54 @@ def _first_yield(gen, name):
                            "yield its agreed arguments once)") from None
 
 
-def _rest(gen, name):
+def _rest(gen, name, vote=None):
+    """The work: the generator resumed with its vote (``vote = yield
+    dict(...)``), to its return value.  A vote still pending when the work
+    fails is cast with this rank's error (the others wait in it); when the
+    work returns, it is cast."""
     try:
-        next(gen)
+        gen.send(vote)
     except StopIteration as done:
+        if vote is not None and vote.pending:
+            vote.cast()
         return done.value
+    except BaseException as error:
+        if vote is not None and vote.pending:
+            vote.fail(error)
+        raise
     raise RuntimeError(f"{name}: yields more than once (one agreement per call; a verdict "
                        "on data after it is `with agreement(comm, ...)`)")
 
 
-def _vote(fn, name, params, at, args, kwargs):
+def _vote(fn, name, params, at, args, kwargs, defer=False):
     """Run ``fn``'s checks inside one agreement; returns the generator,
-    paused at its yield, with the agreed values compared on every rank."""
+    paused at its yield, with the agreed values compared on every rank --
+    or, with ``defer``, the generator and its ``Vote``, not yet cast (the
+    work casts it, or sends it with its first message)."""
     comm = _comm_of(args, kwargs, *at)
-    gen = None
-    with _agreement.agreement(comm, name) as ag:
+    ag = _agreement.Agreement(comm, name)
+    try:
         gen = fn(*args, **kwargs)           # a wrong call signature raises here: voted
         agreed = _first_yield(gen, name)
         _incomplete(name, params, agreed)
+        if type(agreed) is moves_nothing and not _agreement._DEBUG:
+            if comm.size > 1:                   # a view: written in the ledger, not voted
+                _record(comm, name, agreed)
+            return gen, _agreement.SETTLED
         if comm.size > 1:
+            same = ag.same
             for key, value in agreed.items():
                 if type(value) is normalized:
-                    ag.same(key, describe(value.value), shown=value.given, error=value.error)
+                    same(key, describe(value.value), shown=value.given, error=value.error)
                 else:
-                    ag.same(key, describe(value), shown=value)
-    return gen
+                    same(key, describe(value), shown=value)
+    except BaseException as error:
+        ag.__exit__(type(error), error, None)     # the same error on every rank
+        raise
+    if defer:
+        return gen, _agreement.Vote(ag)
+    ag.finish()
+    return gen, _agreement.SETTLED
 
 
 def _trusted(fn, name, args, kwargs):
@@ -338,31 +527,40 @@ def _within(fn, name, at, args, kwargs):
         raise
 
 
-def collective(fn=None, *, name: str | None = None, over: str | None = None, own: tuple = ()):
+def collective(fn=None, *, name: str | None = None, over: str | None = None, own: tuple = (),
+               rides: bool = False):
     """Declare ``fn`` (a generator function, see the module docstring) a
     collective call: its checks and every argument are agreed by one vote.
     ``name``: how errors and the hang watchdog name it (the function's);
     ``over``: the parameter whose communicator the vote is on (default:
     ``comm=``, else the first array argument); ``own``: the parameters
     each rank passes for itself (its piece, its DAP dict), not compared --
-    the work checks them across ranks in a verdict of its own."""
+    the work checks them across ranks in a verdict of its own.
+    ``rides``: the vote is not cast before the work: the generator gets it
+    (``vote = yield dict(...)``, an ``xdap.agreement.Vote``) and sends it
+    with its first message (``vote.ride``: a reduction's partial), or casts
+    it (``vote.cast()``) before it communicates otherwise."""
     if fn is None:
-        return functools.partial(collective, name=name, over=over, own=own)
+        return functools.partial(collective, name=name, over=over, own=own, rides=rides)
     if not inspect.isgeneratorfunction(fn):
         raise TypeError(f"@collective: {fn.__qualname__} must be a generator function "
                         "(checks, then `yield dict(...)` of the agreed arguments, then work)")
     what = name or fn.__name__
     params = tuple(p for p in _params(fn) if p not in own)
     at = _comm_index(fn, over)
+    settled = _agreement.SETTLED
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        if nested():
-            gen = _within(fn, what, at, args, kwargs)
+        if getattr(_TLS, "depth", 0):
+            gen, vote = _within(fn, what, at, args, kwargs), settled
         else:
-            gen = _vote(fn, what, params, at, args, kwargs)
-        with _INSIDE:
-            return _rest(gen, what)
+            gen, vote = _vote(fn, what, params, at, args, kwargs, rides)
+        _TLS.depth = getattr(_TLS, "depth", 0) + 1
+        try:
+            return _rest(gen, what, vote)
+        finally:
+            _TLS.depth -= 1
 
     call.__xdap_contract__ = Contract("collective", what, _params(fn), own)
     return call
@@ -371,7 +569,10 @@ def collective(fn=None, *, name: str | None = None, over: str | None = None, own
 def local(fn=None, *, name: str | None = None):
     """Declare ``fn`` (a generator function) a local call: no MPI call; its
     checks read agreed state only, so each rank's verdict is everyone's.
-    In debug mode, on more than one rank, it votes as a collective call."""
+    Its agreed values are written in the communicator's ledger
+    (``xdap.ledger``), which the next vote carries: a rank that passed
+    another axis, or raised, is named there, on every rank.  In debug mode,
+    on more than one rank, it votes as a collective call."""
     if fn is None:
         return functools.partial(local, name=name)
     if not inspect.isgeneratorfunction(fn):
@@ -383,11 +584,24 @@ def local(fn=None, *, name: str | None = None):
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        if _agreement.debug() and not nested():
-            gen = _vote(fn, what, params, at, args, kwargs)
+        if getattr(_TLS, "depth", 0):
+            return _rest(_trusted(fn, what, args, kwargs), what)
+        if _agreement._DEBUG:
+            gen, _ = _vote(fn, what, params, at, args, kwargs)
             with _INSIDE:
                 return _rest(gen, what)
-        return _rest(_trusted(fn, what, args, kwargs), what)
+        comm = _comm_of(args, kwargs, *at)
+        gen = fn(*args, **kwargs)
+        if comm.size == 1:
+            _first_yield(gen, what)
+            return _rest(gen, what)
+        try:
+            agreed = _first_yield(gen, what)
+        except _agreement.USER_ERRORS as error:
+            _record(comm, what, None, error)        # a later vote names it, on every rank
+            raise
+        _record(comm, what, agreed)
+        return _rest(gen, what)
 
     call.__xdap_contract__ = Contract("local", what, params)
     return call

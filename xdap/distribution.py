@@ -50,7 +50,8 @@ class Distribution:
     # built from its arguments alone, on each rank: no MPI call
     __xdap_contract__ = Contract("pure", "Distribution", ("maps", "comm", "rank_coords"))
 
-    __slots__ = ("maps", "comm", "grid", "coords", "_placement", "_fp", "_at", "global_shape")
+    __slots__ = ("maps", "comm", "grid", "coords", "_placement", "_fp", "_at", "global_shape",
+                 "_counted")
 
     def __init__(self, maps, comm=None, rank_coords=None):
         comm = _comm.resolve(comm)
@@ -101,6 +102,7 @@ class Distribution:
         set_(self, "_placement", placement)
         set_(self, "_fp", None)
         set_(self, "_at", None)
+        set_(self, "_counted", None)
         set_(self, "coords", None if comm is None else self.coords_of(comm.rank))
 
     def __setattr__(self, name, value):
@@ -254,6 +256,22 @@ class Distribution:
         (``Map.canonical_positions``): every global element counts once."""
         c = self.coords if rank is None else self.coords_of(rank)
         return [m.canonical_positions(p) for m, p in zip(self.maps, c)]
+
+    def counted(self) -> tuple:
+        """``(selection, whole)``: this rank's ``canonical_positions`` per
+        dim, and whether they are its whole local block (no padding, no
+        copy another rank counts) -- what a reduction counts, found once.
+
+        >>> from mpi4py import MPI
+        >>> make_distribution((4,), ("b",), comm=MPI.COMM_SELF).counted()[1]
+        True
+        """
+        if self._counted is None:
+            sel = tuple(m.canonical_positions(c) for m, c in zip(self.maps, self.coords))
+            whole = all(isinstance(s, slice) and s.indices(m.local_size(c)) ==
+                        (0, m.local_size(c), 1) for s, m, c in zip(sel, self.maps, self.coords))
+            object.__setattr__(self, "_counted", (sel, whole))
+        return self._counted
 
     def dim_data(self, version: str = "0.10.0", rank: int | None = None) -> tuple:
         """DAP dimension dictionaries of a rank (default: this one)."""

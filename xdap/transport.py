@@ -1083,6 +1083,19 @@ class NeighbourExchange:
         for m, b in zip(msgs, bufs):
             m.unpack(b)
 
+    def move(self, src, dst, copies=()) -> None:
+        """The sent regions of ``src`` to the peers, the received ones into
+        ``dst`` -- another buffer -- and ``dst[target] = src[source]`` for
+        each of ``copies`` meanwhile (a shift: ``xdap.movement.shift``)."""
+        out = _Messages(src, self.sends, ())
+        into = _Messages(dst, (), self.recvs)
+        out.pack(src)
+        reqs = into.requests(self.comm, False) + out.requests(self.comm, False)
+        for target, source in copies:
+            dst[target] = src[source]
+        MPI.Request.Waitall(reqs)
+        into.unpack(dst)
+
     def forward_parts(self, p: Parts) -> None:
         """``forward`` of a fixed Parts in place, validity in the same
         messages (as bytes: the bitmap is unpacked once and packed once)."""

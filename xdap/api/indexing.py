@@ -29,12 +29,14 @@ import numpy as np
 
 from .. import arguments
 from ..arraylike import is_distributed, new
-from ..contract import collective, local, part
+from ..contract import (Repeats, collective, contract_of, local, moves_nothing, normalized,
+                        part)
 from ..distribution import Distribution
 from ..dtypes import is_integer
 from ..maps import BlockMap
 from ..movement import index as _index
 from .layouts import broadcast, filled, reshaped, unit_dim
+from .repeats import prepared_view, view_lane
 
 __all__ = ["getitem", "setitem", "take", "take_along_axis", "field", "global_indices",
            "iteration_length"]
@@ -228,19 +230,55 @@ def _described(kind, norm):
 
 
 # -- a[key] ------------------------------------------------------------------------
-@collective(name="a[key]")
 def getitem(x, key):
+    """``x[key]`` (see ``_getitem``): a repeated view -- the same key of an
+    array of the same distribution and type -- takes its prepared path
+    (``xdap.api.repeats``): the ledger entry and the plan kept from the
+    first, a NumPy view of this rank's block, nothing checked again."""
+    out = view_lane(_VIEWS, x, key, lambda: _view(x, key))
+    return _getitem(x, key) if out is None else out
+
+
+def _view(x, key):
+    """The prepared view ``x[key]``, or None where it is not one (a key
+    that moves data, or fails its checks: the declared path raises it)."""
+    try:
+        kind, norm = _key(x, key)
+    except Exception:
+        return None
+    d = x.distribution
+    if kind != "basic" or not _index.moves_nothing(d, x.parts, norm):
+        return None
+    maps, coords, local = _index.select_plan(d, norm)
+    return prepared_view("a[key]", {"x": x, "key": normalized(_described(kind, norm), key)},
+                         Distribution(maps, d.comm, coords), x,
+                         index=tuple(k for k in local if k is not None) + (Ellipsis,))
+
+
+_VIEWS = Repeats()
+
+
+@collective(name="a[key]")
+def _getitem(x, key):
     """``x[key]`` (see the module docstring): a record field for a string
     key, else a DistArray -- a 0-d one for an element.  Collective: the
-    key is agreed first.  Slices of block dims are views of every rank's
+    key is agreed first -- where the result is a view of every rank's own
+    block (slices of block and whole dims, a field), no MPI call is made:
+    the key is written in the ledger the next vote carries
+    (``xdap.ledger``).  Slices of block dims are views of every rank's
     block (strided where the slice has steps; O(1), no copy): a later
     write to ``x`` shows through them, as in NumPy.  Optional data is
     copied (its bitmap has no strides), as are slices of cyclic or
     unstructured dims (moved to blocks first)."""
     arguments.array("a[key]", x)
     kind, norm = _key(x, key)
-    yield dict(x=x, key=_described(kind, norm))
+    view = kind == "field" or kind == "basic" and _index.moves_nothing(
+        x.distribution, x.parts, norm)
+    yield (moves_nothing if view else dict)(x=x, key=normalized(_described(kind, norm), key))
     return _selected(x, kind, norm)
+
+
+getitem.__xdap_contract__ = contract_of(_getitem)
 
 
 def _selected(x, kind, norm):

@@ -615,7 +615,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002
     return _everywhere(x, value.reshape(1, 1)) if keepdims else scalar_array(x, value)
 
 
-@collective
+@collective(rides=True)
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002
     """The vector norm over ``axis`` (default: all elements;
     ``numpy.linalg.vector_norm``): ``ord`` any real number, inf, -inf, 0.
@@ -633,29 +633,38 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002
         if len(set(axes)) != len(axes):
             raise ValueError(f"vector_norm: repeated axes {axes}")
         axis = tuple(sorted(axes))
-    yield dict(x=x, axis=axis, keepdims=keepdims, ord=ord)
+    vote = yield dict(x=x, axis=axis, keepdims=keepdims, ord=ord)
     values = x.parts.values
     real = np.result_type(_floating(np.zeros(0, values.dtype)).real)
     if axis is None or len(axis) == x.ndim:
+        # every rank's own elements, one message: the partial rides with the vote
         v, _ = counted_values(x.distribution, x.parts)
-        mags = np.abs(v).astype(real, copy=False)
-        if ord == np.inf:
-            value = allreduce(x.comm, np.array([mags.max() if len(mags) else 0], real), "max")[0]
-        elif ord == -np.inf:
-            value = allreduce(x.comm, np.array([mags.min() if len(mags) else np.inf], real),
-                              "min")[0]
-        elif ord == 0:
-            value = allreduce(x.comm, np.array([np.count_nonzero(mags)], real), "sum")[0]
-        else:                        # NumPy's sum(|x|**ord)**(1/ord), unscaled as NumPy's
-            with np.errstate(all="ignore"):
-                part = np.sum(mags * mags if ord == 2 else mags ** ord, dtype=real)
-            total = allreduce(x.comm, np.array([part], real), "sum")[0]
-            with np.errstate(all="ignore"):
-                value = np.sqrt(total) if ord == 2 else total ** (1 / ord)
+        if ord == 2 and v.dtype.kind in "fc":    # NumPy's own: sqrt(dot(x, x)), unscaled
+            v = v.astype(np.result_type(v.dtype, real), copy=False)
+            part = np.vdot(v, v).real if v.dtype.kind == "c" else np.dot(v, v)
+            value = np.sqrt(allreduce(x.comm, np.array([part], real), "sum", vote)[0])
+        else:
+            mags = np.abs(v).astype(real, copy=False)
+            if ord == np.inf:
+                value = allreduce(x.comm, np.array([mags.max() if len(mags) else 0], real),
+                                  "max", vote)[0]
+            elif ord == -np.inf:
+                value = allreduce(x.comm, np.array([mags.min() if len(mags) else np.inf],
+                                                   real), "min", vote)[0]
+            elif ord == 0:
+                value = allreduce(x.comm, np.array([np.count_nonzero(mags)], real), "sum",
+                                  vote)[0]
+            else:                        # NumPy's sum(|x|**ord)**(1/ord), unscaled as NumPy's
+                with np.errstate(all="ignore"):
+                    part = np.sum(mags * mags if ord == 2 else mags ** ord, dtype=real)
+                total = allreduce(x.comm, np.array([part], real), "sum", vote)[0]
+                with np.errstate(all="ignore"):
+                    value = np.sqrt(total) if ord == 2 else total ** (1 / ord)
         value = np.asarray(value, real)
         if keepdims:
             return _everywhere(x, value.reshape((1,) * x.ndim))
         return scalar_array(x, value)
+    vote.cast()
     y = axes_whole(x, axis)
     out = np.linalg.vector_norm(np.asarray(y.parts.values), axis=axis, keepdims=keepdims,
                                 ord=ord).astype(real, copy=False)

@@ -17,10 +17,12 @@ import numpy as np
 
 from .. import arguments
 from ..arraylike import is_distributed
-from ..contract import collective, local
+from ..contract import Repeats, collective, local
 from ..distribution import Distribution
 from ..maps import BlockMap
-from ..movement.reduce import allreduce
+from ..agreement import SETTLED
+from ..movement.reduce import allreduce, plain_dotter
+from .repeats import call_lane, plain
 from .layouts import moved, one_copy, owned, rows, wrap
 
 __all__ = ["matmul", "tensordot", "vecdot", "matrix_transpose", "transpose"]
@@ -50,6 +52,25 @@ def transpose(x, /):
     yield dict(x=x)
     from .manipulation import _permuted
     return _permuted(x, (1, 0))
+
+
+def matrix_transpose_property(x):
+    """``x.mT``: ``matrix_transpose``; a repeated one takes its prepared
+    path (``xdap.api.repeats``)."""
+    from .manipulation import transpose_view
+    out = transpose_view("matrix_transpose", x)
+    return matrix_transpose(x) if out is None else out
+
+
+def transpose_property(x):
+    """``x.T``: ``transpose``; a repeated one takes its prepared path."""
+    from .manipulation import transpose_view
+    out = transpose_view("T", x)
+    return transpose(x) if out is None else out
+
+
+matrix_transpose_property.__xdap_contract__ = matrix_transpose.__xdap_contract__
+transpose_property.__xdap_contract__ = transpose.__xdap_contract__
 
 
 def _operands(name, x1, x2):
@@ -260,22 +281,82 @@ def tensordot(x1, x2, /, *, axes=2):
     return reshape(out, tuple(x1.shape[i] for i in free1) + tuple(shape2[j] for j in free2))
 
 
-@collective
 def vecdot(x1, x2, /, *, axis=-1):
+    """``_vecdot``; a repeated dot product of two plain 1-D arrays takes its
+    prepared path (``xdap.api.repeats``): the BLAS dot and the kept digest
+    in one message."""
+    out = call_lane(_DOTS, _vecdot, (x1, x2), (), {} if axis == -1 else {"axis": axis},
+                    dot_lane(None))
+    return _vecdot(x1, x2, axis=axis) if out is NotImplemented else out
+
+
+def dot_lane(finisher):
+    """The ``make`` of a repeated ``vecdot``'s prepared path
+    (``xdap.api.repeats.call_lane``): ``finisher(x1, dtype)`` -- None:
+    the NumPy scalar itself -- gives the function that makes the result of
+    the NumPy scalar."""
+    def make(agreed):
+        x1, x2 = agreed["x1"], agreed["x2"]
+        if not plain_dot(x1, x2):
+            return None
+        dt = x1.parts.info.numpy_dtype
+        run = plain_dotter(x1.distribution, dt)
+        if finisher is None:
+            return lambda vote, x1, x2: run(vote, x1.parts.values, x2.parts.values)
+        finish = finisher(x1, dt)
+        return lambda vote, x1, x2: finish(x1, run(vote, x1.parts.values, x2.parts.values))
+    return make
+
+
+_DOTS = Repeats()
+
+
+@collective(rides=True, name="vecdot")
+def _vecdot(x1, x2, /, *, axis=-1):
     """The dot product of vectors along ``axis`` (the Array API's
     ``vecdot``: ``sum(conj(x1) * x2, axis)``, broadcast as operators are).
     A NumPy scalar on every rank where it sums everything, else a
-    DistArray.  Collective (the sum's reduction)."""
+    DistArray.  Collective: for two 1-D arrays of one distribution, one
+    message -- each rank's BLAS dot, carried with the call's vote."""
+    x2, axis = vecdot_args(x1, x2, axis)
+    vote = yield dict(x1=x1, x2=x2, axis=axis)
+    return vecdot_agreed(x1, x2, axis, vote)
+
+
+vecdot.__xdap_contract__ = _vecdot.__xdap_contract__
+
+
+def vecdot_args(x1, x2, axis):
+    """The checks of ``vecdot``: ``(x2, axis)`` normalized."""
     x2 = _operands("vecdot", x1, x2)
     axis = arguments.integer("vecdot", "axis", axis)
+    shape2 = x2.shape if is_distributed(x2) else np.shape(x2)
     n1 = x1.shape[axis] if -x1.ndim <= axis < x1.ndim else None
-    n2 = np.shape(x2)[axis] if -np.ndim(x2) <= axis < np.ndim(x2) else None
+    n2 = shape2[axis] if -len(shape2) <= axis < len(shape2) else None
     if axis >= 0 or n1 is None or n2 is None or n1 != n2:
         raise ValueError(f"vecdot: axis {axis} must be a negative dim of both operands, of "
-                         f"one size (shapes {x1.shape} and {np.shape(x2)})")
-    from ..kernels.apply import broadcast_shape_of
-    broadcast_shape_of((x1, x2))
-    yield dict(x1=x1, x2=x2, axis=axis)
+                         f"one size (shapes {x1.shape} and {shape2})")
+    if not (is_distributed(x2) and x2.distribution is x1.distribution):
+        from ..kernels.apply import broadcast_shape_of
+        broadcast_shape_of((x1, x2))       # (the same distribution: the same shape)
+    return x2, axis
+
+
+def plain_dot(x1, x2):
+    """Whether ``vecdot(x1, x2)`` is one dot product of two plain 1-D
+    arrays of one distribution and dtype (each rank's BLAS dot, one
+    message)."""
+    return type(x2) is type(x1) and x1.ndim == 1 and plain(x1) and plain(x2) and \
+        x2.distribution == x1.distribution and x1.parts.info.dtype == x2.parts.info.dtype \
+        and x1.parts.info.numpy_dtype.kind in "iufc"
+
+
+def vecdot_agreed(x1, x2, axis, vote=SETTLED):
+    """``vecdot`` of checked, agreed operands; ``vote``: the call's."""
+    if plain_dot(x1, x2):
+        return plain_dotter(x1.distribution, x1.parts.info.numpy_dtype)(
+            vote, x1.parts.values, x2.parts.values)
+    vote.cast()
     from .data_types import astype
     from .elementwise import conjugate, multiply
     from .statistical import sum as total

@@ -19,16 +19,17 @@ import numpy as np
 
 from .. import arguments
 from ..arraylike import is_distributed
-from ..contract import collective, local
+from ..contract import Repeats, collective, contract_of, local, moves_nothing
 from ..distribution import Distribution, make_distribution
 from ..movement.redistribute import move_agreed
 from ..dtypes import is_integer
 from ..maps import BlockMap
 from ..parts import Parts
+from .repeats import prepared_view, view_lane
 from .layouts import (axis_whole, broadcast, reshaped, reshaped_in_place, rows, scalar_array,
                       unit_dim, values_on, wrap)
 
-__all__ = ["reshape", "permute_dims", "moveaxis", "expand_dims", "squeeze", "flip", "roll",
+__all__ = ["reshape", "permute_dims", "moveaxis", "expand_dims", "squeeze", "flip", "roll", "shift",
            "broadcast_to", "broadcast_arrays", "concat", "stack", "unstack", "tile", "repeat",
            "scalar_array", "reshape_method"]
 
@@ -60,8 +61,45 @@ def _permuted(x, axes):
                            False, True)
 
 
-@local
 def permute_dims(x, /, axes):
+    """``_permute_dims``; a repeated call takes its prepared path
+    (``xdap.api.repeats``)."""
+    out = view_lane(_PERMUTES, x, ("permute_dims", axes),
+                    lambda: _permute_view("permute_dims", x, axes))
+    return _permute_dims(x, axes) if out is None else out
+
+
+def _permute_view(what, x, axes):
+    """The prepared view of ``x`` with its dims in the order ``axes``
+    (``what``: the call's name; None where the checks fail)."""
+    try:
+        arguments.fixed(what, x)
+        if what == "permute_dims":
+            axes = _permutation(what, x.ndim, axes)
+    except Exception:
+        return None
+    d = x.distribution
+    nd = Distribution([d.maps[a] for a in axes], x.comm,
+                      d.rank_coords[:, list(axes)] if axes else None)
+    agreed = {"x": x, "axes": axes} if what == "permute_dims" else {"x": x}
+    return prepared_view(what, agreed, nd, x, axes=axes)
+
+
+def transpose_view(what, x):
+    """The transpose of ``x``'s last two dims (``a.T``, ``a.mT``) as a
+    repeated call's prepared path, or None (the declared path)."""
+    if not hasattr(type(x), "__xdap_wrap__") or x.ndim < 2 or (what == "T" and x.ndim != 2):
+        return None
+    axes = list(range(x.ndim))
+    axes[-2], axes[-1] = axes[-1], axes[-2]
+    return view_lane(_PERMUTES, x, what, lambda: _permute_view(what, x, tuple(axes)))
+
+
+_PERMUTES = Repeats()
+
+
+@local(name="permute_dims")
+def _permute_dims(x, /, axes):
     """``x`` with its dims reordered (the Array API's ``permute_dims``,
     ``np.transpose``): no data moves between ranks -- the maps and the grid
     follow the dims; every rank's block is a transposed view of its own
@@ -103,6 +141,9 @@ def moveaxis(x, source, destination, /):
     return _permuted(x, tuple(order))
 
 
+permute_dims.__xdap_contract__ = contract_of(_permute_dims)
+
+
 def _axes_list(name, ndim, value, what) -> tuple:
     items = value if isinstance(value, (tuple, list)) else (value,)
     return tuple(arguments.axis(name, ndim, a, what) for a in items)
@@ -135,7 +176,8 @@ def squeeze(x, /, axis):
     shape = x.distribution.global_shape
     if any(shape[a] != 1 for a in axes):
         raise ValueError(f"squeeze: dims {axes} of shape {shape} are not all of size 1")
-    yield dict(x=x, axis=axes)
+    local = all(x.distribution.maps[a].whole for a in axes) and x.ndim > len(axes)
+    yield (moves_nothing if local else dict)(x=x, axis=axes)
     from .indexing import getitem
     return getitem(x, tuple(0 if j in axes else slice(None) for j in range(x.ndim)))
 
@@ -147,7 +189,8 @@ def flip(x, /, *, axis=None):
     cyclic or unstructured dim moves to blocks first.  Collective."""
     arguments.fixed("flip", x)
     axes = arguments.axes("flip", x.ndim, axis)
-    yield dict(x=x, axis=axes)
+    local = all(x.distribution.maps[a].whole or x.distribution.maps[a].ranges for a in axes)
+    yield (moves_nothing if local else dict)(x=x, axis=axes)
     from .indexing import getitem
     key = [slice(None)] * x.ndim
     for a in axes:
@@ -173,8 +216,33 @@ def _new_shape(old, shape) -> tuple:
     return shape
 
 
-@collective
 def reshape(x, /, shape, *, copy=None):
+    """``_reshape``; a repeated reshape that is a view takes its prepared
+    path (``xdap.api.repeats``)."""
+    out = None if copy is not None else view_lane(_RESHAPES, x, shape,
+                                                  lambda: _reshape_view(x, shape))
+    return _reshape(x, shape, copy=copy) if out is None else out
+
+
+def _reshape_view(x, shape):
+    """The prepared view of ``x`` reshaped to ``shape``, or None (not a
+    view, its own shape, or checks that fail: the declared path)."""
+    try:
+        shape, copy, view = _reshape_args(x, shape, None)
+    except Exception:
+        return None
+    d = x.distribution
+    nd = reshaped_in_place(d, shape) if view and shape != d.global_shape and d.maps else None
+    if nd is None:
+        return None
+    return prepared_view("reshape", {"x": x, "shape": shape, "copy": None}, nd, x)
+
+
+_RESHAPES = Repeats()
+
+
+@collective(name="reshape")
+def _reshape(x, /, shape, *, copy=None):
     """``x`` with another shape, its elements in the same C order (the Array
     API's ``reshape``, ``np.reshape``; one -1 is inferred).
 
@@ -196,6 +264,17 @@ def reshape(x, /, shape, *, copy=None):
     >>> xdap.reshape(a, (2, -1)).to_numpy().tolist()
     [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
     """
+    shape, copy, view = _reshape_args(x, shape, copy)
+    # a view moves nothing: the shape is written in the ledger, not voted
+    yield (moves_nothing if view else dict)(x=x, shape=shape, copy=copy)
+    out = reshaped(x, shape)
+    return out.copy() if copy and view else out
+
+
+def _reshape_args(x, shape, copy):
+    """The checks of ``reshape``: ``(shape, copy, view)`` -- the new shape,
+    ``copy`` (None or a flag) and whether every rank reshapes its own
+    block (no MPI call)."""
     arguments.fixed("reshape", x)
     d, p = x.distribution, x.parts
     if p.info.optional:
@@ -208,18 +287,28 @@ def reshape(x, /, shape, *, copy=None):
     if copy is False and not view:
         raise ValueError(f"reshape: {d.global_shape} -> {shape} moves data, so it copies "
                          "(copy=False)")
-    yield dict(x=x, shape=shape, copy=copy)
-    out = reshaped(x, shape)
-    return out.copy() if copy and view else out
+    return shape, copy, view
 
 
-@collective(name="reshape")
 def reshape_method(x, /, *shape, copy=None):
     """``a.reshape(2, 3)`` or ``a.reshape((2, 3))``: ``xdap.reshape``."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    yield dict(x=x, shape=shape, copy=copy)
-    return reshape(x, shape, copy=copy)
+    out = None if copy is not None else view_lane(_RESHAPES, x, shape,
+                                                  lambda: _reshape_view(x, shape))
+    return _reshape_method(x, shape, copy=copy) if out is None else out
+
+
+@collective(name="reshape")
+def _reshape_method(x, /, shape, *, copy=None):
+    """``reshape_method``'s declared path."""
+    shape, copy, view = _reshape_args(x, shape, copy)
+    yield (moves_nothing if view else dict)(x=x, shape=shape, copy=copy)
+    return _reshape(x, shape, copy=copy)
+
+
+reshape.__xdap_contract__ = contract_of(_reshape)
+reshape_method.__xdap_contract__ = contract_of(_reshape_method)
 
 
 # -- broadcasting --------------------------------------------------------------------
@@ -395,39 +484,92 @@ def roll(x, /, shift, *, axis=None):
     """The elements shifted by ``shift`` along ``axis`` (wrapping around, as
     ``np.roll``; ``axis=None``: of the flattened array; tuples of shifts and
     axes roll one axis after another): local along an undistributed axis;
-    along a distributed one the two pieces are joined in their new order
-    (``concat``: one redistribution).  Collective."""
-    arguments.numeric("roll", x)
+    along a dim in blocks only the elements that cross a block boundary
+    move (``xdap.movement.shift``: one message each way between
+    neighbours); other layouts join the two pieces in their new order
+    (``concat``: one redistribution).  A copy.  Collective."""
+    shifts, axes = _shift_args("roll", x, shift, axis)
+    local = axes is not None and all(x.distribution.maps[a].whole for a in axes)
+    yield (moves_nothing if local else dict)(x=x, shift=shifts, axis=axes)
+    return _shifted(x, shifts, axes, None)
+
+
+@collective
+def shift(x, /, shift, *, axis=None, fill_value=0):
+    """The elements shifted by ``shift`` along ``axis`` as ``roll`` does,
+    but the vacated cells hold ``fill_value`` instead of the elements that
+    wrap around (xarray's and pandas' ``shift``; ``axis=None``: of the
+    flattened array): along a dim in blocks only the elements that cross a
+    block boundary move.  A copy.  Collective.
+
+    >>> import numpy as np, xdap
+    >>> from mpi4py import MPI
+    >>> a = xdap.from_global(np.arange(5.0), comm=MPI.COMM_SELF)
+    >>> xdap.shift(a, 2, fill_value=-1.0).to_numpy().tolist()
+    [-1.0, -1.0, 0.0, 1.0, 2.0]
+    """
+    shifts, axes = _shift_args("shift", x, shift, axis)
+    fill = arguments.value_of("shift", "fill_value", fill_value, x.dtype)
+    local = axes is not None and all(x.distribution.maps[a].whole for a in axes)
+    yield (moves_nothing if local else dict)(x=x, shift=shifts, axis=axes, fill_value=fill)
+    return _shifted(x, shifts, axes, fill)
+
+
+def _shift_args(name, x, shift, axis):
+    """The checks of ``roll``/``shift``: ``(shifts, axes)``, axes None for
+    the flattened array."""
+    arguments.numeric(name, x)
     shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
-    shifts = tuple(arguments.integer("roll", "shift", k) for k in shifts)
+    shifts = tuple(arguments.integer(name, "shift", k) for k in shifts)
     if axis is None:
         if len(shifts) != 1 and x.ndim != 1:
-            raise ValueError("roll: one shift for axis=None")
-        axes = None
-    else:
-        axes = _axes_list("roll", x.ndim, axis, "axis")
-        if len(shifts) == 1:
-            shifts = shifts * len(axes)
-        if len(shifts) != len(axes):
-            raise ValueError(f"roll: {len(shifts)} shifts for {len(axes)} axes")
-    yield dict(x=x, shift=shifts, axis=axes)
-    if axes is None:                    # NumPy's: the flattened array rolled, then reshaped
+            raise ValueError(f"{name}: one shift for axis=None")
+        return shifts, None
+    axes = _axes_list(name, x.ndim, axis, "axis")
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    if len(shifts) != len(axes):
+        raise ValueError(f"{name}: {len(shifts)} shifts for {len(axes)} axes")
+    return shifts, axes
+
+
+def _shifted(x, shifts, axes, fill):
+    """``x`` shifted by ``shifts`` along ``axes`` (None: the flattened
+    array, NumPy's way: shifted, then reshaped), wrapped (``fill`` None) or
+    filled."""
+    if axes is None:
         flat = reshape(x, (-1,)) if x.ndim != 1 else x
-        out = _roll(flat, sum(shifts), 0)
+        out = _shift(flat, sum(shifts), 0, fill)
         return reshape(out, x.shape) if x.ndim != 1 else out
     for k, a in zip(shifts, axes):
-        x = _roll(x, k, a)
+        x = _shift(x, k, a, fill)
     return x
 
 
-def _roll(x, shift, axis):
-    from .indexing import getitem
-    n = x.distribution.global_shape[axis]
-    k = shift % n if n else 0
-    if x.distribution.maps[axis].whole:
-        return wrap(x, x.distribution, np.roll(x.parts.values, k, axis=axis))
+def _shift(x, k, axis, fill):
+    from ..movement.shift import shifted, shifts_by_blocks
+    d, p = x.distribution, x.parts
+    if shifts_by_blocks(d, axis) and p.validity is None and not p.info.ragged:
+        return x.__xdap_wrap__(d, shifted(d, p, axis, k, fill), False, True)
+    n = d.global_shape[axis]
+    if fill is not None:                      # other layouts: the filled cells, then concat
+        from ..create import full
+        from .indexing import getitem
+        pad_shape = tuple(min(abs(k), n) if j == axis else s for j, s in enumerate(x.shape))
+        pad = x.__xdap_wrap__(*full(pad_shape, fill, type=p.info.leaf, comm=x.comm),
+                              False, True)
+        if abs(k) >= n:
+            return pad
+        head = (slice(None),) * axis
+        kept = getitem(x, head + (slice(0, n - k),)) if k >= 0 else \
+            getitem(x, head + (slice(-k, n),))
+        return _concat([pad, kept] if k >= 0 else [kept, pad], axis)
+    k = k % n if n else 0
+    if d.maps[axis].whole:
+        return wrap(x, d, np.roll(x.parts.values, k, axis=axis))
     if k == 0:
         return x.copy()
+    from .indexing import getitem
     head = (slice(None),) * axis
     return _concat([getitem(x, head + (slice(n - k, n),)),
                     getitem(x, head + (slice(0, n - k),))], axis)

@@ -13,13 +13,18 @@ allreduce over the ranks that share the kept indices).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import arguments
 from ..contract import collective
 from ..distribution import Distribution
 from ..maps import BlockMap
-from ..movement.reduce import check_reduction, reduce_agreed
+from ..agreement import SETTLED
+from ..contract import Repeats
+from ..movement.reduce import check_reduction, is_total, plain_totaler, reduce_agreed, total
+from .repeats import call_lane, plain
 from ..parts import Parts
 
 __all__ = ["sum", "prod", "min", "max", "mean", "count", "any", "all", "var", "std",
@@ -63,18 +68,20 @@ def _name(dt) -> str:
     return dtype_from_numpy(dt)
 
 
-def _reduced(name, x, axes, dt, keepdims):
+def _reduced(name, x, axes, dt, keepdims, vote=SETTLED):
     """The reduction of agreed arguments: a NumPy scalar (over everything)
     or a DistArray of the kept dims; ``keepdims``: the reduced dims back,
-    each of size 1."""
+    each of size 1.  ``vote``: the call's (``xdap.agreement.Vote``) -- a
+    reduction over everything sends it with its partial, one message."""
     if dt is not None and dt != x.parts.info.numpy_dtype:
         from .data_types import astype
-        x = astype(x, dt)
-    result = reduce_agreed(x.distribution, x.parts, name, axes)
-    if isinstance(result, tuple):
-        out = x.__xdap_wrap__(*result, agreed=True)
+        x = astype(x, dt)                  # local: the vote may still ride
+    if is_total(x.parts.info, axes):
+        out = total(x.distribution, x.parts, name, vote)
     else:
-        out = numpy_scalar(result)
+        vote.cast()
+        out = x.__xdap_wrap__(*reduce_agreed(x.distribution, x.parts, name, axes),
+                              agreed=True)
     return kept_dims(x, out, axes) if keepdims else out
 
 
@@ -92,73 +99,107 @@ def kept_dims(x, out, axes):
     return getitem(out, tuple(None if j in axes else slice(None) for j in range(x.ndim)))
 
 
-@collective
-def sum(x, axis=None, dtype=None, out=None, keepdims=False, **numpy_kw):  # noqa: A001
+@collective(rides=True, name="sum")
+def _sum(x, axis=None, dtype=None, out=None, keepdims=False, **numpy_kw):  # noqa: A001
     """Sum over ``axis`` (None: all -> a NumPy scalar on every rank, None
     when it is NA; an int or a tuple -> a DistArray); NA skipped; ``dtype``
     converts first.  Collective.  ``np.sum(a)`` calls it."""
     axes, dt, keepdims = _check("sum", x, axis, dtype, out, keepdims, numpy_kw)
-    yield dict(x=x, axis=axes, dtype=dt, out=None, keepdims=keepdims, numpy_kw=None)
-    return _reduced("sum", x, axes, dt, keepdims)
+    vote = yield dict(x=x, axis=axes, dtype=dt, out=None, keepdims=keepdims, numpy_kw=None)
+    return _reduced("sum", x, axes, dt, keepdims, vote)
 
 
-@collective
-def prod(x, axis=None, dtype=None, out=None, keepdims=False, **numpy_kw):
+@collective(rides=True, name="prod")
+def _prod(x, axis=None, dtype=None, out=None, keepdims=False, **numpy_kw):
     """Product over ``axis``; NA skipped (see ``sum``)."""
     axes, dt, keepdims = _check("prod", x, axis, dtype, out, keepdims, numpy_kw)
-    yield dict(x=x, axis=axes, dtype=dt, out=None, keepdims=keepdims, numpy_kw=None)
-    return _reduced("prod", x, axes, dt, keepdims)
+    vote = yield dict(x=x, axis=axes, dtype=dt, out=None, keepdims=keepdims, numpy_kw=None)
+    return _reduced("prod", x, axes, dt, keepdims, vote)
 
 
-@collective
-def min(x, axis=None, out=None, keepdims=False, **numpy_kw):  # noqa: A001
+@collective(rides=True, name="min")
+def _min(x, axis=None, out=None, keepdims=False, **numpy_kw):  # noqa: A001
     """Minimum over ``axis``; NA skipped (NA when nothing is valid); NaN
     wins, as in NumPy."""
     axes, _, keepdims = _check("min", x, axis, None, out, keepdims, numpy_kw)
-    yield dict(x=x, axis=axes, out=None, keepdims=keepdims, numpy_kw=None)
-    return _reduced("min", x, axes, None, keepdims)
+    vote = yield dict(x=x, axis=axes, out=None, keepdims=keepdims, numpy_kw=None)
+    return _reduced("min", x, axes, None, keepdims, vote)
 
 
-@collective
-def max(x, axis=None, out=None, keepdims=False, **numpy_kw):  # noqa: A001
+@collective(rides=True, name="max")
+def _max(x, axis=None, out=None, keepdims=False, **numpy_kw):  # noqa: A001
     """Maximum over ``axis``; NA skipped (NA when nothing is valid); NaN
     wins, as in NumPy."""
     axes, _, keepdims = _check("max", x, axis, None, out, keepdims, numpy_kw)
-    yield dict(x=x, axis=axes, out=None, keepdims=keepdims, numpy_kw=None)
-    return _reduced("max", x, axes, None, keepdims)
+    vote = yield dict(x=x, axis=axes, out=None, keepdims=keepdims, numpy_kw=None)
+    return _reduced("max", x, axes, None, keepdims, vote)
 
 
-@collective
-def mean(x, axis=None, dtype=None, out=None, keepdims=False, **numpy_kw):
+@collective(rides=True, name="mean")
+def _mean(x, axis=None, dtype=None, out=None, keepdims=False, **numpy_kw):
     """Mean over ``axis`` of the valid values (float64; complex128 for
     complex data)."""
     axes, dt, keepdims = _check("mean", x, axis, dtype, out, keepdims, numpy_kw)
-    yield dict(x=x, axis=axes, dtype=dt, out=None, keepdims=keepdims, numpy_kw=None)
-    return _reduced("mean", x, axes, dt, keepdims)
+    vote = yield dict(x=x, axis=axes, dtype=dt, out=None, keepdims=keepdims, numpy_kw=None)
+    return _reduced("mean", x, axes, dt, keepdims, vote)
 
 
-@collective
-def count(x, axis=None):
+@collective(rides=True, name="count")
+def _count(x, axis=None):
     """Number of valid (non-NA) values over ``axis`` (int64)."""
     axes, _, _ = _check("count", x, axis, None, None, False, {})
-    yield dict(x=x, axis=axes)
-    return _reduced("count", x, axes, None, False)
+    vote = yield dict(x=x, axis=axes)
+    return _reduced("count", x, axes, None, False, vote)
 
 
-@collective
-def any(x, axis=None, out=None, keepdims=False, **numpy_kw):  # noqa: A001
+@collective(rides=True, name="any")
+def _any(x, axis=None, out=None, keepdims=False, **numpy_kw):  # noqa: A001
     """Whether any valid value is nonzero, over ``axis``."""
     axes, _, keepdims = _check("any", x, axis, None, out, keepdims, numpy_kw)
-    yield dict(x=x, axis=axes, out=None, keepdims=keepdims, numpy_kw=None)
-    return _reduced("any", x, axes, None, keepdims)
+    vote = yield dict(x=x, axis=axes, out=None, keepdims=keepdims, numpy_kw=None)
+    return _reduced("any", x, axes, None, keepdims, vote)
 
 
-@collective
-def all(x, axis=None, out=None, keepdims=False, **numpy_kw):  # noqa: A001
+@collective(rides=True, name="all")
+def _all(x, axis=None, out=None, keepdims=False, **numpy_kw):  # noqa: A001
     """Whether every valid value is nonzero, over ``axis``."""
     axes, _, keepdims = _check("all", x, axis, None, out, keepdims, numpy_kw)
-    yield dict(x=x, axis=axes, out=None, keepdims=keepdims, numpy_kw=None)
-    return _reduced("all", x, axes, None, keepdims)
+    vote = yield dict(x=x, axis=axes, out=None, keepdims=keepdims, numpy_kw=None)
+    return _reduced("all", x, axes, None, keepdims, vote)
+
+
+def _lane(op, declared):
+    """``declared`` (a reduction's declared call) with the prepared path of
+    a repeated reduction over everything of plain data
+    (``xdap.api.repeats``): the kept digest rides with the partial, one
+    message, nothing checked or described again."""
+    memo = Repeats()
+
+    def make(agreed):
+        x = agreed["x"]
+        if not plain(x) or not is_total(x.parts.info, agreed["axis"]) or \
+                agreed.get("keepdims") or agreed.get("dtype") is not None:
+            return None
+        run = plain_totaler(x.distribution, x.parts.info, op)
+        return lambda vote, x: run(vote, x.parts.values)
+
+    @functools.wraps(declared)
+    def call(x, *args, **kwargs):
+        out = call_lane(memo, declared, (x,), args, kwargs, make)
+        return declared(x, *args, **kwargs) if out is NotImplemented else out
+
+    call.__xdap_contract__ = declared.__xdap_contract__
+    return call
+
+
+sum = _lane("sum", _sum)              # noqa: A001
+prod = _lane("prod", _prod)
+min = _lane("min", _min)              # noqa: A001
+max = _lane("max", _max)              # noqa: A001
+mean = _lane("mean", _mean)
+count = _lane("count", _count)
+any = _lane("any", _any)              # noqa: A001
+all = _lane("all", _all)              # noqa: A001
 
 
 # -- variance ----------------------------------------------------------------------

@@ -48,7 +48,9 @@ from ..parts import Parts
 from ..bitmaps import pack_validity
 from ..rows import take_rows
 
-__all__ = ["basic_index", "normalize_key", "is_basic_key", "canonical", "selection_shape",
+__all__ = ["basic_index", "moves_nothing", "select_plan", "normalize_key", "is_basic_key",
+           "canonical",
+           "selection_shape",
            "check_assignment", "assign", "mask_index", "take_rows_at"]
 
 
@@ -127,6 +129,27 @@ def basic_index(d: Distribution, p: Parts, steps):
     return d, p
 
 
+def moves_nothing(d: Distribution, p: Parts, steps) -> bool:
+    """Whether ``basic_index(d, p, steps)`` is local work -- every rank's
+    result a view (or copy) of its own block, no MPI call: no dim a key
+    selects from must move to blocks, no integer on a distributed dim, not
+    a key of integers only (an element read).  Decided from the agreed
+    distribution and the key alone."""
+    if all(s[0] == "int" for s in steps) and steps:
+        return False
+    for s in steps:
+        if s[0] == "new":
+            continue
+        m = d.maps[s[1]]
+        if m.whole:
+            continue
+        if s[0] == "int":
+            return False
+        if not m.ranges and not (len(s[2]) == m.size and s[2].step == 1):
+            return False
+    return True
+
+
 def canonical(steps) -> tuple:
     """Normalized steps in plain Python values, as ranks compare them."""
     return tuple(("slice", s[1], s[2].start, s[2].stop, s[2].step) if s[0] == "slice" else s
@@ -180,14 +203,19 @@ def _squeeze(d, p, dims):
     return nd, Parts(p.info.with_shape(values.shape), values, p.validity)
 
 
-def _local_select(d, p, steps):
-    """The zero-move part: every slice is of a block or whole dim.  The
-    result's maps and this rank's local key are a pure plan of the agreed
-    distribution and the key (kept: ``a[1:-1]`` in a loop is a dict hit)."""
+def select_plan(d, steps):
+    """``(maps, placement, local key)`` of the zero-move part: the result's
+    maps and this rank's local key, a pure plan of the agreed distribution
+    and the key (kept: ``a[1:-1]`` in a loop is a dict hit)."""
     key = plans.Key("slice", (d.fingerprint(), d.coords, tuple(
         (s[0], s[1], s[2].start, s[2].stop, s[2].step) if s[0] == "slice" else s
         for s in steps)))
-    maps, coords, local = plans.pure.get_or_make(key, lambda: _select_plan(d, steps))
+    return plans.pure.get_or_make(key, lambda: _select_plan(d, steps))
+
+
+def _local_select(d, p, steps):
+    """The zero-move part: every slice is of a block or whole dim."""
+    maps, coords, local = select_plan(d, steps)
     nd = Distribution(maps, d.comm, coords)
     return nd, _select_parts(p, nd, maps, local)
 

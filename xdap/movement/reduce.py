@@ -35,6 +35,7 @@ complex data is a TypeError (MPI has no ordering for complex numbers).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 
@@ -50,10 +51,14 @@ from ..parts import Parts
 from ..rows import expand_ranges, leaf_ranges
 from ..bitmaps import pack_validity
 from ..types import TypeInfo, dtype_from_numpy
-from ..agreement import agreed_on
+from ..agreement import HEADER, SETTLED, agreed_on, capacity, payloads, record_size
 from .collectives import grid_team
 
-__all__ = ["reduce", "reduce_parts", "reduce_agreed", "check_reduction", "counted_values",
+__all__ = ["reduce", "reduce_parts", "reduce_agreed", "total", "plain_total", "plain_totaler",
+           "plain_dotter",
+           "is_total",
+           "check_reduction",
+           "counted_values",
            "allreduce", "OPS"]
 
 OPS = ("sum", "prod", "min", "max", "mean", "count", "any", "all")
@@ -123,13 +128,22 @@ def _local(op, v, mask, axes):
     return np.asarray(part), count
 
 
-def allreduce(comm, arr, op: str):
+def allreduce(comm, arr, op: str, vote=None):
     """An MPI all-reduce of a NumPy array with one of ``OPS``'s operations,
     not in place; bools reduce logically (a sum of bools is their OR, as
     NumPy's bool matmul; MPI has no arithmetic on C_BOOL), min/max of
     floats let NaN win, and dtypes MPI does not know (float16) go through
-    an allgather of the small partials."""
+    an allgather of the small partials.  ``vote``: the call's
+    (``xdap.agreement.Vote``): a small array rides in its message, every
+    rank combining the partials itself in rank order; a large one is sent
+    after it."""
     arr = np.asarray(arr, order="C")      # keeps a 0-d value 0-d
+    if vote is not None:
+        if arr.nbytes <= capacity(comm.size):
+            records = vote.ride(comm, arr)
+            parts = payloads(records, comm.size, arr.dtype, arr.size)
+            return _NP_OP[op].reduce(parts, axis=0).reshape(arr.shape)
+        vote.cast()
     if comm.size == 1:
         return arr
     if arr.dtype == bool and op in ("min", "max", "sum", "prod"):   # MPI orders no C_BOOL
@@ -272,11 +286,134 @@ def reduce_parts(d: Distribution, p: Parts, op: str, axis=None):
 def reduce_agreed(d: Distribution, p: Parts, op: str, axes: tuple):
     """The reduction itself, on arguments every rank agreed (``axes`` as
     ``check_reduction`` returns them)."""
+    if is_total(p.info, axes):
+        return _scalar(op, *_total(d, p, op, SETTLED), None)
     if p.info.ragged:
         if axes == (1,) and p.info.var_ndim == 2:
             return d, _ragged_rows(p, op)
         return _ragged_all(d, p, op)
     return _fixed(d, p, op, axes)
+
+
+_ACC: dict = {}                 # (op, dtype) -> the accumulator's dtype
+
+
+def plain_total(d, p, op, vote):
+    """``total`` of fixed numeric data without missing values whose local
+    block this rank counts whole (the common case, kept short: a loop's
+    reductions): a NumPy scalar.  One message, carrying ``vote``."""
+    return plain_totaler(d, p.info, op)(vote, p.values)
+
+
+def plain_totaler(d: Distribution, info, op: str):
+    """``plain_total`` for data of ``d`` and ``info``, made once: a
+    function ``(vote, values) -> NumPy scalar`` that a repeated reduction
+    keeps (``xdap.api.repeats``): every decision -- the accumulator, the
+    identity, where the partials sit in the vote's records -- taken here."""
+    dt = info.numpy_dtype
+    acc = _acc_dtype(op, dt)
+    n = math.prod(d.global_shape)
+    comm = d.comm
+    size = comm.size
+    stride = (record_size(size),)
+    combine = _NP_OP["sum" if op == "mean" else op]
+    if op in ("mean", "min", "max") and not n:
+        def empty(vote, values):
+            vote.cast()
+            raise agreed_on(comm, ValueError(
+                f"{op} of an empty selection (the reduced axes {tuple(range(d.ndim))} of "
+                f"global shape {d.global_shape} hold no values) is undefined; use optional "
+                "data to get NA"))
+        return empty
+    if op in ("sum", "mean"):
+        local = functools.partial(np.add.reduce, axis=None, dtype=acc)
+    elif op == "prod":
+        local = functools.partial(np.multiply.reduce, axis=None, dtype=acc)
+    elif op == "count":
+        local = lambda values: np.int64(values.size)            # noqa: E731
+    elif op in ("any", "all"):
+        local = lambda values: combine.reduce(values != 0, axis=None)      # noqa: E731
+    else:
+        local = functools.partial(combine.reduce, axis=None, initial=_identity(op, dt))
+    scale = (lambda t: t / n) if op == "mean" else (lambda t: t)        # noqa: E731
+
+    def run(vote, values):
+        part = acc.type(local(values))
+        if size == 1:
+            vote.cast()
+            return scale(part)
+        records = vote.ride(comm, part)
+        return scale(combine.reduce(np.ndarray((size,), acc, records, HEADER, stride)))
+    return run
+
+
+def plain_dotter(d: Distribution, dt):
+    """The dot product of two plain 1-D arrays of ``d`` (``plain_totaler``'s
+    conditions) and dtype ``dt`` (integer, float or complex: the first
+    conjugated), made once: ``(vote, v1, v2) -> NumPy scalar`` -- each
+    rank's BLAS dot, one message carrying ``vote``."""
+    comm = d.comm
+    size = comm.size
+    stride = (record_size(size),)
+    dot = np.vdot if dt.kind == "c" else np.dot
+
+    def run(vote, v1, v2):
+        part = dt.type(dot(v1, v2))
+        if size == 1:
+            vote.cast()
+            return part
+        records = vote.ride(comm, part)
+        return np.add.reduce(np.ndarray((size,), dt, records, HEADER, stride))
+    return run
+
+
+def _plain_total(d, p, op, vote):
+    """``plain_total``'s (values, valid)."""
+    return np.asarray(plain_total(d, p, op, vote)), None
+
+
+def _total(d, p, op, vote):
+    """``total``'s (values, valid): ``_finish``'s form."""
+    if p.validity is None and not p.info.ragged and d.maps and d.counted()[1]:
+        return _plain_total(d, p, op, vote)
+    v, mask = counted_values(d, p)
+    part, count = _local(op, v, mask, (0,))
+    counted = count is not None and (mask is not None or p.info.ragged)
+    payload = part.tobytes() + (count.tobytes() if counted else b"")
+    comm = d.comm
+    size = comm.size
+    records = vote.ride(comm, payload)
+    parts = payloads(records, size, part.dtype, 1)[:, 0]
+    result = _NP_OP["sum" if op == "mean" else op].reduce(parts)
+    if count is not None:
+        count = payloads(records, size, np.int64, 1, part.dtype.itemsize)[:, 0].sum() \
+            if counted else np.int64(math.prod(d.global_shape))
+    what = (f"{op} of a ragged array without any value is undefined; use optional data to "
+            "get NA") if p.info.ragged else \
+        (f"{op} of an empty selection (the reduced axes {tuple(range(d.ndim))} of global shape "
+         f"{d.global_shape} hold no values) is undefined; use optional data to get NA")
+    try:
+        vals, valid = _finish(op, result, count, p.info.optional, what)
+    except ValueError as e:             # decided from global counts: alike on every rank
+        raise agreed_on(comm, e) from None
+    return np.asarray(vals), valid
+
+
+def total(d: Distribution, p: Parts, op: str, vote=SETTLED):
+    """``op`` over every element of ``(d, p)``, as a NumPy scalar on every
+    rank (None: NA) -- one message, the hand-written one's: each rank's
+    partial (and its count of valid values, for optional and ragged data)
+    rides in the record of ``vote`` (``xdap.agreement.Vote``: the call's
+    own vote when it is pending, else a plain exchange), and every rank
+    combines the partials itself, in rank order.  ``d``, ``p`` and ``op``
+    agreed (``check_reduction``), fixed or ragged numeric data."""
+    vals, valid = _total(d, p, op, vote)
+    return None if valid is not None and not bool(valid) else vals[()]
+
+
+def is_total(info, axes) -> bool:
+    """Whether ``axes`` (checked) are every axis of data of ``info``."""
+    return len(axes) == (info.var_ndim if info.ragged else info.ndim)
 
 
 def check_reduction(info, op, axis) -> tuple:

@@ -1,0 +1,156 @@
+"""Repeated calls: the prepared paths of the calls a loop makes again and
+again on arrays of one layout -- a view (``a[1:-1]``, ``a.T``, a reshape
+that keeps the memory), a reduction over everything (``a.sum()``,
+``xp.vecdot``, ``vector_norm``), a roll.
+
+The first call of a kind takes its declared path, and what it needed --
+its agreed values described and digested (``xdap.contract.Prepared``), the
+result's distribution and type, the NumPy operation on this rank's block --
+is kept, keyed by the identity of the arrays' distribution and type objects
+and the other arguments' values (``xdap.contract.memo_key``).  A repeated
+call then does only that: a view writes its ledger entry and wraps a NumPy
+view; a reduction computes its partial and sends it with the kept digest --
+one message.  Debug mode, and calls made inside another call's work, take
+the declared paths (``xdap.contract.fast_lane``).
+
+>>> import numpy as np, xdap
+>>> from mpi4py import MPI
+>>> a = xdap.from_global(np.arange(6.0), comm=MPI.COMM_SELF)
+>>> [a[1:4].to_numpy().tolist() for _ in range(2)]      # the second: the prepared path
+[[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]
+"""
+from __future__ import annotations
+
+from ..contract import Repeats, Unkeyed, fast_lane, memo_key, prepare
+from ..parts import Parts
+
+__all__ = ["PreparedView", "view_lane", "prepared_view", "keyed", "agreed_of", "PreparedCall",
+           "call_lane", "plain"]
+
+
+class PreparedView:
+    """A repeated view's path: its ledger entry (``prepared``), the
+    result's ``distribution`` and type ``info``, and what NumPy does to this
+    rank's block: ``index`` it, ``axes`` transpose it, then give it
+    ``shape``."""
+
+    __slots__ = ("prepared", "distribution", "info", "index", "axes", "shape")
+
+    def __init__(self, prepared, distribution, info, index=None, axes=None):
+        self.prepared, self.distribution, self.info = prepared, distribution, info
+        self.index, self.axes = index, axes
+        self.shape = distribution.local_shape
+
+    def __call__(self, x):
+        d = self.distribution
+        if d.comm.size > 1:
+            self.prepared.record(d.comm)
+        values = x.parts.values
+        if self.index is not None:
+            values = values[self.index]
+        if self.axes is not None:
+            values = values.transpose(self.axes)
+        if values.shape != self.shape:
+            values = values.reshape(self.shape)
+        return x.__xdap_wrap__(d, Parts(self.info, values), agreed=True)
+
+
+def keyed(x, args):
+    """The memo key of a call on the array ``x`` with the other ``args``,
+    or None (not keyed: the declared path)."""
+    if not fast_lane() or not hasattr(type(x), "__xdap_wrap__"):
+        return None
+    try:
+        return id(x.distribution), id(x.parts.info), memo_key(args)
+    except Unkeyed:
+        return None
+
+
+def view_lane(memo: Repeats, x, args, make):
+    """The repeated view of ``x`` with ``args``: its prepared path from
+    ``memo`` (``make()`` -- a ``PreparedView`` or None, where the call is
+    not a plain view -- on the first call), applied; None: the caller takes
+    the declared path."""
+    key = keyed(x, args)
+    if key is None:
+        return None
+    entry = memo.get(key)
+    if entry is None:
+        x_plain = x.parts.validity is None and not x.parts.info.ragged and \
+            not x.parts.info.boxed
+        entry = memo.put(key, (make() if x_plain else None) or False, x)
+    return entry(x) if entry else None
+
+
+def prepared_view(what, agreed, distribution, x, index=None, axes=None):
+    """The ``PreparedView`` of a call ``what`` whose declared path yields
+    ``agreed`` and gives ``distribution`` (this rank's block of ``x``
+    indexed, transposed, reshaped)."""
+    return PreparedView(prepare(what, agreed), distribution,
+                        x.parts.info.with_shape(distribution.local_shape), index, axes)
+
+
+def agreed_of(declared, *args, **kwargs):
+    """What the declared call ``declared`` yields for these arguments --
+    its checks run, its work does not -- or None where they raise (the
+    declared path then raises it, agreed)."""
+    gen = declared.__wrapped__(*args, **kwargs)
+    try:
+        return next(gen)
+    except Exception:
+        return None
+    finally:
+        gen.close()
+
+
+class PreparedCall:
+    """A repeated collective call's path: its vote prepared
+    (``Prepared``), and ``work(vote, *args)`` -- the declared call's work,
+    which sends the vote with its first message."""
+
+    __slots__ = ("prepared", "work")
+
+    def __init__(self, prepared, work):
+        self.prepared, self.work = prepared, work
+
+    def __call__(self, comm, *args):
+        vote = self.prepared.vote(comm)
+        try:
+            return self.work(vote, *args)
+        except BaseException as error:
+            vote.fail(error)           # the others wait in the vote: the same error there
+            raise
+
+
+def call_lane(memo: Repeats, declared, arrays: tuple, args: tuple, kwargs: dict, make):
+    """A repeated collective call ``declared(*arrays, *args, **kwargs)``:
+    its prepared path from ``memo`` -- on the first call, ``make(agreed)``
+    with what the declared call yields gives its work (``work(vote,
+    *arrays)``), or None where these arguments do not take the path -- run;
+    ``NotImplemented``: the caller takes the declared path."""
+    x = arrays[0]
+    if len(arrays) == 1 and not args and not kwargs:      # x.sum(): nothing else to key
+        if not fast_lane() or not hasattr(type(x), "__xdap_wrap__"):
+            return NotImplemented
+        key = id(x.distribution), id(x.parts.info)
+    else:
+        key = keyed(x, (arrays[1:], args, tuple(kwargs.items())))
+        if key is None:
+            return NotImplemented
+    entry = memo.get(key)
+    if entry is None:
+        agreed = agreed_of(declared, *arrays, *args, **kwargs)
+        work = None if agreed is None else make(agreed)
+        entry = False if work is None else \
+            PreparedCall(prepare(declared.__xdap_contract__.name, agreed), work)
+        memo.put(key, entry, *(a for a in arrays if hasattr(type(a), "__xdap_wrap__")))
+    return entry(x.distribution.comm, *arrays) if entry else NotImplemented
+
+
+def plain(x) -> bool:
+    """Whether ``x`` is fixed numeric data without missing values, of at
+    least one dim, whose every local element this rank counts (no padding,
+    no copy another rank counts): what the short paths of reductions take."""
+    p = x.parts
+    return p.validity is None and not p.info.ragged and not p.info.boxed and \
+        p.info.numeric and bool(x.distribution.maps) and x.distribution.counted()[1]

@@ -1,0 +1,143 @@
+"""Shifts along a block dimension: ``roll`` (the elements wrap around) and
+``shift`` (the vacated cells take a fill value), moving only what crosses
+a block boundary.
+
+Shifting by ``k`` along ``axis`` sends each rank's last ``k`` slabs (or
+first ``-k``) to the rank that holds the next block -- one message each
+way between neighbours, as a hand-written ``Sendrecv`` of the boundary --
+and copies the rest inside the rank.  A shift longer than a block reaches
+past the neighbour: the plan takes its pieces from whichever ranks hold
+them.  The plan is plain data computed from the distribution, the axis and
+the shift on every rank alike (every piece of every rank's result is
+listed once, in one order, so its position is the message's tag) and kept;
+the transport's ``NeighbourExchange`` sends contiguous slabs straight from
+the buffer.
+
+>>> import numpy as np
+>>> from mpi4py import MPI
+>>> from xdap.create import from_global
+>>> d, p = from_global(np.arange(6.0), comm=MPI.COMM_SELF)
+>>> shifted(d, p, 0, 2).values.tolist(), shifted(d, p, 0, -1, fill=-1.0).values.tolist()
+([4.0, 5.0, 0.0, 1.0, 2.0, 3.0], [1.0, 2.0, 3.0, 4.0, 5.0, -1.0])
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import plans
+from ..distribution import Distribution
+from ..parts import Parts
+from ..transport import NeighbourExchange
+
+__all__ = ["shifts_by_blocks", "shift_pieces", "shifted"]
+
+
+def shifts_by_blocks(d: Distribution, axis: int) -> bool:
+    """Whether ``shifted`` moves ``axis`` of ``d``: a dim in unpadded
+    blocks (a whole dim is shifted in place by NumPy, by the caller)."""
+    m = d.maps[axis]
+    return m.ranges and not m.padded and not m.shared_owned
+
+
+def shift_pieces(bounds, k: int, wrap: bool) -> list:
+    """Every rank's result along the axis, piece by piece: ``(target grid
+    position, first target index, source grid position or None for a
+    fill, first source index, length)``, indices local to their blocks, in
+    one order that every rank computes alike.  ``bounds``: the blocks'
+    ``G + 1`` boundaries; ``k``: the shift (a result index ``g`` holds the
+    source's ``g - k``, modulo the size when ``wrap``, else a fill where
+    that falls outside).
+
+    >>> shift_pieces([0, 3, 6], 1, True)
+    [(0, 0, 1, 2, 1), (0, 1, 0, 0, 2), (1, 0, 0, 2, 1), (1, 1, 1, 0, 2)]
+    >>> shift_pieces([0, 3, 6], -4, False)
+    [(0, 0, 1, 1, 2), (0, 2, None, 0, 1), (1, 0, None, 0, 3)]
+    """
+    bounds = np.asarray(bounds, np.int64)
+    n = int(bounds[-1])
+    out = []
+    for t in range(len(bounds) - 1):
+        lo, hi = int(bounds[t]), int(bounds[t + 1])
+        j = lo
+        while j < hi:
+            src = j - k
+            if wrap and n:
+                src %= n
+                length = min(hi - j, n - src)
+            elif src < 0:
+                out.append((t, j - lo, None, 0, min(hi - j, -src)))
+                j += min(hi - j, -src)
+                continue
+            elif src >= n:
+                out.append((t, j - lo, None, 0, hi - j))
+                break
+            else:
+                length = min(hi - j, n - src)
+            # split the source range at the blocks it spans
+            while length:
+                q = int(np.searchsorted(bounds, src, side="right")) - 1
+                part = min(length, int(bounds[q + 1]) - src)
+                out.append((t, j - lo, q, src - int(bounds[q]), part))
+                j, src, length = j + part, src + part, length - part
+    return out
+
+
+@dataclass(frozen=True)
+class _Plan:
+    exchange: NeighbourExchange | None     # None: nothing crosses a rank
+    copies: tuple                          # (target region, source region) within the rank
+    fills: tuple                           # target regions that take the fill value
+
+
+def _plan(d: Distribution, axis: int, k: int, wrap: bool) -> _Plan:
+    m = d.maps[axis]
+    G = m.grid_size
+    bounds = [m.owned_range(q)[0] for q in range(G)] + [m.size]
+    me = d.coords[axis]
+    coords = list(d.coords)
+
+    def rank(q):
+        coords[axis] = q
+        return d.rank_of(coords)
+
+    def region(start, length):
+        return (slice(None),) * axis + (slice(start, start + length),)
+
+    sends, recvs, copies, fills = [], [], [], []
+    for tag, (t, at, q, src, length) in enumerate(shift_pieces(bounds, k, wrap)):
+        if t == me:
+            if q is None:
+                fills.append(region(at, length))
+            elif q == me:
+                copies.append((region(at, length), region(src, length)))
+            else:
+                recvs.append((rank(q), tag, region(at, length)))
+        elif q == me:
+            sends.append((rank(t), tag, region(src, length)))
+    exchange = NeighbourExchange(d.comm, sends, recvs, ()) if sends or recvs else None
+    return _Plan(exchange, tuple(copies), tuple(fills))
+
+
+def shifted(d: Distribution, p: Parts, axis: int, k: int, fill=None) -> Parts:
+    """This rank's part of ``(d, p)`` shifted by ``k`` along ``axis`` (a
+    dim in unpadded blocks, ``shifts_by_blocks``): wrapped around (``np.roll``)
+    when ``fill`` is None, else the vacated cells hold ``fill``.  A new
+    buffer (a copy); collective where cells cross ranks (the arguments
+    agreed by the caller); fixed data without missing values."""
+    n = d.maps[axis].size
+    wrap = fill is None
+    k = k % n if wrap and n else max(-n, min(n, k))
+    key = plans.Key("shift", (d.fingerprint(), d.comm.size, d.comm.rank, axis, k, wrap))
+    plan = plans.pure.get_or_make(key, lambda: _plan(d, axis, k, wrap))
+    src = p.values
+    out = np.empty_like(src)
+    if plan.exchange is not None:
+        plan.exchange.move(src, out, plan.copies)
+    else:
+        for target, source in plan.copies:
+            out[target] = src[source]
+    for target in plan.fills:
+        out[target] = fill
+    return Parts(p.info, out)
