@@ -105,15 +105,16 @@ def ragged_partition(nvalues: int, mean_len: int = 10, seed: int = 7):
     return DistArray(Distribution([BlockMap(nrows * P, P)], COMM), local), values, nrows
 
 
-def relaunch(script: str, ranks: int, timeout: float = 600) -> bool:
+def relaunch(script: str, ranks: int, timeout: float = 600, env=None) -> bool:
     """When ``script`` runs as a single process, run it again under
     ``mpiexec -n ranks`` (the venv's) and return True; return False inside
-    that launch (or when already started under mpiexec).  A benchmark reports,
+    that launch (or when already started under mpiexec); ``env``: variables
+    the launch sets.  A benchmark reports,
     it never fails its caller, so the launch's exit status is only printed."""
     if MPI.COMM_WORLD.size > 1 or os.environ.get(CHILD_FLAG) == "1":
         return False
     from xdap.launcher import clean_environment, mpiexec_command
-    env = clean_environment(**{CHILD_FLAG: "1"})
+    env = clean_environment(**{CHILD_FLAG: "1"}, **(env or {}))
     r = subprocess.run(mpiexec_command(ranks) + [sys.executable, os.path.abspath(script)]
                        + sys.argv[1:],
                        env=env, timeout=timeout)

@@ -670,19 +670,35 @@ class Call:
         return receiver, result
 
 
-def attempt(call, prepared, votes=None):
-    """``("ok", receiver, result)`` or ``("error", class name, message)``."""
+def attempt(call, prepared, votes=None, flush=None):
+    """``("ok", receiver, result)`` or ``("error", class name, message)``.
+
+    ``flush``: the communicator whose ledger (``xdap.ledger``) a collective
+    then carries, outside debug mode -- a call that moved nothing on some
+    ranks and diverged (a view, a local check that failed on one rank) must
+    be one error on every rank there; a call that raised an agreed error
+    already met the others and makes no second vote."""
     try:
         if votes is None:
             receiver, result = call(*prepared)
         else:
             with votes:
                 receiver, result = call(*prepared)
-        return ("ok", receiver, result)
+        got = ("ok", receiver, result)
     except ALLOWED as e:
-        return ("error", type(e).__name__, str(e))
+        if getattr(e, "xdap_agreed", None) is not None:
+            flush = None
+        got = ("error", type(e).__name__, str(e))
     except Exception as e:
         return ("crash", type(e).__name__, f"{e}\n{traceback.format_exc()}")
+    if flush is not None:
+        try:
+            xdap.agreement.agree(flush, None)      # the next collective: it carries the ledger
+        except ALLOWED as e:
+            return ("error", type(e).__name__, str(e))
+        except Exception as e:
+            return ("crash", type(e).__name__, f"{e}\n{traceback.format_exc()}")
+    return got
 
 
 def shape_of(v):
@@ -721,7 +737,7 @@ def outcome_of(comm, call, prepared, debug, votes=None):
     of one shape)."""
     before = xdap.agreement.set_debug(debug)
     try:
-        got = attempt(call, prepared, votes)
+        got = attempt(call, prepared, votes, None if debug else comm)
     finally:
         xdap.agreement.set_debug(before)
     if got[0] != "ok":
@@ -766,8 +782,9 @@ OUTCOMES: dict = {}          # outcome class -> examples (what test_divergence r
 def verdict(comm, label, kind, call, a, b, odd, debug):
     """The problem with one example (None: none): ``a`` the arguments every
     rank draws, ``b`` the changed ones rank ``odd`` passes; ``debug``:
-    whether the calls run in debug mode (a local function's must)."""
-    debug = debug or kind == "local"
+    whether the calls run in debug mode (where every call votes; outside
+    it, a local call -- or a view -- is written in the ledger, and the next
+    collective must raise one error everywhere where the ranks diverged)."""
     problems = []
     if kind == "local" and _arrays_in(a) <= 1:
         # declared local: outside debug mode it must not vote (with one array

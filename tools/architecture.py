@@ -31,7 +31,7 @@ LAYERS = [
                                 "xdap.optional", "xdap.labels"]),
     ("core: where they live", ["xdap.comm", "xdap._envelope", "xdap.ledger", "xdap.agreement",
                                "xdap.contract", "xdap.arguments",
-                               "xdap.plans", "xdap.partitions",
+                               "xdap.plans", "xdap.repeats", "xdap.partitions",
                                "xdap.bitmaps", "xdap.parts", "xdap.rows", "xdap._xndbuf",
                                "xdap.distribution", "xdap.heap"]),
     ("core: how they move", ["xdap.exchange", "xdap.packing", "xdap.transport", "xdap.directory"]),

@@ -48,7 +48,55 @@ agreed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return PyBool_FromLong(same);
 }
 
+/* seal(buffer, at, digest, payload) -> None: this rank's record at byte
+   `at`: the 16-byte digest, status 0 and the payload's bytes (any object
+   with the buffer protocol: a NumPy scalar, an array, bytes). */
+static PyObject *
+seal(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "seal(buffer, at, digest, payload)");
+        return NULL;
+    }
+    Py_ssize_t at = PyLong_AsSsize_t(args[1]);
+    if (at == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer view, digest, payload;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[2], &digest, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[3], &payload, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&digest);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    int ok = digest.len == 16 && at >= 0 && at + HEADER + payload.len <= view.len;
+    if (ok) {
+        char *dst = (char *)view.buf + at;
+        const int64_t status = 0;
+        memcpy(dst, digest.buf, 16);
+        memcpy(dst + 16, &status, sizeof status);
+        memcpy(dst + HEADER, payload.buf, (size_t)payload.len);
+    }
+    PyBuffer_Release(&payload);
+    PyBuffer_Release(&digest);
+    PyBuffer_Release(&view);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "seal: a 16-byte digest and a payload that fits");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"seal", (PyCFunction)(void (*)(void))seal, METH_FASTCALL,
+     "seal(buffer, at, digest, payload): this rank's record -- digest, status 0, payload"},
     {"agreed", (PyCFunction)(void (*)(void))agreed, METH_FASTCALL,
      "agreed(buffer, size, length, at) -> whether every record's header equals the one at "
      "`at`, whose status is 0 (agreed, nothing failed)"},

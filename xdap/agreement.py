@@ -21,6 +21,7 @@ import io
 import os
 import pickle
 import struct
+import weakref
 
 import numpy as np
 
@@ -31,7 +32,9 @@ from . import ledger as _ledger
 from . import watch as _watch
 from .comm import resolve
 
-__all__ = ["agreement", "Agreement", "Agreed", "Vote", "SETTLED", "payloads", "record_size",
+__all__ = ["agreement", "Agreement", "Agreed", "Vote", "PreparedVote", "SETTLED", "payloads",
+           "records_of",
+           "record_size",
            "capacity", "agree", "agreed_on", "local_check", "debug", "set_debug", "USER_ERRORS"]
 
 
@@ -49,6 +52,7 @@ _COLLECTIVE = "the collective"     # the name under which the entry points are c
 _HEADER = 24
 _OK, _SPILL, _FAILED = 0, 1, 2          # status: agreed / agreed, share too big / failed
 _agreed = _envelope.agreed
+_seal = _envelope.seal
 _NO_DIGEST = bytes(16)
 
 
@@ -87,9 +91,10 @@ def _digest(value) -> bytes:
 
 def record_size(size: int) -> int:
     """Bytes of one rank's record on a communicator of ``size`` ranks:
-    1 KiB up to 16 ranks, shrinking to 64 bytes from 256 (the records of
-    all ranks stay within 16 KiB)."""
-    return max(64, min(1024, (16384 // max(size, 1)) // 8 * 8))
+    256 up to 16 ranks, shrinking to 64 from 64 ranks (the records of all
+    ranks stay within 4 KiB: measured on 2 ranks, a 1 KiB record cost 2.5 us
+    more than a 32-byte one, the whole of a small reduction's budget)."""
+    return max(64, min(256, (4096 // max(size, 1)) // 8 * 8))
 
 
 def capacity(size: int) -> int:
@@ -98,6 +103,14 @@ def capacity(size: int) -> int:
 
 
 _GEOMETRY: dict = {}         # size -> (record size, the gather buffer): votes never nest
+
+
+def _raw(payload):
+    """The bytes of a payload (anything with the buffer protocol) as a flat
+    view; an empty one as ``b""`` (a view with a zero in its shape does
+    not cast)."""
+    view = memoryview(payload)
+    return view.cast("B") if view.nbytes else b""
 
 
 _pack = struct.Struct("<16sq").pack_into
@@ -201,10 +214,11 @@ class Agreement:
 
     def meanwhile(self, work) -> None:
         """Run ``work()`` -- purely local, e.g. packing a send buffer --
-        while the vote is in flight, if this rank's checks passed: it hides
-        the packing behind the vote's latency.  Data still moves between
-        ranks only after every rank has agreed.  ``work`` must not fail (the
-        other ranks have been told this one is fine)."""
+        with the vote, if this rank's checks passed (just before it: every
+        rank's vote is the same blocking call, whether its checks passed or
+        not).  Data still moves between ranks only after every rank has
+        agreed.  ``work`` must not fail (the other ranks are told this one
+        is fine)."""
         self._meanwhile = work
 
     def _prefix(self) -> str:
@@ -241,7 +255,7 @@ class Agreement:
             if self._meanwhile is not None:
                 self._meanwhile()
             if payload is not None:
-                data = memoryview(payload).cast("B")
+                data = _raw(payload)
                 record = bytearray(_HEADER + len(data))     # one row: no stride to keep
                 record[_HEADER:_HEADER + len(data)] = data
                 return memoryview(record)
@@ -272,19 +286,17 @@ class Agreement:
         _pack(buf, at, digest, status)
         if status == _OK:
             if payload is not None:
-                data = memoryview(payload).cast("B")
+                data = _raw(payload)
                 buf[at + _HEADER:at + _HEADER + len(data)] = data
             elif shared is not None:
                 _pack_length(buf, at + _HEADER, len(shared))
                 buf[at + _HEADER + 8:at + _HEADER + 8 + len(shared)] = shared
         if error is None and self._meanwhile is not None:
-            # the packing hides behind the vote's latency; data moves only after it
-            request = comm.Iallgather(MPI.IN_PLACE, [buf, MPI.BYTE])
+            # local packing before the vote (data moves only after it). Not hidden
+            # behind a nonblocking vote: a rank whose checks failed calls the
+            # vote too, and a blocking collective never matches a nonblocking one
             self._meanwhile()
-            while not request.Test():   # waiting, let a rank sharing this core run
-                os.sched_yield()
-        else:
-            comm.Allgather(MPI.IN_PLACE, [buf, MPI.BYTE])
+        comm.Allgather(MPI.IN_PLACE, [buf, MPI.BYTE])
         if _agreed(buf, size, length, at):      # the common case: all agree, nobody failed
             if since is not None:
                 since.clear()
@@ -411,7 +423,12 @@ class Agreement:
     def _ledger_mismatch(self, ledgers: list) -> None:
         """Raise naming the first local call (``xdap.ledger``) that differs
         between ranks, if one does (the same text on every rank: this
-        call, which may differ too, is not part of it)."""
+        call, which may differ too, is not part of it).  ``ledgers``: each
+        rank's ``_ledger_report``."""
+        states = [state for state, _ in ledgers]
+        ledgers = [entries for _, entries in ledgers]
+        if all(state == states[0] for state in states):
+            return                               # the ledgers agree: the call differs
         for i in range(max(len(entries) for entries in ledgers)):
             entries = [e[i] if i < len(e) else None for e in ledgers]
             keys = [None if e is None else e[:2] for e in entries]
@@ -422,29 +439,38 @@ class Agreement:
             first, other = entries[0], entries[r]
             where = f"local call {i + 1} since the last collective"
             if first is not None and first[0] is None or other is not None and other[0] is None:
-                raise ValueError(f"the ranks' local calls differ after the first "
-                                 f"{_ledger.KEPT} since their last collective")
+                break                            # past the kept entries
             if first is None or other is None or first[0] != other[0]:
                 said = lambda e: "a collective call" if e is None else \
                     f"{e[0]} (a local call)"        # noqa: E731
                 raise ValueError(f"ranks made different xdap calls: rank 0 {said(first)}, rank "
                                  f"{r} {said(other)}, as {where} (every rank must make the "
                                  f"same calls, in the same order)")
+            failed = [q for q, e in enumerate(entries) if "its checks" in e[2]]
+            if failed:                           # the call's checks raised on some rank
+                q = failed[0]
+                raise ValueError(f"{first[0]} ({where}) failed on rank {q}: "
+                                 f"{entries[q][2]['its checks'][1]}"
+                                 + (f" (ranks {', '.join(map(str, failed))} failed)"
+                                    if len(failed) > 1 else ""))
             self._differing([e[2] for e in entries], f"{first[0]} ({where}): ", {})
             raise ValueError(f"{first[0]} ({where}): the ranks passed different arguments")
+        raise ValueError(f"the ranks' local calls differ after the first {_ledger.KEPT} since "
+                         "their last collective (the ledger keeps the first ones whole)")
 
 
-def _ledger_report(comm) -> list:
+def _ledger_report(comm) -> tuple:
     """This rank's ledger as the ranks compare it when a vote disagrees:
-    ``[(what, digest, {name: (digest, shown)})]``."""
+    ``(running digest or None, [(what, digest, {name: (digest, shown)})])``."""
     out = []
     for what, digest, items in _ledger.entries(comm):
         if what is None:                         # entries made past the kept ones
             out.append((None, None, items))
             continue
-        out.append((what, digest, {name: (_digest(described), short_repr(value))
+        out.append((what, digest, {name: (_digest(described),
+                                          short_repr(value, 240 if name == "its checks" else 60))
                                    for name, described, value in items}))
-    return out
+    return _ledger.pending(comm), out
 
 
 class Agreed:
@@ -537,7 +563,7 @@ class Vote:
             self.pending = False
             return self.agreement.finish(None, payload)
         size = comm.size
-        data = memoryview(payload).cast("B")
+        data = _raw(payload)
         if size == 1:
             record = bytearray(_HEADER + len(data))     # one row: no stride to keep
             record[_HEADER:_HEADER + len(data)] = data
@@ -550,7 +576,79 @@ class Vote:
 
 
 SETTLED = Vote(None)                  # a nested call's: its caller's vote agreed it
+
+_PLACES: dict = {}                    # id(comm) -> (weak comm, its place in the envelope)
+
+
+def _place(comm) -> tuple:
+    """``(size, rank, record size, buffer, offset, MPI buffer spec, handle)``
+    of ``comm`` in the envelope, found once (a loop's votes look it up)."""
+    hit = _PLACES.get(id(comm))
+    if hit is not None and hit[0]() is comm:
+        return hit[1]
+    size, rank = comm.size, comm.rank
+    length, buf = _geometry(size)
+    place = (size, rank, length, buf, rank * length, [buf, MPI.BYTE], comm.handle)
+    if len(_PLACES) > 64:
+        _PLACES.clear()
+    _PLACES[id(comm)] = (weakref.ref(comm), place)
+    return place
+
+
+class PreparedVote:
+    """The vote of a repeated call (``xdap.contract.Prepared``: its digest
+    kept): its record sealed and gathered without an ``Agreement`` -- one
+    is made only where the ranks disagree, to say how.  ``Vote``'s
+    interface."""
+
+    __slots__ = ("prepared", "comm", "pending")
+
+    def __init__(self, prepared, comm):
+        self.prepared, self.comm, self.pending = prepared, comm, True
+
+    def _agreement(self):
+        return Agreement(self.comm, self.prepared.what).adopt(self.prepared)
+
+    def ride(self, comm, payload):
+        if not self.pending:
+            return SETTLED.ride(comm, payload)
+        self.pending = False
+        size, _, length, buf, at, spec, handle = _place(comm)
+        if size == 1:
+            return SETTLED.ride(comm, payload)
+        digest = self.prepared.digest
+        since = _ledger._LEDGERS.get(handle)
+        if since is not None and since.count:
+            digest = hashlib.blake2b(digest + since.digest(), digest_size=16).digest()
+        if _watch.LIMIT:
+            _watch.checkpoint(comm, self.prepared.what)
+        _seal(buf, at, digest, payload)
+        comm.Allgather(MPI.IN_PLACE, spec)
+        if _agreed(buf, size, length, at):
+            if since is not None and since.count:
+                since.clear()
+            return buf
+        self._agreement()._disagree(buf, length, None, None)
+        return buf
+
+    def cast(self) -> None:
+        if self.pending:
+            self.ride(self.comm, b"")
+
+    def fail(self, error: BaseException) -> None:
+        if self.pending:
+            self.pending = False
+            Vote(self._agreement()).fail(error)
 HEADER = _HEADER
+
+
+def records_of(size: int, dtype):
+    """A NumPy view of the first ``dtype`` value of every rank's payload in
+    the envelope's buffer of ``size`` ranks: after a vote that carried them
+    (``ride``; nested calls' exchanges too), it reads the values that
+    arrived -- made once, read each time.  ``size`` > 1."""
+    length, buf = _geometry(size)
+    return np.ndarray((size,), dtype, buf, _HEADER, (length,))
 
 
 def payloads(records, size: int, dtype, count: int, offset: int = 0):

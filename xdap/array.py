@@ -401,7 +401,7 @@ class DistArray:
     # lends its buffer to the next operator when the result has its type
     # (NumPy's temporary elision): the expression allocates once.
     @elementwise.kernel_call
-    def __add__(self, other): return _binary(_refs(self), self, other, "add", False)
+    def __add__(self, other): return _binary(_refs(self), self, other, "add", False, _refs(other))
     @elementwise.kernel_call
     def __radd__(self, other): return _binary(_refs(self), self, other, "add", True)
     @elementwise.kernel_call
@@ -409,7 +409,8 @@ class DistArray:
     @elementwise.kernel_call
     def __rsub__(self, other): return _binary(_refs(self), self, other, "subtract", True)
     @elementwise.kernel_call
-    def __mul__(self, other): return _binary(_refs(self), self, other, "multiply", False)
+    def __mul__(self, other):
+        return _binary(_refs(self), self, other, "multiply", False, _refs(other))
     @elementwise.kernel_call
     def __rmul__(self, other): return _binary(_refs(self), self, other, "multiply", True)
     @elementwise.kernel_call
@@ -562,8 +563,25 @@ class _Probe:
         return _first(_refs(self), self, other)
 
 
+def _last(*args):
+    return args[-1]
+
+
+class _OtherProbe:
+    """The same for ``other``: its count inside ``__add__`` when it is a
+    temporary (``a + (2 * b)``: the product's buffer takes the sum, as
+    NumPy's elision does for commutative operators) -- asked as ``__add__``
+    asks it, after ``other`` is among ``_binary``'s arguments."""
+
+    def __add__(self, other):
+        return _last(_refs(self), self, other, "add", False, _refs(other))
+
+
 _TEMPORARY = _Probe() + 0           # the count of a temporary left operand
 _TEMPORARY_R = 0 + _Probe()         # ... and of a temporary right operand
+_HELD = _OtherProbe()
+_TEMPORARY_OTHER = _HELD + _Probe()  # ... and of a temporary other operand, self held
+del _HELD
 _OPERANDS = (int, float, complex, bool)
 _SAME_TYPE: dict = {}               # (kernel, operand types) -> result is the temporary's type
 
@@ -574,27 +592,44 @@ _SAME_TYPE: dict = {}               # (kernel, operand types) -> result is the t
 # answers None for anything else, which the general path decides and says.
 # Bound on the first call (xdap._apply stays out of import time).
 _OPERATOR_KERNELS = ("add", "subtract", "multiply", "divide", "power")
-_NUMPY_OPERATORS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
-                    "divide": np.divide, "power": np.power}
+
 _HANDLES: dict = {}                    # operator name -> the kernel's fast handle
-_scalar_result = _array_result = _memo_scalar = None
+_scalar_result = _array_result = None
+_SLOTS: dict = {}                     # (Python type, array dtype) -> (0-d xnd, its NumPy view)
+
+
+def _memo_scalar(kind, value, dtype: str):
+    """The scalar operand of ``array <op> value`` as the kernels take it: a
+    0-d xnd container of the dtype the value takes next to ``dtype``
+    (``scalar_dtype``: it depends on the value's type alone), one kept per
+    pair and written in place -- a loop's changing scalars (``alpha * p``)
+    make no container each.  A value the dtype cannot hold raises
+    (OverflowError, ValueError: the general path says why)."""
+    slot = _SLOTS.get((kind, dtype))
+    if slot is None:
+        from .kernels.operands import scalar_dtype
+        from .parts import parts
+        container = xnd(kind(0), type=scalar_dtype(kind(0), dtype))
+        slot = _SLOTS[kind, dtype] = (container, parts(container).values)
+    slot[1][()] = value
+    return slot[0]
 
 
 def _bind_scalar_operators():
-    global _scalar_result, _array_result, _memo_scalar
-    from .kernels.apply import _apply_module, _memo_scalar as memo, fast
+    global _scalar_result, _array_result
+    from .kernels.apply import _apply_module, fast
     from .kernels.library import gufunc
     _apply = _apply_module()
     _apply.register_array(DistArray, Parts)
     _HANDLES.update((n, fast(gufunc(n))) for n in _OPERATOR_KERNELS)
-    _memo_scalar = memo
     _scalar_result = _apply.scalar_result
     _array_result = _apply.array_result
 
 
-def _binary(refs, self, other, name, reflected):
+def _binary(refs, self, other, name, reflected, other_refs=0):
     """``self <op> other`` (``other <op> self`` when ``reflected``);
-    ``refs``: ``self``'s reference count in the operator (0: not asked)."""
+    ``refs``: ``self``'s reference count in the operator (0: not asked);
+    ``other_refs``: ``other``'s, for a commutative operator (0: not asked)."""
     if _agreement._DEBUG and elementwise.debug_vote(name, self, other):
         with inside:                 # debug mode: the operands agreed first
             return _binary(0, self, other, name, reflected)
@@ -603,9 +638,7 @@ def _binary(refs, self, other, name, reflected):
             self.parts.info.numeric and is_integer(self.parts.info.dtype):
         # NumPy's rule (the kernel would truncate 1 / x to 0): agreed state and the argument
         raise ValueError("Integers to negative integer powers are not allowed.")
-    # (-0.0 and 0.0 share a memo entry: they take the general path's _scalar)
-    if (kind is int or (kind is float and other != 0.0)) and not (
-            refs and self._fresh and refs <= (_TEMPORARY_R if reflected else _TEMPORARY)):
+    if kind is int or kind is float:
         if _scalar_result is None:
             _bind_scalar_operators()
         handle = _HANDLES.get(name)
@@ -614,13 +647,17 @@ def _binary(refs, self, other, name, reflected):
                 number = _memo_scalar(kind, other, self.parts.info.dtype)
             except (ValueError, TypeError, OverflowError):   # e.g. 2**70: the general path
                 number = None
-            if self.parts.xnd is None:
-                _contained(self.parts)
-            result = None if number is None else _scalar_result(handle, self, number, reflected)
+            # a temporary of the result's dtype takes it in its own buffer (the C
+            # side checks the dtype): NumPy's temporary elision
+            into = refs and self._fresh and refs <= (_TEMPORARY_R if reflected else _TEMPORARY)
+            result = None if number is None else \
+                _scalar_result(handle, self, number, reflected, into)
             if result is not None:
                 return result
     if kind is DistArray and name in _OPERATOR_KERNELS:
-        result = _arrays_fast(refs, self, other, name, reflected)
+        if _scalar_result is None:
+            _bind_scalar_operators()
+        result = _arrays_fast(refs, self, other, name, reflected, other_refs)
         if result is not None:
             return result
     if kind is not DistArray and kind not in _OPERANDS and not isinstance(other, numbers.Number):
@@ -642,66 +679,49 @@ def _binary(refs, self, other, name, reflected):
         return elementwise.numpy_instead(e, getattr(np, name), args, None)
 
 
-def _arrays_fast(refs, self, other, name, reflected):
+def _arrays_fast(refs, self, other, name, reflected, other_refs=0):
     """``self <op> other`` of two DistArrays made whole in C
-    (``xdap._apply.array_result``): one distribution, fixed data without
-    missing values, the result of one operand's dtype -- a temporary's
-    buffer takes it; a 0-d array (its value on every rank) of the other's
-    dtype acts as a scalar.  None: the general path decides."""
-    if _scalar_result is None:
-        _bind_scalar_operators()
-    handle = _HANDLES[name]
+    (``xdap._apply.array_result``): one distribution (or two 0-d arrays),
+    fixed data without missing values, the result of one operand's dtype
+    -- a temporary's buffer takes it; a 0-d array (its value on every rank)
+    of the other's dtype acts as a scalar.  None: the general path decides."""
     a, b = (other, self) if reflected else (self, other)
-    if a.distribution.maps and b.distribution.maps:
-        temporary = refs and self._fresh and refs <= (_TEMPORARY_R if reflected else _TEMPORARY)
-        _contained(a.parts)
-        _contained(b.parts)
-        return _array_result(handle, a, b, self if temporary else None)
-    if not a.distribution.maps and not b.distribution.maps:
-        # two 0-d arrays (a reduction's results): NumPy on the one value every rank holds
-        pa, pb = a.parts, b.parts
-        if pa.info.dtype != pb.info.dtype or pa.validity is not None or \
-                pb.validity is not None or pa.values.dtype.kind not in "fc":
-            return None
-        with np.errstate(all="ignore"):
-            value = _NUMPY_OPERATORS[name](pa.values, pb.values)
-        return a.__xdap_wrap__(a.distribution, Parts(pa.info, np.asarray(value)), True)
+    if bool(a.distribution.maps) is bool(b.distribution.maps):
+        into = None
+        if refs and self._fresh and refs <= (_TEMPORARY_R if reflected else _TEMPORARY):
+            into = self
+        elif other_refs and other._fresh and other_refs <= _TEMPORARY_OTHER:
+            into = other             # a + (2 * b): commutative, the product's buffer
+        return _array_result(_HANDLES[name], a, b, into)
     # one 0-d operand: its value is every rank's; of the other's dtype it is that
     # dtype's scalar (what the standard's promotion gives), so the scalar path serves
     scalar, array = (a, b) if not a.distribution.maps else (b, a)
-    sp, ap = scalar.parts, array.parts
-    if sp.validity is not None or sp.info.dtype != ap.info.dtype or not ap.info.numeric:
+    if scalar.parts.info.dtype != array.parts.info.dtype or not array.parts.info.numeric:
         return None
-    value = sp.values.item()
-    kind = type(value)
-    if kind is not int and kind is not float or value == 0:
-        return None                  # complex, bool, 0 and -0.0: the general path
-    try:
-        number = _memo_scalar(kind, value, ap.info.dtype)
-    except (ValueError, TypeError, OverflowError):
-        return None
-    _contained(ap)
-    return _scalar_result(handle, array, number, scalar is a)
-
-
-def _contained(p) -> None:
-    """Give fixed parts made from NumPy values (a shift's, a view's) their
-    xnd container, which the C paths read (made once, zero-copy)."""
-    if p.xnd is None and p.validity is None and not p.info.ragged and not p.info.boxed:
-        container(p)
+    return _scalar_result(_HANDLES[name], array, scalar, scalar is a)
 
 
 def _in_place(self, other, name):
     if _agreement._DEBUG and elementwise.debug_vote(name, self, other):
         with inside:                 # debug mode: the operands agreed first
             return _in_place(self, other, name)
-    if type(other) is DistArray and self.distribution.maps and other.distribution.maps:
+    kind = type(other)
+    if kind is DistArray and self.distribution.maps and other.distribution.maps:
         if _array_result is None:
             _bind_scalar_operators()
-        _contained(self.parts)
-        _contained(other.parts)
         # one distribution, this array's dtype: made in C into this array's buffer
         if _array_result(_HANDLES[name], self, other, self) is not None:
+            return self
+    elif kind is float or kind is int:
+        if _scalar_result is None:
+            _bind_scalar_operators()
+        try:
+            number = _memo_scalar(kind, other, self.parts.info.dtype)
+        except (ValueError, TypeError, OverflowError):
+            number = None
+        # of this array's dtype: made in C into its buffer (else the general path says why)
+        if number is not None and \
+                _scalar_result(_HANDLES[name], self, number, False, True) is not None:
             return self
     if type(other) is not DistArray and not isinstance(other, (numbers.Number, np.ndarray)):
         return NotImplemented

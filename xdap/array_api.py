@@ -35,13 +35,12 @@ from .api.layouts import from_every_rank as _from_every_rank, scalar_array as _s
 from .agreement import SETTLED as _SETTLED
 from .arraylike import is_distributed as _is_distributed
 from .contract import collective as _collective, pure as _pure
-from .api.layouts import info_like as _info_like
-from .api.repeats import call_lane as _call_lane, plain as _plain
+from .api.layouts import scalar_maker as _scalar_maker
+from .repeats import call_lane as _call_lane, plain as _plain
 from .contract import Repeats as _Repeats
-from .distribution import Distribution as _Distribution
 from .movement.reduce import (check_reduction as _check_reduction, is_total as _is_total,
                               plain_totaler as _plain_totaler)
-from .parts import Parts as _Parts
+
 
 __array_api_version__ = "2024.12"
 
@@ -277,7 +276,7 @@ def _result_dtype(name, dt):
 
 def _total_lane(name, declared):
     """``declared`` with the prepared path of a repeated reduction over
-    everything of plain data (``xdap.api.repeats``): one message, the 0-d
+    everything of plain data (``xdap.repeats``): one message, the 0-d
     result made from kept parts."""
     memo = _Repeats()
 
@@ -287,7 +286,7 @@ def _total_lane(name, declared):
                 agreed.get("keepdims") or agreed.get("dtype") is not None or not x.size:
             return None
         run = _plain_totaler(x.distribution, x.parts.info, name)
-        finish = _zero_d(x, _result_dtype(name, x.dtype))
+        finish = _scalar_maker(x, _result_dtype(name, x.dtype))
         return lambda vote, x: finish(x, run(vote, x.parts.values))
 
     def call(x, /, **kwargs):
@@ -399,21 +398,14 @@ def tensordot(x1, x2, /, *, axes=2):
 def vecdot(x1, x2, /, *, axis=-1):
     """``xdap.vecdot``, a 0-d array where it sums everything (one message
     for two 1-D arrays of one distribution: the dots and the vote; a
-    repeated one takes its prepared path, ``xdap.api.repeats``)."""
+    repeated one takes its prepared path, ``xdap.repeats``)."""
     out = _call_lane(_DOTS, _vecdot, (x1, x2), (), {} if axis == -1 else {"axis": axis},
-                     _linalg.dot_lane(_zero_d))
+                     _DOT_LANE)
     return _vecdot(x1, x2, axis=axis) if out is NotImplemented else out
 
 
-def _zero_d(x, dt):
-    """The maker of 0-d arrays of ``dt`` like ``x``: ``(x, NumPy scalar every
-    rank holds) -> array`` (its distribution and type made once)."""
-    d0 = _Distribution((), x.comm)
-    info = _info_like(x, np.zeros((), dt))
-    return lambda x, value: x.__xdap_wrap__(d0, _Parts(info, np.asarray(value, dt)), True)
-
-
 _DOTS = _Repeats()
+_DOT_LANE = _linalg.dot_lane(_scalar_maker)
 
 
 @_collective(rides=True, name="vecdot")

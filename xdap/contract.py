@@ -77,12 +77,19 @@ class Contract:
     MPI call; votes in debug mode), ``'part'`` (reads this rank's part --
     ``a.local_numpy()``, ``a.to_arrow()``: no MPI call, never a vote, a
     rank may call it alone), ``'pure'`` (a function of its arguments'
-    values alone) and ``'state'`` (a read of agreed state, no argument)."""
+    values alone) and ``'state'`` (a read of agreed state, no argument).
 
-    __slots__ = ("kind", "name", "params", "own")
+    ``ledger``: a local call that writes what it agreed to in the
+    communicator's ledger (``xdap.ledger``) -- every one but elementwise
+    work (kernels, operators: the hot path of a user's loop, whose scalar
+    operands debug mode checks)."""
 
-    def __init__(self, kind: str, name: str, params: tuple, own: tuple = ()):
+    __slots__ = ("kind", "name", "params", "own", "ledger")
+
+    def __init__(self, kind: str, name: str, params: tuple, own: tuple = (),
+                 ledger: bool = False):
         self.kind, self.name, self.params, self.own = kind, name, params, tuple(own)
+        self.ledger = ledger
 
     def __repr__(self):
         return f"Contract({self.kind!r}, {self.name!r}, params={self.params}, own={self.own})"
@@ -128,9 +135,9 @@ class Prepared:
         # what the ledger keeps of it: (name, description, shown) of each value
         self.entry = tuple((k, d, shown.get(k, d)) for k, d in same.items())
 
-    def vote(self, comm) -> _agreement.Vote:
+    def vote(self, comm) -> _agreement.PreparedVote:
         """The call's vote on ``comm``, not yet cast (``Vote.ride``/``cast``)."""
-        return _agreement.Vote(_agreement.Agreement(comm, self.what).adopt(self))
+        return _agreement.PreparedVote(self, comm)
 
     def record(self, comm) -> None:
         """Write the call in ``comm``'s ledger (a call that moves nothing)."""
@@ -566,15 +573,16 @@ def collective(fn=None, *, name: str | None = None, over: str | None = None, own
     return call
 
 
-def local(fn=None, *, name: str | None = None):
+def local(fn=None, *, name: str | None = None, ledger: bool = True):
     """Declare ``fn`` (a generator function) a local call: no MPI call; its
     checks read agreed state only, so each rank's verdict is everyone's.
     Its agreed values are written in the communicator's ledger
     (``xdap.ledger``), which the next vote carries: a rank that passed
-    another axis, or raised, is named there, on every rank.  In debug mode,
-    on more than one rank, it votes as a collective call."""
+    another axis, or raised, is named there, on every rank (``ledger=False``:
+    elementwise work, the hot path, writes none).  In debug mode, on more
+    than one rank, it votes as a collective call."""
     if fn is None:
-        return functools.partial(local, name=name)
+        return functools.partial(local, name=name, ledger=ledger)
     if not inspect.isgeneratorfunction(fn):
         raise TypeError(f"@local: {fn.__qualname__} must be a generator function "
                         "(checks, then `yield dict(...)` of the checked arguments, then work)")
@@ -590,8 +598,11 @@ def local(fn=None, *, name: str | None = None):
             gen, _ = _vote(fn, what, params, at, args, kwargs)
             with _INSIDE:
                 return _rest(gen, what)
-        comm = _comm_of(args, kwargs, *at)
         gen = fn(*args, **kwargs)
+        if not ledger:
+            _first_yield(gen, what)
+            return _rest(gen, what)
+        comm = _comm_of(args, kwargs, *at)
         if comm.size == 1:
             _first_yield(gen, what)
             return _rest(gen, what)
@@ -603,7 +614,7 @@ def local(fn=None, *, name: str | None = None):
         _record(comm, what, agreed)
         return _rest(gen, what)
 
-    call.__xdap_contract__ = Contract("local", what, params)
+    call.__xdap_contract__ = Contract("local", what, params, ledger=ledger)
     return call
 
 

@@ -2,7 +2,7 @@
 
 xdap's core needs numpy, mpi4py and the xnd stack; the rest comes with
 pip's extras (pyproject.toml): ``store`` (zarr), ``hdf5`` (h5py),
-``netcdf`` (xarray, h5netcdf), ``mesh`` (meshio, gmsh, pymetis, with
+``netcdf`` (xarray, h5netcdf), ``mesh`` (meshio, gmsh, pymetis, scipy, with
 ``store`` and ``hdf5``), ``arrow``, ``awkward``, ``pictures`` (matplotlib). A call
 that needs a missing one raises an ``ImportError`` that names the extra to
 install, the same on every rank (an environment is the same everywhere), so
@@ -26,7 +26,7 @@ import importlib.util
 # the top-level module -> the extra of pyproject.toml that brings it
 EXTRAS = {
     "zarr": "store",
-    "h5py": "hdf5", "meshio": "mesh", "gmsh": "mesh", "pymetis": "mesh",
+    "h5py": "hdf5", "meshio": "mesh", "gmsh": "mesh", "pymetis": "mesh", "scipy": "mesh",
     "xarray": "netcdf", "h5netcdf": "netcdf",
     "pyarrow": "arrow",
     "awkward": "awkward",

@@ -70,6 +70,7 @@ class TypeInfo:
     var_ndim  number of var dims (ragged); 0 for fixed
     dtype     the element type without '?', e.g. 'float64', '{x : float64}'
     optional  True for ?T leaves
+    ragged    True for ``var * var * T`` (rows of lists), False for fixed dims
 
     Build with ``TypeInfo.fixed(shape, dtype)`` / ``TypeInfo.of_ragged(var_ndim,
     dtype)`` or ``type_info(t)``.
@@ -82,6 +83,8 @@ class TypeInfo:
 
     def __post_init__(self):
         object.__setattr__(self, "kind", Kind(self.kind))
+        # read on every call's hot path: an attribute, not a property
+        object.__setattr__(self, "ragged", self.kind is Kind.RAGGED)
 
     @classmethod
     def fixed(cls, shape, dtype: str, optional: bool = False) -> "TypeInfo":
@@ -90,11 +93,6 @@ class TypeInfo:
     @classmethod
     def of_ragged(cls, var_ndim: int, dtype: str, optional: bool = False) -> "TypeInfo":
         return cls(Kind.RAGGED, (), int(var_ndim), dtype, bool(optional))
-
-    @property
-    def ragged(self) -> bool:
-        """True for ``var * var * T`` (rows of lists), False for fixed dims."""
-        return self.kind is Kind.RAGGED
 
     @property
     def leaf(self) -> str:

@@ -67,7 +67,7 @@ def _ufuncs() -> dict:
     return _UFUNCS
 
 
-@local(name="__array_ufunc__")
+@local(name="__array_ufunc__", ledger=False)
 def array_ufunc(self, ufunc, method, *inputs, out=None, **kwargs):
     """``DistArray.__array_ufunc__``: ``np.sin(a)``, ``np.add(a, 1,
     out=a)``, ``a + np.float32(2)`` -- the library's kernel, else NumPy's
@@ -304,7 +304,7 @@ def standard_function(name: str, ufunc):
     f.__name__ = f.__qualname__ = name
     f.__doc__ = (f"The Array API's ``{name}``: ``np.{ufunc.__name__}`` on DistArrays "
                  "(local work; NumPy's promotion).")
-    return local(f)
+    return local(f, ledger=False)
 
 
 for _name, _np_name in STANDARD.items():
@@ -314,7 +314,7 @@ del _name, _np_name
 conjugate = globals()["conj"]
 
 
-@local
+@local(ledger=False)
 def real(x, /):
     """The real part of every element (a copy; local work)."""
     arguments.numeric("real", x)
@@ -323,7 +323,7 @@ def real(x, /):
     return wrap(x, x.distribution, np.real(x.parts.values))
 
 
-@local
+@local(ledger=False)
 def imag(x, /):
     """The imaginary part of every element (a copy; zeros for real data;
     local work)."""
@@ -333,7 +333,7 @@ def imag(x, /):
     return wrap(x, x.distribution, np.imag(x.parts.values))
 
 
-@local
+@local(ledger=False)
 def magnitude_squared(x, /):
     """``|x|**2`` of every element: ``x * x`` for real data, ``re**2 +
     im**2`` (real) for complex -- the squared deviation a variance sums
@@ -346,7 +346,7 @@ def magnitude_squared(x, /):
     return wrap(x, x.distribution, out)
 
 
-@local
+@local(ledger=False)
 def clip(x, /, min=None, max=None):  # noqa: A002 -- the standard's names
     """``x`` with every value below ``min`` raised to it and above ``max``
     lowered to it -- NumPy 2's ``clip`` on every rank's block (bounds

@@ -36,7 +36,7 @@ from ..dtypes import is_integer
 from ..maps import BlockMap
 from ..movement import index as _index
 from .layouts import broadcast, filled, reshaped, unit_dim
-from .repeats import prepared_view, view_lane
+from ..repeats import prepared_view, view_lane
 
 __all__ = ["getitem", "setitem", "take", "take_along_axis", "field", "global_indices",
            "iteration_length"]
@@ -233,7 +233,7 @@ def _described(kind, norm):
 def getitem(x, key):
     """``x[key]`` (see ``_getitem``): a repeated view -- the same key of an
     array of the same distribution and type -- takes its prepared path
-    (``xdap.api.repeats``): the ledger entry and the plan kept from the
+    (``xdap.repeats``): the ledger entry and the plan kept from the
     first, a NumPy view of this rank's block, nothing checked again."""
     out = view_lane(_VIEWS, x, key, lambda: _view(x, key))
     return _getitem(x, key) if out is None else out

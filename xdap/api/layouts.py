@@ -23,7 +23,8 @@ from ..parts import Parts
 from ..types import type_info
 
 __all__ = ["moved", "axis_whole", "axes_whole", "in_blocks", "rows", "one_copy", "owned", "wrap",
-           "values_on", "with_axis", "scalar_array", "from_every_rank", "info_like", "reshaped",
+           "values_on", "with_axis", "scalar_array", "scalar_maker", "from_every_rank", "info_like",
+           "reshaped",
            "filled"]
 
 
@@ -128,6 +129,14 @@ def scalar_array(x, value):
     dt = value.dtype if isinstance(value, (np.ndarray, np.generic)) else x.parts.values.dtype
     v = np.asarray(value, dt, order="C")         # ascontiguousarray would make it 1-d
     return x.__xdap_wrap__(Distribution((), x.comm), Parts(info_like(x, v), v), False, True)
+
+
+def scalar_maker(x, dt):
+    """``scalar_array`` for a repeated call: ``(x, value) -> 0-d array`` of
+    dtype ``dt`` like ``x``, its distribution and type made once."""
+    d0 = Distribution((), x.comm)
+    info = info_like(x, np.zeros((), dt))
+    return lambda x, value: x.__xdap_wrap__(d0, Parts(info, np.asarray(value, dt)), True)
 
 
 def from_every_rank(x, value):

@@ -48,10 +48,12 @@ import numpy as np
 from .. import arguments
 from ..agreement import agreement
 from ..arraylike import is_distributed
-from ..contract import collective
+from ..contract import Repeats, collective
 from ..distribution import Distribution, make_distribution
-from ..movement.reduce import allreduce, counted_values
-from .layouts import axes_whole, in_blocks, moved, owned, rows, scalar_array, wrap
+from ..movement.reduce import allreduce, counted_values, plain_dotter
+from .layouts import (axes_whole, in_blocks, moved, owned, rows, scalar_array, scalar_maker,
+                      wrap)
+from ..repeats import call_lane, plain
 
 __all__ = ["cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matrix_norm",
            "matrix_power", "matrix_rank", "outer", "pinv", "qr", "slogdet", "solve", "svd",
@@ -615,8 +617,35 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002
     return _everywhere(x, value.reshape(1, 1)) if keepdims else scalar_array(x, value)
 
 
-@collective(rides=True)
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002
+    """``_vector_norm``; a repeated 2-norm of plain float data over
+    everything takes its prepared path (``xdap.repeats``): each rank's
+    BLAS dot and the kept digest in one message."""
+    out = call_lane(_NORMS, _vector_norm, (x,), (),
+                    {"axis": axis, "keepdims": keepdims, "ord": ord}, _norm_lane)
+    if out is NotImplemented:
+        return _vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
+    return out
+
+
+def _norm_lane(agreed):
+    """The work of a repeated ``vector_norm`` (``call_lane``'s ``make``)."""
+    x = agreed["x"]
+    if not plain(x) or x.dtype.kind not in "fc" or agreed["keepdims"] or \
+            agreed["ord"] != 2 or agreed["axis"] not in (None, tuple(range(x.ndim))):
+        return None
+    run = plain_dotter(x.distribution, x.dtype)
+    real = np.empty(0, x.dtype).real.dtype
+    finish = scalar_maker(x, real)
+    return lambda vote, x: finish(x, np.sqrt(run(vote, x.parts.values.reshape(-1),
+                                                 x.parts.values.reshape(-1)).real))
+
+
+_NORMS = Repeats()
+
+
+@collective(rides=True, name="vector_norm")
+def _vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002
     """The vector norm over ``axis`` (default: all elements;
     ``numpy.linalg.vector_norm``): ``ord`` any real number, inf, -inf, 0.
     Over all elements: every rank's own, one Allreduce; over some axes:
@@ -669,6 +698,9 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002
     out = np.linalg.vector_norm(np.asarray(y.parts.values), axis=axis, keepdims=keepdims,
                                 ord=ord).astype(real, copy=False)
     return wrap(y, _without(y.distribution, axis, keepdims), out)
+
+
+vector_norm.__xdap_contract__ = _vector_norm.__xdap_contract__
 
 
 def _without(d, axes, keepdims):

@@ -22,7 +22,7 @@ from ..distribution import Distribution
 from ..maps import BlockMap
 from ..agreement import SETTLED
 from ..movement.reduce import allreduce, plain_dotter
-from .repeats import call_lane, plain
+from ..repeats import call_lane, plain
 from .layouts import moved, one_copy, owned, rows, wrap
 
 __all__ = ["matmul", "tensordot", "vecdot", "matrix_transpose", "transpose"]
@@ -56,7 +56,7 @@ def transpose(x, /):
 
 def matrix_transpose_property(x):
     """``x.mT``: ``matrix_transpose``; a repeated one takes its prepared
-    path (``xdap.api.repeats``)."""
+    path (``xdap.repeats``)."""
     from .manipulation import transpose_view
     out = transpose_view("matrix_transpose", x)
     return matrix_transpose(x) if out is None else out
@@ -283,16 +283,16 @@ def tensordot(x1, x2, /, *, axes=2):
 
 def vecdot(x1, x2, /, *, axis=-1):
     """``_vecdot``; a repeated dot product of two plain 1-D arrays takes its
-    prepared path (``xdap.api.repeats``): the BLAS dot and the kept digest
+    prepared path (``xdap.repeats``): the BLAS dot and the kept digest
     in one message."""
     out = call_lane(_DOTS, _vecdot, (x1, x2), (), {} if axis == -1 else {"axis": axis},
-                    dot_lane(None))
+                    _DOT_LANE)
     return _vecdot(x1, x2, axis=axis) if out is NotImplemented else out
 
 
 def dot_lane(finisher):
     """The ``make`` of a repeated ``vecdot``'s prepared path
-    (``xdap.api.repeats.call_lane``): ``finisher(x1, dtype)`` -- None:
+    (``xdap.repeats.call_lane``): ``finisher(x1, dtype)`` -- None:
     the NumPy scalar itself -- gives the function that makes the result of
     the NumPy scalar."""
     def make(agreed):
@@ -309,6 +309,7 @@ def dot_lane(finisher):
 
 
 _DOTS = Repeats()
+_DOT_LANE = dot_lane(None)
 
 
 @collective(rides=True, name="vecdot")

@@ -19,13 +19,14 @@ import numpy as np
 
 from .. import arguments
 from ..arraylike import is_distributed
+from ..agreement import SETTLED
 from ..contract import Repeats, collective, contract_of, local, moves_nothing
 from ..distribution import Distribution, make_distribution
 from ..movement.redistribute import move_agreed
 from ..dtypes import is_integer
 from ..maps import BlockMap
 from ..parts import Parts
-from .repeats import prepared_view, view_lane
+from ..repeats import call_lane, plain, prepared_view, view_lane
 from .layouts import (axis_whole, broadcast, reshaped, reshaped_in_place, rows, scalar_array,
                       unit_dim, values_on, wrap)
 
@@ -63,7 +64,7 @@ def _permuted(x, axes):
 
 def permute_dims(x, /, axes):
     """``_permute_dims``; a repeated call takes its prepared path
-    (``xdap.api.repeats``)."""
+    (``xdap.repeats``)."""
     out = view_lane(_PERMUTES, x, ("permute_dims", axes),
                     lambda: _permute_view("permute_dims", x, axes))
     return _permute_dims(x, axes) if out is None else out
@@ -218,7 +219,7 @@ def _new_shape(old, shape) -> tuple:
 
 def reshape(x, /, shape, *, copy=None):
     """``_reshape``; a repeated reshape that is a view takes its prepared
-    path (``xdap.api.repeats``)."""
+    path (``xdap.repeats``)."""
     out = None if copy is not None else view_lane(_RESHAPES, x, shape,
                                                   lambda: _reshape_view(x, shape))
     return _reshape(x, shape, copy=copy) if out is None else out
@@ -479,8 +480,38 @@ def unstack(x, /, *, axis=0):
     return tuple(getitem(x, head + (i,)) for i in range(x.distribution.global_shape[axis]))
 
 
-@collective
 def roll(x, /, shift, *, axis=None):
+    """``_roll``; a repeated roll along dims in blocks takes its prepared
+    path (``xdap.repeats``): the cells that cross ride with the kept
+    digest, one message where they fit."""
+    out = call_lane(_ROLLS, _roll, (x,), (shift,), {} if axis is None else {"axis": axis},
+                    _shift_lane)
+    return _roll(x, shift, axis=axis) if out is NotImplemented else out
+
+
+def _shift_lane(agreed):
+    """The work of a repeated roll or shift (``call_lane``'s ``make``)."""
+    x, axes, shifts = agreed["x"], agreed["axis"], agreed["shift"]
+    from ..movement.shift import shifts_by_blocks
+    if axes is None and x.ndim == 1:                  # the flattened array: the line itself
+        axes, shifts = (0,), (sum(shifts),)
+    if axes is None or len(axes) != 1 or not plain(x) or \
+            not shifts_by_blocks(x.distribution, axes[0]):
+        return None
+    k, axis, fill = shifts[0], axes[0], agreed.get("fill_value")
+    from ..movement.shift import shift_plan, shifted
+    d = x.distribution
+    plan = shift_plan(d, axis, k, fill, x.parts.values.dtype.itemsize)
+    # the result owns its buffer (fresh): a temporary of it lends it on
+    return lambda vote, x: x.__xdap_wrap__(d, shifted(d, x.parts, axis, k, fill, vote, plan),
+                                           True)
+
+
+_ROLLS = Repeats()
+
+
+@collective(rides=True, name="roll")
+def _roll(x, /, shift, *, axis=None):
     """The elements shifted by ``shift`` along ``axis`` (wrapping around, as
     ``np.roll``; ``axis=None``: of the flattened array; tuples of shifts and
     axes roll one axis after another): local along an undistributed axis;
@@ -490,12 +521,25 @@ def roll(x, /, shift, *, axis=None):
     (``concat``: one redistribution).  A copy.  Collective."""
     shifts, axes = _shift_args("roll", x, shift, axis)
     local = axes is not None and all(x.distribution.maps[a].whole for a in axes)
-    yield (moves_nothing if local else dict)(x=x, shift=shifts, axis=axes)
-    return _shifted(x, shifts, axes, None)
+    vote = yield (moves_nothing if local else dict)(x=x, shift=shifts, axis=axes)
+    return _shifted(x, shifts, axes, None, vote)
 
 
-@collective
 def shift(x, /, shift, *, axis=None, fill_value=0):
+    """``_shift_declared``; a repeated shift takes its prepared path."""
+    out = call_lane(_SHIFTS, _shift_declared, (x,), (shift,),
+                    dict(({} if axis is None else {"axis": axis}), fill_value=fill_value),
+                    _shift_lane)
+    if out is NotImplemented:
+        return _shift_declared(x, shift, axis=axis, fill_value=fill_value)
+    return out
+
+
+_SHIFTS = Repeats()
+
+
+@collective(rides=True, name="shift")
+def _shift_declared(x, /, shift, *, axis=None, fill_value=0):
     """The elements shifted by ``shift`` along ``axis`` as ``roll`` does,
     but the vacated cells hold ``fill_value`` instead of the elements that
     wrap around (xarray's and pandas' ``shift``; ``axis=None``: of the
@@ -511,8 +555,13 @@ def shift(x, /, shift, *, axis=None, fill_value=0):
     shifts, axes = _shift_args("shift", x, shift, axis)
     fill = arguments.value_of("shift", "fill_value", fill_value, x.dtype)
     local = axes is not None and all(x.distribution.maps[a].whole for a in axes)
-    yield (moves_nothing if local else dict)(x=x, shift=shifts, axis=axes, fill_value=fill)
-    return _shifted(x, shifts, axes, fill)
+    vote = yield (moves_nothing if local else dict)(x=x, shift=shifts, axis=axes,
+                                                    fill_value=fill)
+    return _shifted(x, shifts, axes, fill, vote)
+
+
+roll.__xdap_contract__ = _roll.__xdap_contract__
+shift.__xdap_contract__ = _shift_declared.__xdap_contract__
 
 
 def _shift_args(name, x, shift, axis):
@@ -533,24 +582,29 @@ def _shift_args(name, x, shift, axis):
     return shifts, axes
 
 
-def _shifted(x, shifts, axes, fill):
+def _shifted(x, shifts, axes, fill, vote=SETTLED):
     """``x`` shifted by ``shifts`` along ``axes`` (None: the flattened
     array, NumPy's way: shifted, then reshaped), wrapped (``fill`` None) or
-    filled."""
+    filled; ``vote``: the call's -- the first shift along a dim in blocks
+    may carry it."""
     if axes is None:
-        flat = reshape(x, (-1,)) if x.ndim != 1 else x
-        out = _shift(flat, sum(shifts), 0, fill)
-        return reshape(out, x.shape) if x.ndim != 1 else out
+        if x.ndim != 1:
+            vote.cast()
+            flat = reshape(x, (-1,))
+            return reshape(_shift(flat, sum(shifts), 0, fill), x.shape)
+        return _shift(x, sum(shifts), 0, fill, vote)
     for k, a in zip(shifts, axes):
-        x = _shift(x, k, a, fill)
+        x = _shift(x, k, a, fill, vote)
+        vote = SETTLED
     return x
 
 
-def _shift(x, k, axis, fill):
+def _shift(x, k, axis, fill, vote=SETTLED):
     from ..movement.shift import shifted, shifts_by_blocks
     d, p = x.distribution, x.parts
     if shifts_by_blocks(d, axis) and p.validity is None and not p.info.ragged:
-        return x.__xdap_wrap__(d, shifted(d, p, axis, k, fill), False, True)
+        return x.__xdap_wrap__(d, shifted(d, p, axis, k, fill, vote), True)   # fresh: its own buffer
+    vote.cast()
     n = d.global_shape[axis]
     if fill is not None:                      # other layouts: the filled cells, then concat
         from ..create import full

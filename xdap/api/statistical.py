@@ -24,7 +24,7 @@ from ..maps import BlockMap
 from ..agreement import SETTLED
 from ..contract import Repeats
 from ..movement.reduce import check_reduction, is_total, plain_totaler, reduce_agreed, total
-from .repeats import call_lane, plain
+from ..repeats import call_lane, plain
 from ..parts import Parts
 
 __all__ = ["sum", "prod", "min", "max", "mean", "count", "any", "all", "var", "std",
@@ -171,7 +171,7 @@ def _all(x, axis=None, out=None, keepdims=False, **numpy_kw):  # noqa: A001
 def _lane(op, declared):
     """``declared`` (a reduction's declared call) with the prepared path of
     a repeated reduction over everything of plain data
-    (``xdap.api.repeats``): the kept digest rides with the partial, one
+    (``xdap.repeats``): the kept digest rides with the partial, one
     message, nothing checked or described again."""
     memo = Repeats()
 

@@ -51,7 +51,7 @@ from ..parts import Parts
 from ..rows import expand_ranges, leaf_ranges
 from ..bitmaps import pack_validity
 from ..types import TypeInfo, dtype_from_numpy
-from ..agreement import HEADER, SETTLED, agreed_on, capacity, payloads, record_size
+from ..agreement import SETTLED, agreed_on, capacity, payloads, records_of
 from .collectives import grid_team
 
 __all__ = ["reduce", "reduce_parts", "reduce_agreed", "total", "plain_total", "plain_totaler",
@@ -308,14 +308,16 @@ def plain_total(d, p, op, vote):
 def plain_totaler(d: Distribution, info, op: str):
     """``plain_total`` for data of ``d`` and ``info``, made once: a
     function ``(vote, values) -> NumPy scalar`` that a repeated reduction
-    keeps (``xdap.api.repeats``): every decision -- the accumulator, the
+    keeps (``xdap.repeats``): every decision -- the accumulator, the
     identity, where the partials sit in the vote's records -- taken here."""
     dt = info.numpy_dtype
     acc = _acc_dtype(op, dt)
     n = math.prod(d.global_shape)
     comm = d.comm
     size = comm.size
-    stride = (record_size(size),)
+    # every rank's partial, where the vote's records hold them (one buffer a size:
+    # this view reads each vote's records as they arrive)
+    partials = records_of(size, acc)
     combine = _NP_OP["sum" if op == "mean" else op]
     if op in ("mean", "min", "max") and not n:
         def empty(vote, values):
@@ -342,8 +344,8 @@ def plain_totaler(d: Distribution, info, op: str):
         if size == 1:
             vote.cast()
             return scale(part)
-        records = vote.ride(comm, part)
-        return scale(combine.reduce(np.ndarray((size,), acc, records, HEADER, stride)))
+        vote.ride(comm, part)
+        return scale(combine.reduce(partials))
     return run
 
 
@@ -354,7 +356,7 @@ def plain_dotter(d: Distribution, dt):
     rank's BLAS dot, one message carrying ``vote``."""
     comm = d.comm
     size = comm.size
-    stride = (record_size(size),)
+    partials = records_of(size, dt)
     dot = np.vdot if dt.kind == "c" else np.dot
 
     def run(vote, v1, v2):
@@ -362,8 +364,8 @@ def plain_dotter(d: Distribution, dt):
         if size == 1:
             vote.cast()
             return part
-        records = vote.ride(comm, part)
-        return np.add.reduce(np.ndarray((size,), dt, records, HEADER, stride))
+        vote.ride(comm, part)
+        return np.add.reduce(partials)
     return run
 
 

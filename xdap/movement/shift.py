@@ -22,16 +22,18 @@ the buffer.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import plans
+from ..agreement import HEADER, SETTLED, capacity, record_size
 from ..distribution import Distribution
 from ..parts import Parts
 from ..transport import NeighbourExchange
 
-__all__ = ["shifts_by_blocks", "shift_pieces", "shifted"]
+__all__ = ["shifts_by_blocks", "shift_pieces", "shift_plan", "shifted"]
 
 
 def shifts_by_blocks(d: Distribution, axis: int) -> bool:
@@ -89,14 +91,20 @@ class _Plan:
     exchange: NeighbourExchange | None     # None: nothing crosses a rank
     copies: tuple                          # (target region, source region) within the rank
     fills: tuple                           # target regions that take the fill value
+    sends: tuple                           # the source regions this rank sends, in plan order
+    # what rides in a vote's records (None: the cells that cross do not fit):
+    # (source rank, byte offset in its payload, target region) of each piece received
+    rides: tuple | None
 
 
-def _plan(d: Distribution, axis: int, k: int, wrap: bool) -> _Plan:
+def _plan(d: Distribution, axis: int, k: int, wrap: bool, itemsize: int) -> _Plan:
     m = d.maps[axis]
     G = m.grid_size
     bounds = [m.owned_range(q)[0] for q in range(G)] + [m.size]
     me = d.coords[axis]
     coords = list(d.coords)
+    # the bytes of one slab along the axis: the same for every rank of a grid line
+    slab = itemsize * math.prod(n for j, n in enumerate(d.local_shape) if j != axis)
 
     def rank(q):
         coords[axis] = q
@@ -105,8 +113,15 @@ def _plan(d: Distribution, axis: int, k: int, wrap: bool) -> _Plan:
     def region(start, length):
         return (slice(None),) * axis + (slice(start, start + length),)
 
+    pieces = shift_pieces(bounds, k, wrap)
     sends, recvs, copies, fills = [], [], [], []
-    for tag, (t, at, q, src, length) in enumerate(shift_pieces(bounds, k, wrap)):
+    units = [0] * G                 # the slabs each grid position sends, so far
+    rides = []
+    for tag, (t, at, q, src, length) in enumerate(pieces):
+        if q is not None and q != t:
+            if t == me:             # its place in the sender's payload (its slab is ours)
+                rides.append((rank(q), units[q] * slab, region(at, length)))
+            units[q] += length
         if t == me:
             if q is None:
                 fills.append(region(at, length))
@@ -116,24 +131,62 @@ def _plan(d: Distribution, axis: int, k: int, wrap: bool) -> _Plan:
                 recvs.append((rank(q), tag, region(at, length)))
         elif q == me:
             sends.append((rank(t), tag, region(src, length)))
+    # the largest payload of any rank, the same bound on every rank: what rides
+    # in a vote's records when it fits (nothing crosses: nothing rides)
+    largest = max(units) * _slab_bound(d, axis, itemsize)
+    ride = 0 < largest <= capacity(d.comm.size)
     exchange = NeighbourExchange(d.comm, sends, recvs, ()) if sends or recvs else None
-    return _Plan(exchange, tuple(copies), tuple(fills))
+    return _Plan(exchange, tuple(copies), tuple(fills), tuple(r for _, _, r in sends),
+                 tuple(rides) if ride else None)
 
 
-def shifted(d: Distribution, p: Parts, axis: int, k: int, fill=None) -> Parts:
+def _slab_bound(d, axis, itemsize):
+    """The largest slab (bytes) of any rank along ``axis``: its other dims'
+    largest local sizes."""
+    return itemsize * math.prod(max(m.local_size(q) for q in range(m.grid_size))
+                                for j, m in enumerate(d.maps) if j != axis)
+
+
+def shift_plan(d: Distribution, axis: int, k: int, fill, itemsize: int) -> _Plan:
+    """The plan of ``shifted`` (kept in the pure plan store; a repeated
+    roll keeps it itself)."""
+    n = d.maps[axis].size
+    wrap = fill is None
+    k = k % n if wrap and n else max(-n, min(n, k))
+    key = plans.Key("shift", (d.fingerprint(), d.comm.size, d.comm.rank, axis, k, wrap,
+                              itemsize))
+    return plans.pure.get_or_make(key, lambda: _plan(d, axis, k, wrap, itemsize))
+
+
+def shifted(d: Distribution, p: Parts, axis: int, k: int, fill=None, vote=SETTLED,
+            plan=None) -> Parts:
     """This rank's part of ``(d, p)`` shifted by ``k`` along ``axis`` (a
     dim in unpadded blocks, ``shifts_by_blocks``): wrapped around (``np.roll``)
     when ``fill`` is None, else the vacated cells hold ``fill``.  A new
     buffer (a copy); collective where cells cross ranks (the arguments
-    agreed by the caller); fixed data without missing values."""
-    n = d.maps[axis].size
-    wrap = fill is None
-    k = k % n if wrap and n else max(-n, min(n, k))
-    key = plans.Key("shift", (d.fingerprint(), d.comm.size, d.comm.rank, axis, k, wrap))
-    plan = plans.pure.get_or_make(key, lambda: _plan(d, axis, k, wrap))
+    agreed by the caller); fixed data without missing values.  ``vote``:
+    the call's (``xdap.agreement.Vote``) -- where the cells that cross fit
+    in its records, they ride in it (one message for the call); else it is
+    cast first and they move between neighbours.  ``plan``: ``shift_plan``'s,
+    where the caller kept it."""
     src = p.values
+    if plan is None:
+        plan = shift_plan(d, axis, k, fill, src.dtype.itemsize)
     out = np.empty_like(src)
-    if plan.exchange is not None:
+    if plan.rides is not None:
+        sends = plan.sends
+        payload = src[sends[0]] if len(sends) == 1 else \
+            np.concatenate([src[r].reshape(-1) for r in sends]) if sends else src[:0]
+        records = vote.ride(d.comm, np.ascontiguousarray(payload).view(np.uint8))
+        length = record_size(d.comm.size)
+        for rank, offset, target in plan.rides:
+            view = out[target]
+            view[...] = np.frombuffer(records, src.dtype, view.size,
+                                      rank * length + HEADER + offset).reshape(view.shape)
+        for target, source in plan.copies:
+            out[target] = src[source]
+    elif plan.exchange is not None:
+        vote.cast()
         plan.exchange.move(src, out, plan.copies)
     else:
         for target, source in plan.copies:

@@ -21,8 +21,10 @@ the declared paths (``xdap.contract.fast_lane``).
 """
 from __future__ import annotations
 
-from ..contract import Repeats, Unkeyed, fast_lane, memo_key, prepare
-from ..parts import Parts
+from . import agreement as _agreement
+from .agreement import SETTLED
+from .contract import _TLS, Repeats, Unkeyed, fast_lane, memo_key, moves_nothing, prepare
+from .parts import Parts
 
 __all__ = ["PreparedView", "view_lane", "prepared_view", "keyed", "agreed_of", "PreparedCall",
            "call_lane", "plain"]
@@ -106,20 +108,32 @@ def agreed_of(declared, *args, **kwargs):
 class PreparedCall:
     """A repeated collective call's path: its vote prepared
     (``Prepared``), and ``work(vote, *args)`` -- the declared call's work,
-    which sends the vote with its first message."""
+    which sends the vote with its first message (or casts it first); a
+    vote the work left pending is cast after it, as the declared path does.
+    On one rank there is nothing to agree: the work gets the settled vote;
+    a call whose agreed values said it moves nothing (``moves_nothing``)
+    writes its ledger entry instead of voting."""
 
-    __slots__ = ("prepared", "work")
+    __slots__ = ("prepared", "work", "alone", "local")
 
-    def __init__(self, prepared, work):
-        self.prepared, self.work = prepared, work
+    def __init__(self, prepared, work, alone, local):
+        self.prepared, self.work, self.alone, self.local = prepared, work, alone, local
 
     def __call__(self, comm, *args):
+        if self.alone:
+            return self.work(SETTLED, *args)
+        if self.local:
+            self.prepared.record(comm)
+            return self.work(SETTLED, *args)
         vote = self.prepared.vote(comm)
         try:
-            return self.work(vote, *args)
+            out = self.work(vote, *args)
         except BaseException as error:
             vote.fail(error)           # the others wait in the vote: the same error there
             raise
+        if vote.pending:
+            vote.cast()
+        return out
 
 
 def call_lane(memo: Repeats, declared, arrays: tuple, args: tuple, kwargs: dict, make):
@@ -129,22 +143,42 @@ def call_lane(memo: Repeats, declared, arrays: tuple, args: tuple, kwargs: dict,
     *arrays)``), or None where these arguments do not take the path -- run;
     ``NotImplemented``: the caller takes the declared path."""
     x = arrays[0]
-    if len(arrays) == 1 and not args and not kwargs:      # x.sum(): nothing else to key
-        if not fast_lane() or not hasattr(type(x), "__xdap_wrap__"):
+    if _agreement._DEBUG or getattr(_TLS, "depth", 0):     # fast_lane(), inlined
+        return NotImplemented
+    if not args and not kwargs:             # x.sum(), vecdot(x, y): the arrays alone
+        try:
+            key = (id(x.distribution), id(x.parts.info)) if len(arrays) == 1 else \
+                tuple(i for a in arrays for i in (id(a.distribution), id(a.parts.info)))
+        except AttributeError:
             return NotImplemented
-        key = id(x.distribution), id(x.parts.info)
-    else:
-        key = keyed(x, (arrays[1:], args, tuple(kwargs.items())))
-        if key is None:
-            return NotImplemented
+        hit = memo._items.get(key)
+        if hit is not None and hit[0]:
+            return hit[0](x.distribution.comm, *arrays)
+    key = []
+    try:
+        for a in arrays:
+            key.append(id(a.distribution))
+            key.append(id(a.parts.info))
+        for v in args:
+            key.append(v if type(v) in _PLAIN else memo_key(v))
+        for k, v in kwargs.items():
+            key.append(k)
+            key.append(v if type(v) in _PLAIN else memo_key(v))
+    except (Unkeyed, AttributeError):
+        return NotImplemented
+    key = tuple(key)
     entry = memo.get(key)
     if entry is None:
         agreed = agreed_of(declared, *arrays, *args, **kwargs)
         work = None if agreed is None else make(agreed)
         entry = False if work is None else \
-            PreparedCall(prepare(declared.__xdap_contract__.name, agreed), work)
+            PreparedCall(prepare(declared.__xdap_contract__.name, agreed), work,
+                         x.distribution.comm.size == 1, type(agreed) is moves_nothing)
         memo.put(key, entry, *(a for a in arrays if hasattr(type(a), "__xdap_wrap__")))
     return entry(x.distribution.comm, *arrays) if entry else NotImplemented
+
+
+_PLAIN = (type(None), bool, str)      # keys as themselves: no other value equals them
 
 
 def plain(x) -> bool:
