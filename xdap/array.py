@@ -44,6 +44,65 @@ from .rows import expand_ranges, leaf_counts
 __all__ = ["DistArray"]
 
 
+def _operator(name: str, reflected: bool):
+    """The arithmetic operator ``name`` (``other <op> self`` when
+    ``reflected``), as a DistArray method: local work, its common cases --
+    another DistArray of one distribution, a 0-d one, a Python int or float
+    -- made whole in C (``xdap._apply``) with the least Python between: a
+    loop's operators are its glue.  A temporary -- a result nothing else
+    references, ``a * 2`` inside ``a * 2 + 1`` (or the right one of ``+``
+    and ``*``) -- lends its buffer when the result has its dtype (NumPy's
+    temporary elision).  Anything else, and debug mode, take ``_binary``."""
+    commutative = name in ("add", "multiply")
+
+    def op(self, other):
+        rs = _refs(self)                 # as _Probe asks: a temporary's counts
+        ro = _refs(other)
+        if not _agreement._DEBUG:
+            if _array_result is None:
+                _bind_scalar_operators()
+            kind = type(other)
+            if kind is DistArray:
+                if bool(self.distribution.maps) is bool(other.distribution.maps):
+                    if self._fresh and rs <= (_T_SELF_R if reflected else _T_SELF):
+                        into = self
+                    elif commutative and other._fresh and ro <= _T_OTHER:
+                        into = other
+                    else:
+                        into = None
+                    out = _array_result(_HANDLES[name], other, self, into) if reflected else \
+                        _array_result(_HANDLES[name], self, other, into)
+                    if out is not None:
+                        return out
+                else:            # one 0-d operand: of the other's dtype, that dtype's scalar
+                    scalar, array = (other, self) if self.distribution.maps else (self, other)
+                    if scalar.parts.info.dtype == array.parts.info.dtype and \
+                            array.parts.info.numeric:
+                        first = other if reflected else self
+                        out = _scalar_result(_HANDLES[name], array, scalar, scalar is first)
+                        if out is not None:
+                            return out
+            elif (kind is float or kind is int) and not (name == "power" and kind is int
+                                                         and other < 0):
+                try:
+                    number = _memo_scalar(kind, other, self.parts.info.dtype)
+                except (ValueError, TypeError, OverflowError):   # e.g. 2**70: the general path
+                    number = None
+                if number is not None:
+                    into = self._fresh and rs <= (_T_SELF_R if reflected else _T_SELF)
+                    out = _scalar_result(_HANDLES[name], self, number, reflected, into)
+                    if out is not None:
+                        return out
+        return _binary(rs, self, other, name, reflected, ro if commutative else 0)
+
+    op.__name__ = op.__qualname__ = f"__{'r' if reflected else ''}{_DUNDER[name]}__"
+    return elementwise.kernel_call(op)
+
+
+_DUNDER = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "truediv",
+           "power": "pow"}
+
+
 class DistArray:
     """A distributed array: ``distribution`` + ``parts`` (this rank's data,
     ``local`` as an xnd container) on every rank.
@@ -400,27 +459,16 @@ class DistArray:
     # result nothing else references, as ``a * 2`` inside ``a * 2 + 1`` --
     # lends its buffer to the next operator when the result has its type
     # (NumPy's temporary elision): the expression allocates once.
-    @elementwise.kernel_call
-    def __add__(self, other): return _binary(_refs(self), self, other, "add", False, _refs(other))
-    @elementwise.kernel_call
-    def __radd__(self, other): return _binary(_refs(self), self, other, "add", True)
-    @elementwise.kernel_call
-    def __sub__(self, other): return _binary(_refs(self), self, other, "subtract", False)
-    @elementwise.kernel_call
-    def __rsub__(self, other): return _binary(_refs(self), self, other, "subtract", True)
-    @elementwise.kernel_call
-    def __mul__(self, other):
-        return _binary(_refs(self), self, other, "multiply", False, _refs(other))
-    @elementwise.kernel_call
-    def __rmul__(self, other): return _binary(_refs(self), self, other, "multiply", True)
-    @elementwise.kernel_call
-    def __truediv__(self, other): return _binary(_refs(self), self, other, "divide", False)
-    @elementwise.kernel_call
-    def __rtruediv__(self, other): return _binary(_refs(self), self, other, "divide", True)
-    @elementwise.kernel_call
-    def __pow__(self, other): return _binary(_refs(self), self, other, "power", False)
-    @elementwise.kernel_call
-    def __rpow__(self, other): return _binary(_refs(self), self, other, "power", True)
+    __add__ = _operator("add", False)
+    __radd__ = _operator("add", True)
+    __sub__ = _operator("subtract", False)
+    __rsub__ = _operator("subtract", True)
+    __mul__ = _operator("multiply", False)
+    __rmul__ = _operator("multiply", True)
+    __truediv__ = _operator("divide", False)
+    __rtruediv__ = _operator("divide", True)
+    __pow__ = _operator("power", False)
+    __rpow__ = _operator("power", True)
     @elementwise.kernel_call
     def __neg__(self): return _kernel_fn("negative")(self)
     @elementwise.kernel_call
@@ -547,40 +595,23 @@ def _kernel_fn(name: str):
 _refs = sys.getrefcount
 
 
-def _first(refs, *rest):
-    return refs
-
-
 class _Probe:
-    """What ``sys.getrefcount(self)`` says inside an operator method when
-    ``self`` is a temporary (measured once: the interpreter decides it) --
-    called as the operators call ``_binary``, so the count is the same."""
+    """What ``sys.getrefcount`` says of an operand inside an operator method
+    when it is a temporary (measured once: the interpreter decides it) --
+    asked as ``_operator``'s methods ask it, first thing."""
 
     def __add__(self, other):
-        return _first(_refs(self), self, other)
+        rs = _refs(self)
+        ro = _refs(other)
+        return rs, ro
 
-    def __radd__(self, other):
-        return _first(_refs(self), self, other)
-
-
-def _last(*args):
-    return args[-1]
+    __radd__ = __add__
 
 
-class _OtherProbe:
-    """The same for ``other``: its count inside ``__add__`` when it is a
-    temporary (``a + (2 * b)``: the product's buffer takes the sum, as
-    NumPy's elision does for commutative operators) -- asked as ``__add__``
-    asks it, after ``other`` is among ``_binary``'s arguments."""
-
-    def __add__(self, other):
-        return _last(_refs(self), self, other, "add", False, _refs(other))
-
-
-_TEMPORARY = _Probe() + 0           # the count of a temporary left operand
-_TEMPORARY_R = 0 + _Probe()         # ... and of a temporary right operand
-_HELD = _OtherProbe()
-_TEMPORARY_OTHER = _HELD + _Probe()  # ... and of a temporary other operand, self held
+_T_SELF = (_Probe() + 0)[0]          # the count of a temporary left operand
+_T_SELF_R = (0 + _Probe())[0]        # ... and of a temporary right operand (reflected)
+_HELD = _Probe()
+_T_OTHER = (_HELD + _Probe())[1]     # ... and of a temporary other operand, self held
 del _HELD
 _OPERANDS = (int, float, complex, bool)
 _SAME_TYPE: dict = {}               # (kernel, operand types) -> result is the temporary's type
@@ -649,7 +680,7 @@ def _binary(refs, self, other, name, reflected, other_refs=0):
                 number = None
             # a temporary of the result's dtype takes it in its own buffer (the C
             # side checks the dtype): NumPy's temporary elision
-            into = refs and self._fresh and refs <= (_TEMPORARY_R if reflected else _TEMPORARY)
+            into = refs and self._fresh and refs <= (_T_SELF_R if reflected else _T_SELF)
             result = None if number is None else \
                 _scalar_result(handle, self, number, reflected, into)
             if result is not None:
@@ -664,7 +695,7 @@ def _binary(refs, self, other, name, reflected, other_refs=0):
         return NotImplemented        # e.g. a == None: Python's default, not a kernel call
     k = _KERNELS.get(name) or _kernel_fn(name)
     args = (other, self) if reflected else (self, other)
-    if refs and self._fresh and refs <= (_TEMPORARY_R if reflected else _TEMPORARY):
+    if refs and self._fresh and refs <= (_T_SELF_R if reflected else _T_SELF):
         key = (name, self.parts.info, other.parts.info if kind is DistArray else kind, reflected)
         same = _SAME_TYPE.get(key)
         if same:                     # the temporary's buffer takes the result
@@ -688,9 +719,9 @@ def _arrays_fast(refs, self, other, name, reflected, other_refs=0):
     a, b = (other, self) if reflected else (self, other)
     if bool(a.distribution.maps) is bool(b.distribution.maps):
         into = None
-        if refs and self._fresh and refs <= (_TEMPORARY_R if reflected else _TEMPORARY):
+        if refs and self._fresh and refs <= (_T_SELF_R if reflected else _T_SELF):
             into = self
-        elif other_refs and other._fresh and other_refs <= _TEMPORARY_OTHER:
+        elif other_refs and other._fresh and other_refs <= _T_OTHER:
             into = other             # a + (2 * b): commutative, the product's buffer
         return _array_result(_HANDLES[name], a, b, into)
     # one 0-d operand: its value is every rank's; of the other's dtype it is that

@@ -92,9 +92,10 @@ class _Plan:
     copies: tuple                          # (target region, source region) within the rank
     fills: tuple                           # target regions that take the fill value
     sends: tuple                           # the source regions this rank sends, in plan order
-    # what rides in a vote's records (None: the cells that cross do not fit):
-    # (source rank, byte offset in its payload, target region) of each piece received
-    rides: tuple | None
+    # where the cells that cross fit in a vote's records (else None): this rank's
+    # result in order, one piece each -- (0, source region) a copy of its own,
+    # (1, byte offset in the records, count, shape) one that arrived, (2, shape) fill
+    segments: tuple | None
 
 
 def _plan(d: Distribution, axis: int, k: int, wrap: bool, itemsize: int) -> _Plan:
@@ -103,41 +104,49 @@ def _plan(d: Distribution, axis: int, k: int, wrap: bool, itemsize: int) -> _Pla
     bounds = [m.owned_range(q)[0] for q in range(G)] + [m.size]
     me = d.coords[axis]
     coords = list(d.coords)
+    shape = d.local_shape
     # the bytes of one slab along the axis: the same for every rank of a grid line
-    slab = itemsize * math.prod(n for j, n in enumerate(d.local_shape) if j != axis)
+    slab = itemsize * math.prod(n for j, n in enumerate(shape) if j != axis)
+    record = record_size(d.comm.size)
 
     def rank(q):
         coords[axis] = q
         return d.rank_of(coords)
 
     def region(start, length):
-        return (slice(None),) * axis + (slice(start, start + length),)
+        piece = slice(start, start + length)
+        return piece if axis == 0 else (slice(None),) * axis + (piece,)
+
+    def piece_shape(length):
+        return tuple(length if j == axis else n for j, n in enumerate(shape))
 
     pieces = shift_pieces(bounds, k, wrap)
-    sends, recvs, copies, fills = [], [], [], []
+    sends, recvs, copies, fills, segments = [], [], [], [], []
     units = [0] * G                 # the slabs each grid position sends, so far
-    rides = []
     for tag, (t, at, q, src, length) in enumerate(pieces):
-        if q is not None and q != t:
-            if t == me:             # its place in the sender's payload (its slab is ours)
-                rides.append((rank(q), units[q] * slab, region(at, length)))
-            units[q] += length
         if t == me:
             if q is None:
                 fills.append(region(at, length))
+                segments.append((2, piece_shape(length)))
             elif q == me:
                 copies.append((region(at, length), region(src, length)))
+                segments.append((0, region(src, length)))
             else:
                 recvs.append((rank(q), tag, region(at, length)))
+                # its place in the sender's payload (the sender's slab is ours)
+                segments.append((1, rank(q) * record + HEADER + units[q] * slab,
+                                 length * slab // itemsize, piece_shape(length)))
         elif q == me:
             sends.append((rank(t), tag, region(src, length)))
+        if q is not None and q != t:
+            units[q] += length
     # the largest payload of any rank, the same bound on every rank: what rides
-    # in a vote's records when it fits (nothing crosses: nothing rides)
+    # in a vote's records when it fits (nothing crosses: no message at all)
     largest = max(units) * _slab_bound(d, axis, itemsize)
-    ride = 0 < largest <= capacity(d.comm.size)
+    rides = largest <= capacity(d.comm.size)
     exchange = NeighbourExchange(d.comm, sends, recvs, ()) if sends or recvs else None
-    return _Plan(exchange, tuple(copies), tuple(fills), tuple(r for _, _, r in sends),
-                 tuple(rides) if ride else None)
+    return _Plan(exchange if largest else None, tuple(copies), tuple(fills),
+                 tuple(r for _, _, r in sends), tuple(segments) if rides else None)
 
 
 def _slab_bound(d, axis, itemsize):
@@ -172,25 +181,32 @@ def shifted(d: Distribution, p: Parts, axis: int, k: int, fill=None, vote=SETTLE
     src = p.values
     if plan is None:
         plan = shift_plan(d, axis, k, fill, src.dtype.itemsize)
-    out = np.empty_like(src)
-    if plan.rides is not None:
+    if plan.segments is None:                   # the vote first, then neighbour messages
+        out = np.empty_like(src)
+        vote.cast()
+        if plan.exchange is not None:
+            plan.exchange.move(src, out, plan.copies)
+        else:                                   # this rank neither sends nor receives
+            for target, source in plan.copies:
+                out[target] = src[source]
+        for target in plan.fills:
+            out[target] = fill
+        return Parts(p.info, out)
+    records = None
+    if plan.exchange is not None:               # what crosses rides in the vote's records
         sends = plan.sends
         payload = src[sends[0]] if len(sends) == 1 else \
             np.concatenate([src[r].reshape(-1) for r in sends]) if sends else src[:0]
-        records = vote.ride(d.comm, np.ascontiguousarray(payload).view(np.uint8))
-        length = record_size(d.comm.size)
-        for rank, offset, target in plan.rides:
-            view = out[target]
-            view[...] = np.frombuffer(records, src.dtype, view.size,
-                                      rank * length + HEADER + offset).reshape(view.shape)
-        for target, source in plan.copies:
-            out[target] = src[source]
-    elif plan.exchange is not None:
-        vote.cast()
-        plan.exchange.move(src, out, plan.copies)
-    else:
-        for target, source in plan.copies:
-            out[target] = src[source]
-    for target in plan.fills:
-        out[target] = fill
+        records = vote.ride(d.comm, np.ascontiguousarray(payload))
+    pieces = []
+    for segment in plan.segments:               # the result in order: one concatenation
+        if segment[0] == 0:
+            pieces.append(src[segment[1]])
+        elif segment[0] == 1:
+            pieces.append(np.frombuffer(records, src.dtype, segment[2],
+                                        segment[1]).reshape(segment[3]))
+        else:
+            pieces.append(np.full(segment[1], fill, src.dtype))
+    out = np.concatenate(pieces, axis=axis) if len(pieces) > 1 else \
+        pieces[0].copy() if pieces else np.empty_like(src)
     return Parts(p.info, out)
