@@ -114,6 +114,28 @@ def test_a_roll_sends_its_boundary_with_its_vote(quiet):
 
 
 @pytest.mark.mpi(ranks=(2, 3))
+def test_a_shift_plan_kept_for_one_communicator_moves_on_the_callers():
+    """Shift plans are kept by distribution, not communicator: one kept
+    while another communicator's array of the same layout is rolled -- on
+    one rank only, as a store's eviction may leave it -- must move on the
+    caller's communicator (else the ranks wait on different ones)."""
+    from helpers import watchdog
+    from xdap import plans
+    g = np.arange(4000.0).reshape(40, 100)      # its boundary too large to ride
+    first, second = MPI.COMM_WORLD.Dup(), MPI.COMM_WORLD.Dup()
+    try:
+        with watchdog(60):
+            xp.roll(xdap.from_global(g, comm=first), 1, axis=0)
+            if second.rank == 0:
+                plans.pure.clear()
+            got = xp.roll(xdap.from_global(g, comm=second), 1, axis=0)
+        np.testing.assert_array_equal(got.to_numpy(), np.roll(g, 1, axis=0))
+    finally:
+        first.Free()
+        second.Free()
+
+
+@pytest.mark.mpi(ranks=(2, 3))
 def test_a_view_that_diverged_is_one_error_at_the_next_collective(quiet):
     comm = quiet
     a = arr(comm)

@@ -599,12 +599,14 @@ class PreparedVote:
     """The vote of a repeated call (``xdap.contract.Prepared``: its digest
     kept): its record sealed and gathered without an ``Agreement`` -- one
     is made only where the ranks disagree, to say how.  ``Vote``'s
-    interface."""
+    interface; one is kept with its call's prepared path and armed again
+    (``pending = True``) for each call."""
 
-    __slots__ = ("prepared", "comm", "pending")
+    __slots__ = ("prepared", "comm", "pending", "place")
 
     def __init__(self, prepared, comm):
         self.prepared, self.comm, self.pending = prepared, comm, True
+        self.place = _place(comm)
 
     def _agreement(self):
         return Agreement(self.comm, self.prepared.what).adopt(self.prepared)
@@ -613,7 +615,7 @@ class PreparedVote:
         if not self.pending:
             return SETTLED.ride(comm, payload)
         self.pending = False
-        size, _, length, buf, at, spec, handle = _place(comm)
+        size, _, length, buf, at, spec, handle = self.place
         if size == 1:
             return SETTLED.ride(comm, payload)
         digest = self.prepared.digest
@@ -639,6 +641,8 @@ class PreparedVote:
         if self.pending:
             self.pending = False
             Vote(self._agreement()).fail(error)
+
+
 HEADER = _HEADER
 
 

@@ -287,7 +287,7 @@ def _total_lane(name, declared):
             return None
         run = _plain_totaler(x.distribution, x.parts.info, name)
         finish = _scalar_maker(x, _result_dtype(name, x.dtype))
-        return lambda vote, x: finish(x, run(vote, x.parts.values))
+        return lambda vote, x: finish(x, run(vote, x))
 
     def call(x, /, **kwargs):
         out = _call_lane(memo, declared, (x,), (), kwargs, make)

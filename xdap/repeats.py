@@ -114,10 +114,14 @@ class PreparedCall:
     a call whose agreed values said it moves nothing (``moves_nothing``)
     writes its ledger entry instead of voting."""
 
-    __slots__ = ("prepared", "work", "alone", "local")
+    __slots__ = ("prepared", "work", "alone", "local", "vote")
 
-    def __init__(self, prepared, work, alone, local):
-        self.prepared, self.work, self.alone, self.local = prepared, work, alone, local
+    def __init__(self, prepared, work, comm, local):
+        self.prepared, self.work, self.local = prepared, work, local
+        self.alone = comm.size == 1
+        # one vote, armed for each call (calls on a rank are sequential; the
+        # calls inside a work take their declared paths)
+        self.vote = None if self.alone or local else prepared.vote(comm)
 
     def __call__(self, comm, *args):
         if self.alone:
@@ -125,7 +129,8 @@ class PreparedCall:
         if self.local:
             self.prepared.record(comm)
             return self.work(SETTLED, *args)
-        vote = self.prepared.vote(comm)
+        vote = self.vote
+        vote.pending = True
         try:
             out = self.work(vote, *args)
         except BaseException as error:
@@ -173,7 +178,7 @@ def call_lane(memo: Repeats, declared, arrays: tuple, args: tuple, kwargs: dict,
         work = None if agreed is None else make(agreed)
         entry = False if work is None else \
             PreparedCall(prepare(declared.__xdap_contract__.name, agreed), work,
-                         x.distribution.comm.size == 1, type(agreed) is moves_nothing)
+                         x.distribution.comm, type(agreed) is moves_nothing)
         memo.put(key, entry, *(a for a in arrays if hasattr(type(a), "__xdap_wrap__")))
     return entry(x.distribution.comm, *arrays) if entry else NotImplemented
 

@@ -302,14 +302,24 @@ def plain_total(d, p, op, vote):
     """``total`` of fixed numeric data without missing values whose local
     block this rank counts whole (the common case, kept short: a loop's
     reductions): a NumPy scalar.  One message, carrying ``vote``."""
-    return plain_totaler(d, p.info, op)(vote, p.values)
+    return plain_totaler(d, p.info, op)(vote, _Holder(p))
+
+
+class _Holder:
+    """Parts seen as an array's ``parts`` (``plain_totaler``'s ``run``)."""
+    __slots__ = ("parts",)
+
+    def __init__(self, parts):
+        self.parts = parts
 
 
 def plain_totaler(d: Distribution, info, op: str):
     """``plain_total`` for data of ``d`` and ``info``, made once: a
     function ``(vote, values) -> NumPy scalar`` that a repeated reduction
     keeps (``xdap.repeats``): every decision -- the accumulator, the
-    identity, where the partials sit in the vote's records -- taken here."""
+    identity, where the partials sit in the vote's records -- taken here.
+    ``run(vote, x)``: ``x`` anything with ``parts`` of that type (a
+    DistArray, or the Parts' holder)."""
     dt = info.numpy_dtype
     acc = _acc_dtype(op, dt)
     n = math.prod(d.global_shape)
@@ -339,8 +349,8 @@ def plain_totaler(d: Distribution, info, op: str):
         local = functools.partial(combine.reduce, axis=None, initial=_identity(op, dt))
     scale = (lambda t: t / n) if op == "mean" else (lambda t: t)        # noqa: E731
 
-    def run(vote, values):
-        part = acc.type(local(values))
+    def run(vote, x):
+        part = acc.type(local(x.parts.values))
         if size == 1:
             vote.cast()
             return scale(part)

@@ -88,7 +88,10 @@ def shift_pieces(bounds, k: int, wrap: bool) -> list:
 
 @dataclass(frozen=True)
 class _Plan:
-    exchange: NeighbourExchange | None     # None: nothing crosses a rank
+    # what crosses a rank, as (sends, recvs) of ``NeighbourExchange`` -- plain
+    # data: the store keys plans by the distribution, not its communicator,
+    # so the exchange is made on the caller's (None: nothing crosses)
+    moves: tuple | None
     copies: tuple                          # (target region, source region) within the rank
     fills: tuple                           # target regions that take the fill value
     sends: tuple                           # the source regions this rank sends, in plan order
@@ -144,8 +147,7 @@ def _plan(d: Distribution, axis: int, k: int, wrap: bool, itemsize: int) -> _Pla
     # in a vote's records when it fits (nothing crosses: no message at all)
     largest = max(units) * _slab_bound(d, axis, itemsize)
     rides = largest <= capacity(d.comm.size)
-    exchange = NeighbourExchange(d.comm, sends, recvs, ()) if sends or recvs else None
-    return _Plan(exchange if largest else None, tuple(copies), tuple(fills),
+    return _Plan((tuple(sends), tuple(recvs)) if largest else None, tuple(copies), tuple(fills),
                  tuple(r for _, _, r in sends), tuple(segments) if rides else None)
 
 
@@ -184,16 +186,16 @@ def shifted(d: Distribution, p: Parts, axis: int, k: int, fill=None, vote=SETTLE
     if plan.segments is None:                   # the vote first, then neighbour messages
         out = np.empty_like(src)
         vote.cast()
-        if plan.exchange is not None:
-            plan.exchange.move(src, out, plan.copies)
-        else:                                   # this rank neither sends nor receives
+        if plan.moves is not None:
+            NeighbourExchange(d.comm, *plan.moves, ()).move(src, out, plan.copies)
+        else:                                   # nothing crosses a rank
             for target, source in plan.copies:
                 out[target] = src[source]
         for target in plan.fills:
             out[target] = fill
         return Parts(p.info, out)
     records = None
-    if plan.exchange is not None:               # what crosses rides in the vote's records
+    if plan.moves is not None:                  # what crosses rides in the vote's records
         sends = plan.sends
         payload = src[sends[0]] if len(sends) == 1 else \
             np.concatenate([src[r].reshape(-1) for r in sends]) if sends else src[:0]
