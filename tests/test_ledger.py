@@ -16,7 +16,7 @@ import xdap.agreement
 import xdap.array_api as xp
 import xdap.ledger
 from helpers import same_error
-from xdap.contract import collective
+from xdap.contract import collective, contract_of
 
 
 class Counting(MPI.Intracomm):
@@ -246,3 +246,78 @@ def test_repeated_calls_equal_the_declared_ones(quiet, monkeypatch):
     declared = [value(c()) for c in calls]
     for f, d in zip(fast, declared):
         np.testing.assert_array_equal(f, d)
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3))
+def test_creation_makes_no_mpi_call_and_a_divergent_shape_is_named(quiet):
+    """``xp.zeros``/``ones``/``full``/``arange``/``linspace``/``eye`` are
+    local work (each rank its block): no MPI call, written in the ledger;
+    a repeated call reuses the first one's distribution."""
+    comm = quiet
+    n = 7 * comm.size + 3
+    made = [xp.zeros(n), xp.ones((n, 2), dtype=xp.int32), xp.full(n, 2.5), xp.full(n, 4),
+            xp.empty(n), xp.arange(n), xp.linspace(0, 1, n), xp.eye(n)]
+    again = xp.zeros(n)
+    # declared local: the divergence fuzzer checks that such a call never votes
+    assert all(contract_of(f).kind == "local" for f in (xp.zeros, xp.ones, xp.empty, xp.full,
+                                                        xp.arange, xp.linspace, xp.eye))
+    assert again.distribution is made[0].distribution
+    want = [np.zeros(n), np.ones((n, 2), np.int32), np.full(n, 2.5), np.full(n, 4),
+            np.zeros(n), np.arange(n), np.linspace(0, 1, n), np.eye(n)]
+    for got, expected in zip(made, want):
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got.to_numpy(), expected)
+
+    def run():
+        xp.zeros(n + 1 if odd(comm) else n)
+        xp.sum(again)
+    if comm.size > 1:
+        name, message = same_error(comm, run, ValueError)
+        assert "zeros" in message and "shape" in message, message
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_a_local_call_whose_work_fails_on_one_rank_is_one_error(quiet):
+    """The work of a local call raising on one rank only (``arange`` of a
+    NaN there) leaves the others going: the ledger says it raised, and the
+    next collective is one error naming it, on every rank."""
+    comm = quiet
+    a = arr(comm)
+    failed = []
+
+    def run():
+        try:
+            xp.arange(float("nan") if odd(comm) else 4.0)
+        except ValueError as e:
+            failed.append(str(e))
+        a.sum()
+    name, message = same_error(comm, run, ValueError)
+    assert "arange" in message, message
+    assert bool(failed) == odd(comm)
+    assert a.sum() == 780.0
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3))
+def test_where_fast_path_is_numpys_where(quiet, monkeypatch):
+    """``xp.where`` of aligned plain operands (the fast path) gives NumPy's
+    values and dtype, as the declared path (debug mode) does; an equal
+    distribution of another object and a Python number take it too."""
+    comm = quiet
+    rng = np.random.default_rng(3)
+    g, h = rng.standard_normal(23), rng.standard_normal(23)
+    a, b = xdap.from_global(g, comm=comm), xdap.from_global(h, comm=comm)
+    b32 = xp.astype(b, xp.float32)
+    c = a < b
+    cases = [((c, a, b), (g < h, g, h)), ((c, a, 0.0), (g < h, g, 0.0)),
+             ((c, 1, b32), (g < h, 1, h.astype(np.float32))), ((c, True, False), (g < h, True, False)),
+             ((c, b32, 2.5), (g < h, h.astype(np.float32), 2.5))]
+    for args, np_args in cases:
+        want = np.where(*np_args)
+        got = xp.where(*args)
+        assert got.dtype == want.dtype, (got.dtype, want.dtype)
+        np.testing.assert_array_equal(got.to_numpy(), want)
+        monkeypatch.setattr(xdap.agreement, "_DEBUG", True)
+        declared = xp.where(*args)
+        monkeypatch.setattr(xdap.agreement, "_DEBUG", False)
+        assert declared.dtype == got.dtype
+        np.testing.assert_array_equal(declared.to_numpy(), want)

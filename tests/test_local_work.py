@@ -108,7 +108,7 @@ def test_debug_mode_catches_ranks_that_diverge(comm):
 def test_a_temporary_lends_its_buffer_and_in_place_updates(monkeypatch):
     comm = MPI.COMM_SELF
     monkeypatch.setattr(xdap.agreement, "_DEBUG", False)
-    xdap.array._bind_scalar_operators()
+    xdap.array.bind_fast_paths()
     # (id of the array, whether its buffer takes the result, id of the result): ids, so that
     # the record holds no reference -- a temporary is told by its reference count
     seen = []

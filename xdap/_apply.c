@@ -1158,9 +1158,15 @@ static PyTypeObject Func_Type = {
    the DistArray (the operand's distribution and type).  Anything else --
    other dims, missing values, another result dtype, a kernel that refuses
    -- returns None and the Python path (xdap/array.py) handles it, errors
-   included.  register_array(DistArray, Parts) names the two classes. */
+   included.  register_array(DistArray, Parts, info_of) names the two
+   classes and the maker of a bool result's TypeInfo. */
 
 static PyTypeObject *array_type = NULL, *parts_type = NULL;
+/* info_of(info, dtype) -> the TypeInfo of a result of another dtype (a
+   comparison's bool); its answers kept by (operand info, tag): results
+   share their operand's info object, so a loop asks once. */
+static PyObject *info_of = NULL, *result_infos = NULL;
+#define MAX_RESULT_INFOS 1024
 
 /* The slots of the two classes, read and written at their offsets (what
    CPython's member descriptors do, without a lookup a field). */
@@ -1193,25 +1199,75 @@ static PyObject *
 register_array(PyObject *module, PyObject *args)
 {
     (void)module;
-    PyObject *a, *p;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &a, &PyType_Type, &p)) {
+    PyObject *a, *p, *of;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyType_Type, &a, &PyType_Type, &p, &of)) {
         return NULL;
     }
     if (slot_offsets((PyTypeObject *)a, array_slots, array_at, NA_SLOTS) < 0 ||
         slot_offsets((PyTypeObject *)p, parts_slots, parts_at, NP_SLOTS) < 0) {
         return NULL;
     }
+    if (result_infos == NULL && (result_infos = PyDict_New()) == NULL) {
+        return NULL;
+    }
     Py_INCREF(a);
     Py_INCREF(p);
+    Py_INCREF(of);
     Py_XSETREF(array_type, (PyTypeObject *)a);
     Py_XSETREF(parts_type, (PyTypeObject *)p);
+    Py_XSETREF(info_of, of);
     Py_RETURN_NONE;
 }
 
-/* The new DistArray over result container r (fixed, the operand's dtype
-   and dims): values, Parts, array; NULL with an exception on failure. */
+static int npy_of_tag(enum ndt tag);
+static int tag_of_numpy(int type_num);
+static int plain_result(enum ndt out, enum ndt in);
+
+/* The TypeInfo of a result of `descr`'s dtype with the dims of `info`
+   (borrowed, kept in result_infos); NULL with an exception on failure. */
 static PyObject *
-wrap_result(PyObject *array, PyObject *p, PyObject *values, PyObject *r)
+result_info(PyObject *info, PyArray_Descr *descr)
+{
+    PyObject *key = Py_BuildValue("(ni)", (Py_ssize_t)(uintptr_t)info, descr->type_num);
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *hit = PyDict_GetItemWithError(result_infos, key);       /* borrowed */
+    if (hit != NULL && PyTuple_GET_ITEM(hit, 0) == info) {
+        Py_DECREF(key);
+        return PyTuple_GET_ITEM(hit, 1);
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    PyObject *made = PyObject_CallFunctionObjArgs(info_of, info, (PyObject *)descr, NULL);
+    if (made == NULL) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    if (PyDict_GET_SIZE(result_infos) >= MAX_RESULT_INFOS) {
+        PyDict_Clear(result_infos);
+    }
+    /* the entry holds the operand's info: its address is not reused while kept */
+    PyObject *entry = PyTuple_Pack(2, info, made);
+    Py_DECREF(made);
+    if (entry == NULL || PyDict_SetItem(result_infos, key, entry) < 0) {
+        Py_XDECREF(entry);
+        Py_DECREF(key);
+        return NULL;
+    }
+    Py_DECREF(entry);
+    Py_DECREF(key);
+    return PyTuple_GET_ITEM(entry, 1);
+}
+
+/* The new DistArray over result container r (fixed, the operand's dims;
+   of leaf `out_tag`: the operand's dtype, or another whose TypeInfo
+   info_of makes): values, Parts, array; NULL with an exception on
+   failure. */
+static PyObject *
+wrap_result(PyObject *array, PyObject *p, PyObject *values, PyObject *r, enum ndt out_tag)
 {
     const xnd_t *rv = CONST_XND(r);
     const ndt_t *leaf = rv->type;
@@ -1219,8 +1275,22 @@ wrap_result(PyObject *array, PyObject *p, PyObject *values, PyObject *r)
         leaf = leaf->FixedDim.type;
     }
     char *data = rv->ptr + rv->index * leaf->datasize;
-    PyObject *v = numpy_over(r, data, PyArray_DESCR((PyArrayObject *)values),
-                             PyArray_NDIM((PyArrayObject *)values),
+    PyArray_Descr *descr = PyArray_DESCR((PyArrayObject *)values);
+    PyObject *info = SLOT(p, parts_at[P_INFO]);
+    if (tag_of_numpy(descr->type_num) != (int)out_tag) {
+        const int npy = npy_of_tag(out_tag);
+        if (npy < 0 || info_of == NULL) {
+            PyErr_SetString(PyExc_TypeError, "wrap_result: no NumPy dtype for this result");
+            return NULL;
+        }
+        descr = PyArray_DescrFromType(npy);          /* a new reference (builtin) */
+        info = result_info(info, descr);
+        Py_DECREF(descr);
+        if (info == NULL) {
+            return NULL;
+        }
+    }
+    PyObject *v = numpy_over(r, data, descr, PyArray_NDIM((PyArrayObject *)values),
                              PyArray_DIMS((PyArrayObject *)values), NULL, NPY_ARRAY_CARRAY);
     if (v == NULL) {
         return NULL;
@@ -1230,7 +1300,7 @@ wrap_result(PyObject *array, PyObject *p, PyObject *values, PyObject *r)
         Py_DECREF(v);
         return NULL;
     }
-    PyObject *pv[NP_SLOTS] = {SLOT(p, parts_at[P_INFO]), v, Py_None, empty_tuple, r, Py_None};
+    PyObject *pv[NP_SLOTS] = {info, v, Py_None, empty_tuple, r, Py_None};
     for (int i = 0; i < NP_SLOTS; i++) {
         Py_INCREF(pv[i]);
         SLOT(np_, parts_at[i]) = pv[i];
@@ -1272,6 +1342,38 @@ tag_of_numpy(int type_num)
     case NPY_COMPLEX128: return Complex128;
     default: return -1;
     }
+}
+
+/* The NumPy type number of a kernel dtype's tag, or -1. */
+static int
+npy_of_tag(enum ndt tag)
+{
+    switch (tag) {
+    case Bool: return NPY_BOOL;
+    case Int8: return NPY_INT8;
+    case Int16: return NPY_INT16;
+    case Int32: return NPY_INT32;
+    case Int64: return NPY_INT64;
+    case Uint8: return NPY_UINT8;
+    case Uint16: return NPY_UINT16;
+    case Uint32: return NPY_UINT32;
+    case Uint64: return NPY_UINT64;
+    case Float32: return NPY_FLOAT32;
+    case Float64: return NPY_FLOAT64;
+    case Complex64: return NPY_COMPLEX64;
+    case Complex128: return NPY_COMPLEX128;
+    default: return -1;
+    }
+}
+
+/* Whether a kernel's result of leaf `out` for an operand of leaf `in` is
+   one the fast paths make: the operand's dtype, or a predicate's bool --
+   where the kernel picks another dtype (sin of an integer), the general
+   path applies NumPy's promotion. */
+static int
+plain_result(enum ndt out, enum ndt in)
+{
+    return out == in || (out == Bool && info_of != NULL);
 }
 
 /* The xnd container of Parts `p` (borrowed): the one it holds, else -- for
@@ -1370,7 +1472,8 @@ scalar_result(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    if (e->status != 0 || e->nout != 1 || e->out_tags[0] != arr->leaf->tag) {
+    if (e->status != 0 || e->nout != 1 || !plain_result(e->out_tags[0], arr->leaf->tag) ||
+        (e->out_tags[0] != arr->leaf->tag && into)) {
         Py_RETURN_NONE;
     }
     PyObject *call = PyTuple_Pack(2, first, second);
@@ -1394,7 +1497,66 @@ scalar_result(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_INCREF(array);
         return array;
     }
-    PyObject *out = wrap_result(array, p, values, r);
+    PyObject *out = wrap_result(array, p, values, r, e->out_tags[0]);
+    Py_DECREF(r);
+    return out;
+}
+
+/* unary_result(func, array) -> DistArray or None: `func(array)` of a
+   DistArray whose data are fixed without missing values (`xp.sin(a)`,
+   `-a`, `xp.isnan(a)`); anything else -- and any error -- is None: the
+   Python path decides, errors included. */
+static PyObject *
+unary_result(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2 || !Py_IS_TYPE(args[0], &Func_Type)) {
+        PyErr_SetString(PyExc_TypeError, "unary_result(func, array)");
+        return NULL;
+    }
+    PyObject *func = args[0], *array = args[1];
+    if (array_type == NULL || Py_TYPE(array) != array_type) {
+        Py_RETURN_NONE;
+    }
+    PyObject *p = SLOT(array, array_at[A_PARTS]);
+    if (p == NULL || Py_TYPE(p) != parts_type || SLOT(p, parts_at[P_INFO]) == NULL ||
+        SLOT(array, array_at[A_DISTRIBUTION]) == NULL ||
+        SLOT(array, array_at[A_LEAF_INDEX]) == NULL) {
+        Py_RETURN_NONE;
+    }
+    PyObject *values = SLOT(p, parts_at[P_VALUES]);
+    PyObject *c = values == NULL || !PyArray_Check(values) ? NULL : contained(p);
+    if (c == NULL) {
+        Py_RETURN_NONE;
+    }
+    operand_t op;
+    if (describe(c, &op) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if ((op.kind != FIXED && op.kind != SCALAR) || op.optional) {
+        Py_RETURN_NONE;
+    }
+    enum ndt tag = op.leaf->tag;
+    entry_t *e = lookup((FuncObject *)func, 1, &tag);
+    if (e == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (e->status != 0 || e->nout != 1 || !plain_result(e->out_tags[0], tag)) {
+        Py_RETURN_NONE;
+    }
+    PyObject *call = PyTuple_Pack(1, c);
+    if (call == NULL) {
+        return NULL;
+    }
+    PyObject *r = func_call((FuncObject *)func, call, NULL);
+    Py_DECREF(call);
+    if (r == NULL) {            /* the Python path says why, the same way */
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *out = wrap_result(array, p, values, r, e->out_tags[0]);
     Py_DECREF(r);
     return out;
 }
@@ -1470,10 +1632,13 @@ array_result(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (e->status != 0 || e->nout != 1) {
         Py_RETURN_NONE;
     }
+    /* the result's type and values like an operand of its dtype, else the
+       first's dims with another dtype (a comparison's bool) */
     int like = e->out_tags[0] == tags[0] ? 0 : e->out_tags[0] == tags[1] ? 1 : -1;
-    if (like < 0) {
+    if (like < 0 && (out != Py_None || !plain_result(e->out_tags[0], tags[0]))) {
         Py_RETURN_NONE;
     }
+    like = like < 0 ? 0 : like;
     PyObject *call = PyTuple_Pack(2, conts[0], conts[1]);
     if (call == NULL) {
         return NULL;
@@ -1508,7 +1673,7 @@ array_result(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_NONE;
     }
     PyObject *result = wrap_result(arrays[like], parts[like],
-                                   SLOT(parts[like], parts_at[P_VALUES]), r);
+                                   SLOT(parts[like], parts_at[P_VALUES]), r, e->out_tags[0]);
     Py_DECREF(r);
     return result;
 }
@@ -1532,11 +1697,14 @@ static PyMethodDef module_methods[] = {
     {"key", (PyCFunction)apply_key, METH_O,
      "key(gufunc) -> (table address, name): a stable cache key of a gumath function"},
     {"register_array", (PyCFunction)register_array, METH_VARARGS,
-     "register_array(DistArray, Parts): the classes scalar_result builds"},
+     "register_array(DistArray, Parts, info_of): the classes scalar_result builds"},
     {"array_result", (PyCFunction)(void (*)(void))array_result, METH_FASTCALL,
      "array_result(func, first, second, out) -> the DistArray of `first <op> second` (two "
      "DistArrays of one distribution; into `out`, one of them, when not None), or None: "
      "take the general path"},
+    {"unary_result", (PyCFunction)(void (*)(void))unary_result, METH_FASTCALL,
+     "unary_result(func, array) -> the DistArray of `func(array)`, or None: take the "
+     "general path"},
     {"scalar_result", (PyCFunction)(void (*)(void))scalar_result, METH_FASTCALL,
      "scalar_result(func, array, scalar, reflected) -> the DistArray of `array <op> scalar` "
      "(`scalar <op> array` when reflected), or None: take the general path"},

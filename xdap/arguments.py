@@ -226,6 +226,24 @@ def value_of(name: str, what: str, value, dt: np.dtype):
     one, NaN or an infinity into an integer, a finite number that
     overflows.  (NumPy truncates ``np.full(3, 2.5, dtype=int)``; xdap
     narrows nothing silently.)  Floats round to ``dt``'s precision."""
+    kind = type(value)
+    if kind is int or kind is float or kind is bool:     # a Python number: kept by its bits
+        key = (name, what, kind, value.hex() if kind is float else value, dt)
+        got = _VALUES.get(key)
+        if got is None:
+            got = _value_of(name, what, value, dt)
+            if len(_VALUES) >= 256:
+                _VALUES.clear()
+            _VALUES[key] = got
+        return got
+    return _value_of(name, what, value, dt)
+
+
+_VALUES: dict = {}     # (name, what, Python type, value, dtype) -> value_of's answer
+
+
+def _value_of(name, what, value, dt):
+    """``value_of``, made."""
     if is_distributed(value):
         if value.ndim != 0 or value.parts.info.optional or not value.parts.info.numeric:
             raise TypeError(f"{name}: {what} must be one number, got an array of shape "

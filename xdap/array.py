@@ -32,7 +32,7 @@ from .api import (creation, data_types, elementwise, exchange, indexing, linear_
 from .contract import Contract, collective, contract_of, inside, normalized, state
 from .directory import prefix_sums
 from .distribution import Distribution
-from .dtypes import is_integer
+from .dtypes import dtype_from_numpy, is_integer
 from .movement.halo import accumulate_halos, bind_halos, exchange_halos
 from .movement.migrate import migrate_array
 from .movement.redistribute import bind_redistribute, redistribute
@@ -60,7 +60,7 @@ def _operator(name: str, reflected: bool):
         ro = _refs(other)
         if not _agreement._DEBUG:
             if _array_result is None:
-                _bind_scalar_operators()
+                bind_fast_paths()
             kind = type(other)
             if kind is DistArray:
                 if bool(self.distribution.maps) is bool(other.distribution.maps):
@@ -85,7 +85,7 @@ def _operator(name: str, reflected: bool):
             elif (kind is float or kind is int) and not (name == "power" and kind is int
                                                          and other < 0):
                 try:
-                    number = _memo_scalar(kind, other, self.parts.info.dtype)
+                    number = memo_scalar(kind, other, self.parts.info.dtype)
                 except (ValueError, TypeError, OverflowError):   # e.g. 2**70: the general path
                     number = None
                 if number is not None:
@@ -96,6 +96,33 @@ def _operator(name: str, reflected: bool):
         return _binary(rs, self, other, name, reflected, ro if commutative else 0)
 
     op.__name__ = op.__qualname__ = f"__{'r' if reflected else ''}{_DUNDER[name]}__"
+    return elementwise.kernel_call(op)
+
+
+def _ufunc_operator(dunder: str, ufunc, declared=None, reflected=False):
+    """The operator ``dunder`` as NumPy's ``ufunc`` of the array (and the
+    other operand; ``other <op> self`` when ``reflected``): the standard
+    function's fast path (``xdap.api.elementwise``) for plain operands,
+    else ``declared(self[, other])`` -- by default the ufunc itself, through
+    ``__array_ufunc__``."""
+    fast = elementwise.fast_path(ufunc)
+    if ufunc.nin == 1:
+        declared = declared or ufunc
+
+        def op(self):
+            if not _agreement._DEBUG:
+                out = fast(self)
+                if out is not None:
+                    return out
+            return declared(self)
+    else:
+        def op(self, other):
+            if not _agreement._DEBUG:
+                out = fast(other, self) if reflected else fast(self, other)
+                if out is not None:
+                    return out
+            return ufunc(other, self) if reflected else ufunc(self, other)
+    op.__name__ = op.__qualname__ = dunder
     return elementwise.kernel_call(op)
 
 
@@ -387,7 +414,7 @@ class DistArray:
     count = statistical.count
     any = statistical.any
     all = statistical.all
-    __matmul__ = linear_algebra.matmul
+    __matmul__ = linear_algebra.matmul_operator
     mT = property(linear_algebra.matrix_transpose_property)
     T = property(linear_algebra.transpose_property)
     reshape = manipulation.reshape_method
@@ -469,10 +496,9 @@ class DistArray:
     __rtruediv__ = _operator("divide", True)
     __pow__ = _operator("power", False)
     __rpow__ = _operator("power", True)
-    @elementwise.kernel_call
-    def __neg__(self): return _kernel_fn("negative")(self)
-    @elementwise.kernel_call
-    def __abs__(self): return np.absolute(self)     # the library, else NumPy's loop (complex64)
+    __neg__ = _ufunc_operator("__neg__", np.negative, lambda self: _kernel_fn("negative")(self))
+    # the library, else NumPy's loop (complex64)
+    __abs__ = _ufunc_operator("__abs__", np.absolute)
     @elementwise.kernel_call
     def __eq__(self, other): return _binary(0, self, other, "equal", False)
     @elementwise.kernel_call
@@ -488,34 +514,20 @@ class DistArray:
 
     # operators without a library kernel: NumPy's ufunc on every rank's values
     # (xdap.api.elementwise.numpy_ufunc: local work)
-    @elementwise.kernel_call
-    def __floordiv__(self, other): return np.floor_divide(self, other)
-    @elementwise.kernel_call
-    def __rfloordiv__(self, other): return np.floor_divide(other, self)
-    @elementwise.kernel_call
-    def __mod__(self, other): return np.remainder(self, other)
-    @elementwise.kernel_call
-    def __rmod__(self, other): return np.remainder(other, self)
-    @elementwise.kernel_call
-    def __and__(self, other): return np.bitwise_and(self, other)
-    @elementwise.kernel_call
-    def __rand__(self, other): return np.bitwise_and(other, self)
-    @elementwise.kernel_call
-    def __or__(self, other): return np.bitwise_or(self, other)
-    @elementwise.kernel_call
-    def __ror__(self, other): return np.bitwise_or(other, self)
-    @elementwise.kernel_call
-    def __xor__(self, other): return np.bitwise_xor(self, other)
-    @elementwise.kernel_call
-    def __rxor__(self, other): return np.bitwise_xor(other, self)
-    @elementwise.kernel_call
-    def __lshift__(self, other): return np.left_shift(self, other)
-    @elementwise.kernel_call
-    def __rshift__(self, other): return np.right_shift(self, other)
-    @elementwise.kernel_call
-    def __invert__(self): return np.invert(self)
-    @elementwise.kernel_call
-    def __pos__(self): return np.positive(self)
+    __floordiv__ = _ufunc_operator("__floordiv__", np.floor_divide)
+    __rfloordiv__ = _ufunc_operator("__rfloordiv__", np.floor_divide, reflected=True)
+    __mod__ = _ufunc_operator("__mod__", np.remainder)
+    __rmod__ = _ufunc_operator("__rmod__", np.remainder, reflected=True)
+    __and__ = _ufunc_operator("__and__", np.bitwise_and)
+    __rand__ = _ufunc_operator("__rand__", np.bitwise_and, reflected=True)
+    __or__ = _ufunc_operator("__or__", np.bitwise_or)
+    __ror__ = _ufunc_operator("__ror__", np.bitwise_or, reflected=True)
+    __xor__ = _ufunc_operator("__xor__", np.bitwise_xor)
+    __rxor__ = _ufunc_operator("__rxor__", np.bitwise_xor, reflected=True)
+    __lshift__ = _ufunc_operator("__lshift__", np.left_shift)
+    __rshift__ = _ufunc_operator("__rshift__", np.right_shift)
+    __invert__ = _ufunc_operator("__invert__", np.invert)
+    __pos__ = _ufunc_operator("__pos__", np.positive)
 
     # In place: the result is written into this array's buffer (nothing is
     # allocated) and ``b = a; a += 1`` updates ``b`` too, as in NumPy.  The
@@ -623,13 +635,15 @@ _SAME_TYPE: dict = {}               # (kernel, operand types) -> result is the t
 # answers None for anything else, which the general path decides and says.
 # Bound on the first call (xdap._apply stays out of import time).
 _OPERATOR_KERNELS = ("add", "subtract", "multiply", "divide", "power")
+# ``a < b``, ``a == 2.0``: a bool result of the operands' dims, made in C alike
+_COMPARISONS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
 
 _HANDLES: dict = {}                    # operator name -> the kernel's fast handle
 _scalar_result = _array_result = None
 _SLOTS: dict = {}                     # (Python type, array dtype) -> (0-d xnd, its NumPy view)
 
 
-def _memo_scalar(kind, value, dtype: str):
+def memo_scalar(kind, value, dtype: str):
     """The scalar operand of ``array <op> value`` as the kernels take it: a
     0-d xnd container of the dtype the value takes next to ``dtype``
     (``scalar_dtype``: it depends on the value's type alone), one kept per
@@ -646,15 +660,29 @@ def _memo_scalar(kind, value, dtype: str):
     return slot[0]
 
 
-def _bind_scalar_operators():
+def bind_fast_paths():
+    """Name DistArray, Parts and the TypeInfo of a result of another dtype
+    to ``xdap._apply``, and keep the operators' kernel handles (on the
+    first operator or elementwise function)."""
     global _scalar_result, _array_result
+    if _array_result is not None:
+        return
     from .kernels.apply import _apply_module, fast
     from .kernels.library import gufunc
     _apply = _apply_module()
-    _apply.register_array(DistArray, Parts)
-    _HANDLES.update((n, fast(gufunc(n))) for n in _OPERATOR_KERNELS)
+    _apply.register_array(DistArray, Parts, _result_info)
+    _HANDLES.update((n, fast(gufunc(n))) for n in _OPERATOR_KERNELS + _COMPARISONS)
     _scalar_result = _apply.scalar_result
     _array_result = _apply.array_result
+
+
+elementwise.serve(DistArray, memo_scalar, bind_fast_paths)
+
+
+def _result_info(info, dtype):
+    """The TypeInfo of a kernel's result of NumPy ``dtype`` (a comparison's
+    bool) over an operand of ``info``: its dims, that leaf."""
+    return info.with_leaf(dtype_from_numpy(dtype))
 
 
 def _binary(refs, self, other, name, reflected, other_refs=0):
@@ -671,11 +699,11 @@ def _binary(refs, self, other, name, reflected, other_refs=0):
         raise ValueError("Integers to negative integer powers are not allowed.")
     if kind is int or kind is float:
         if _scalar_result is None:
-            _bind_scalar_operators()
+            bind_fast_paths()
         handle = _HANDLES.get(name)
         if handle is not None:
             try:
-                number = _memo_scalar(kind, other, self.parts.info.dtype)
+                number = memo_scalar(kind, other, self.parts.info.dtype)
             except (ValueError, TypeError, OverflowError):   # e.g. 2**70: the general path
                 number = None
             # a temporary of the result's dtype takes it in its own buffer (the C
@@ -685,9 +713,9 @@ def _binary(refs, self, other, name, reflected, other_refs=0):
                 _scalar_result(handle, self, number, reflected, into)
             if result is not None:
                 return result
-    if kind is DistArray and name in _OPERATOR_KERNELS:
+    if kind is DistArray and (name in _OPERATOR_KERNELS or name in _COMPARISONS):
         if _scalar_result is None:
-            _bind_scalar_operators()
+            bind_fast_paths()
         result = _arrays_fast(refs, self, other, name, reflected, other_refs)
         if result is not None:
             return result
@@ -739,15 +767,15 @@ def _in_place(self, other, name):
     kind = type(other)
     if kind is DistArray and self.distribution.maps and other.distribution.maps:
         if _array_result is None:
-            _bind_scalar_operators()
+            bind_fast_paths()
         # one distribution, this array's dtype: made in C into this array's buffer
         if _array_result(_HANDLES[name], self, other, self) is not None:
             return self
     elif kind is float or kind is int:
         if _scalar_result is None:
-            _bind_scalar_operators()
+            bind_fast_paths()
         try:
-            number = _memo_scalar(kind, other, self.parts.info.dtype)
+            number = memo_scalar(kind, other, self.parts.info.dtype)
         except (ValueError, TypeError, OverflowError):
             number = None
         # of this array's dtype: made in C into its buffer (else the general path says why)

@@ -34,7 +34,9 @@ from .api import (creation as _creation, data_types as _data_types, elementwise 
 from .api.layouts import from_every_rank as _from_every_rank, scalar_array as _scalar_array
 from .agreement import SETTLED as _SETTLED
 from .arraylike import is_distributed as _is_distributed
-from .contract import collective as _collective, pure as _pure
+from .parts import Parts as _Parts
+from .contract import collective as _collective, local as _local, moves_nothing as _moves_nothing
+from .contract import inside as _inside, pure as _pure
 from .api.layouts import scalar_maker as _scalar_maker
 from .repeats import call_lane as _call_lane, plain as _plain
 from .contract import Repeats as _Repeats
@@ -94,8 +96,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     dt = _arg.dtype("asarray", dtype)
     if copy is not None:
         copy = _arg.flag("asarray", "copy", copy)
-    if _is_distributed(obj):
-        yield dict(obj=obj, dtype=dt, device=device, copy=copy)
+    if _is_distributed(obj):        # each rank's own block: no message (the ledger has it)
+        yield _moves_nothing(dict(obj=obj, dtype=dt, device=device, copy=copy))
         if dt is not None and dt != obj.dtype:
             return astype(obj, dt)
         return obj.copy() if copy else obj
@@ -133,38 +135,111 @@ def from_dlpack(x, /, *, device=None, copy=None):
     return _creation.from_global(data)
 
 
-@_collective
+# -- creation: a repeated call makes its block and nothing else -------------------
+_MADE: dict = {}      # (function, shape, dtype as given, fill's type) -> what a first call made
+
+
+def _creation_key(name, shape, dtype, device, fill=None):
+    """The memo key of a creation call's arguments -- a shape of Python
+    ints, a hashable dtype, no device -- or None (the declared path)."""
+    if device is not None or not (type(shape) is int or type(shape) is tuple and _builtins.all(
+            type(n) is int for n in shape)):
+        return None
+    try:
+        return (name, shape, dtype, fill)
+    except TypeError:
+        return None
+
+
+def _remember(key, out):
+    """Keep what a creation call made (its distribution, its block's type
+    and class) for the next call with these arguments: plain fixed data."""
+    if key is not None and _elementwise.plain(out):
+        if len(_MADE) >= 256:
+            _MADE.clear()
+        _MADE[key] = (out.distribution, out.parts.info, out.parts.values.dtype, type(out))
+    return out
+
+
+def _created(key, make, fill=None):
+    """A new array like the one the call with ``key`` made, its block made
+    by ``make(shape, dtype)`` (``fill``: ``make``'s value); None where no
+    call made one yet."""
+    made = _MADE.get(key)
+    if made is None:
+        return None
+    d, info, dt, cls = made
+    values = make(info.shape, dt) if fill is None else make(info.shape, fill, dt)
+    return cls._trusted(d, _Parts(info, values)), dt
+
+
+def _zeros_fast(shape, *, dtype=None, device=None):
+    made = _created(_creation_key("zeros", shape, dtype, device), np.zeros)
+    return made and (made[0], dict(shape=shape, dtype=made[1], device=None))
+
+
+def _ones_fast(shape, *, dtype=None, device=None):
+    made = _created(_creation_key("ones", shape, dtype, device), np.ones)
+    return made and (made[0], dict(shape=shape, dtype=made[1], device=None))
+
+
+def _empty_fast(shape, *, dtype=None, device=None):
+    made = _created(_creation_key("empty", shape, dtype, device), np.zeros)
+    return made and (made[0], dict(shape=shape, dtype=made[1], device=None))
+
+
+def _full_fast(shape, fill_value, *, dtype=None, device=None):
+    kind = type(fill_value)
+    if dtype is not None or not (kind is float or kind is _builtins.bool or
+                                 kind is int and -2**63 <= fill_value < 2**63):
+        return None
+    made = _created(_creation_key("full", shape, dtype, device, kind), np.full, fill_value)
+    return made and (made[0], dict(shape=shape, fill_value=fill_value, dtype=made[1],
+                                   device=None))
+
+
+@_local(fast=_zeros_fast)
 def zeros(shape, *, dtype=None, device=None):
-    """Zeros of ``shape`` (float64 unless ``dtype``), each rank its block."""
+    """Zeros of ``shape`` (float64 unless ``dtype``), each rank its block
+    (local work: written in the ledger; a repeated shape and dtype reuse
+    the first call's distribution)."""
     _device("zeros", device)
     dt = _arg.dtype("zeros", dtype) or np.dtype(np.float64)
     yield dict(shape=shape, dtype=dt, device=device)
-    return _creation.zeros(shape, dtype=dt)
+    with _inside:                   # agreed in the ledger: the engine trusts it
+        return _remember(_creation_key("zeros", shape, dtype, device),
+                         _creation.zeros(shape, dtype=dt))
 
 
-@_collective
+@_local(fast=_ones_fast)
 def ones(shape, *, dtype=None, device=None):
-    """Ones of ``shape`` (float64 unless ``dtype``), each rank its block."""
+    """Ones of ``shape`` (float64 unless ``dtype``), each rank its block
+    (local work, as ``zeros``)."""
     _device("ones", device)
     dt = _arg.dtype("ones", dtype) or np.dtype(np.float64)
     yield dict(shape=shape, dtype=dt, device=device)
-    return _creation.full(shape, 1, dtype=dt)
+    with _inside:
+        return _remember(_creation_key("ones", shape, dtype, device),
+                         _creation.full(shape, 1, dtype=dt))
 
 
-@_collective
+@_local(fast=_empty_fast)
 def empty(shape, *, dtype=None, device=None):
-    """An array of ``shape`` (float64 unless ``dtype``); zeros here."""
+    """An array of ``shape`` (float64 unless ``dtype``); zeros here (local
+    work, as ``zeros``)."""
     _device("empty", device)
     dt = _arg.dtype("empty", dtype) or np.dtype(np.float64)
     yield dict(shape=shape, dtype=dt, device=device)
-    return _creation.zeros(shape, dtype=dt)
+    with _inside:
+        return _remember(_creation_key("empty", shape, dtype, device),
+                         _creation.zeros(shape, dtype=dt))
 
 
-@_collective
+@_local(fast=_full_fast)
 def full(shape, fill_value, *, dtype=None, device=None):
     """``fill_value`` in ``shape``; the dtype from ``fill_value`` unless
     given (a Python float: float64, bool: bool, int: int64, complex:
-    complex128)."""
+    complex128; local work, as ``zeros``)."""
     _device("full", device)
     dt = _arg.dtype("full", dtype)
     if dt is None:
@@ -178,10 +253,15 @@ def full(shape, fill_value, *, dtype=None, device=None):
         else:
             raise TypeError(f"full: fill_value must be a number, got {fill_value!r}")
     yield dict(shape=shape, fill_value=fill_value, dtype=dt, device=device)
-    return _creation.full(shape, fill_value, dtype=dt)
+    with _inside:
+        out = _creation.full(shape, fill_value, dtype=dt)
+    kind = type(fill_value)
+    if dtype is None and kind in (float, int, _builtins.bool):
+        _remember(_creation_key("full", shape, dtype, device, kind), out)
+    return out
 
 
-@_collective
+@_local
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
     """NumPy's ``arange``, each rank computing only its part; the default
     dtype is the standard's (int64 when every argument is an integer, else
@@ -189,19 +269,22 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
     _device("arange", device)
     dt = _arg.dtype("arange", dtype)
     yield dict(start=start, stop=stop, step=step, dtype=dt, device=device)
-    return _creation.arange(start, stop, step, dtype=dt)
+    with _inside:                   # agreed in the ledger: the engine trusts it
+        return _creation.arange(start, stop, step, dtype=dt)
 
 
-@_collective
+@_local
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     """NumPy's ``linspace``, each rank computing only its part."""
     _device("linspace", device)
     dt = _arg.dtype("linspace", dtype)
-    yield dict(start=start, stop=stop, num=num, dtype=dt, device=device, endpoint=endpoint)
-    return _creation.linspace(start, stop, num, dtype=dt, endpoint=endpoint)
+    yield dict(start=start, stop=stop, num=num, dtype=dt, device=device,
+              endpoint=endpoint)
+    with _inside:                   # agreed in the ledger: the engine trusts it
+        return _creation.linspace(start, stop, num, dtype=dt, endpoint=endpoint)
 
 
-@_collective
+@_local
 def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
     """Ones on the ``k``-th diagonal, zeros elsewhere (the standard's
     ``eye``): each rank computes its block only.
@@ -212,7 +295,8 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
     _device("eye", device)
     dt = _arg.dtype("eye", dtype)
     yield dict(n_rows=n_rows, n_cols=n_cols, k=k, dtype=dt, device=device)
-    return _creation.eye(n_rows, n_cols, k, dtype=dt)
+    with _inside:                   # agreed in the ledger: the engine trusts it
+        return _creation.eye(n_rows, n_cols, k, dtype=dt)
 
 
 # -- reductions: a 0-d array for a reduction over everything, keepdims ------------------------

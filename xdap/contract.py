@@ -127,13 +127,14 @@ class Prepared:
     same arrays, the same key): its vote (``vote``) or its ledger entry
     (``record``) then describes and digests nothing again."""
 
-    __slots__ = ("what", "digest", "same", "shown", "errors", "entry")
+    __slots__ = ("what", "digest", "same", "shown", "errors", "entry", "number")
 
     def __init__(self, what, digest, same, shown, errors):
         self.what, self.digest, self.same, self.shown, self.errors = \
             what, digest, same, shown, errors
         # what the ledger keeps of it: (name, description, shown) of each value
         self.entry = tuple((k, d, shown.get(k, d)) for k, d in same.items())
+        self.number = _ledger.entry_number(digest)
 
     def vote(self, comm) -> _agreement.PreparedVote:
         """The call's vote on ``comm``, not yet cast (``Vote.ride``/``cast``)."""
@@ -141,7 +142,7 @@ class Prepared:
 
     def record(self, comm) -> None:
         """Write the call in ``comm``'s ledger (a call that moves nothing)."""
-        _ledger.record(comm, self.what, self.digest, self.entry)
+        _ledger.record(comm, self.what, self.digest, self.entry, self.number)
 
 
 def prepare(what: str, agreed: dict) -> Prepared:
@@ -179,7 +180,16 @@ def _record(comm, name, agreed, error=None) -> None:
         _ledger.record(comm, name, _agreement._digest((name, "failed", text)),
                        (("its checks", text, text),))
         return
-    prepare(name, agreed).record(comm)
+    try:
+        key = (name,) + tuple((k, memo_key(v)) for k, v in agreed.items())
+    except Unkeyed:
+        prepare(name, agreed).record(comm)
+        return
+    prepared = _RECORDED.get(key)
+    if prepared is None:               # described and digested once per arguments
+        prepared = _RECORDED.put(key, prepare(name, agreed),
+                                 *(v for v in agreed.values() if hasattr(type(v), "__xdap_wrap__")))
+    prepared.record(comm)
 
 
 # -- a repeated call's arguments, by identity ---------------------------------------------
@@ -216,6 +226,8 @@ def memo_key(value):
         return kind,
     if hasattr(kind, "__xdap_wrap__"):
         return kind, id(value.distribution), id(value.parts.info)
+    if isinstance(value, np.dtype):
+        return np.dtype, value
     raise Unkeyed
 
 
@@ -246,6 +258,9 @@ class Repeats:
             self._items.clear()
         self._items[key] = (entry, tuple((a.distribution, a.parts.info) for a in arrays))
         return entry
+
+
+_RECORDED = Repeats(512)       # a local call's agreed values, by memo_key -> its Prepared
 
 
 def contract_of(obj) -> Contract | None:
@@ -531,7 +546,8 @@ def _within(fn, name, at, args, kwargs):
         return _trusted(fn, name, args, kwargs)
     except _agreement.USER_ERRORS as e:
         e.xdap_agreed = _agreement.Agreed.of(_comm_of(args, kwargs, *at))
-        raise
+        e.xdap_nested = True             # agreed as its caller's inputs were (a local call's:
+        raise                            # in the ledger, not yet compared)
 
 
 def collective(fn=None, *, name: str | None = None, over: str | None = None, own: tuple = (),
@@ -573,16 +589,20 @@ def collective(fn=None, *, name: str | None = None, over: str | None = None, own
     return call
 
 
-def local(fn=None, *, name: str | None = None, ledger: bool = True):
+def local(fn=None, *, name: str | None = None, ledger: bool = True, fast=None):
     """Declare ``fn`` (a generator function) a local call: no MPI call; its
     checks read agreed state only, so each rank's verdict is everyone's.
     Its agreed values are written in the communicator's ledger
     (``xdap.ledger``), which the next vote carries: a rank that passed
     another axis, or raised, is named there, on every rank (``ledger=False``:
     elementwise work, the hot path, writes none).  In debug mode, on more
-    than one rank, it votes as a collective call."""
+    than one rank, it votes as a collective call.  ``fast``: the common
+    case made whole without the generator's layers -- ``fast(*args,
+    **kwargs)`` gives ``(result, agreed)``, a DistArray and the values the
+    generator would yield for these arguments (written in the ledger), or
+    None: the declared path decides."""
     if fn is None:
-        return functools.partial(local, name=name, ledger=ledger)
+        return functools.partial(local, name=name, ledger=ledger, fast=fast)
     if not inspect.isgeneratorfunction(fn):
         raise TypeError(f"@local: {fn.__qualname__} must be a generator function "
                         "(checks, then `yield dict(...)` of the checked arguments, then work)")
@@ -592,6 +612,14 @@ def local(fn=None, *, name: str | None = None, ledger: bool = True):
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
+        if fast is not None and not _agreement._DEBUG:
+            done = fast(*args, **kwargs)
+            if done is not None:
+                out, agreed = done
+                comm = out.distribution.comm
+                if ledger and comm.size > 1 and not getattr(_TLS, "depth", 0):
+                    _record(comm, what, agreed)
+                return out
         if getattr(_TLS, "depth", 0):
             return _rest(_trusted(fn, what, args, kwargs), what)
         if _agreement._DEBUG:
@@ -612,7 +640,17 @@ def local(fn=None, *, name: str | None = None, ledger: bool = True):
             _record(comm, what, None, error)        # a later vote names it, on every rank
             raise
         _record(comm, what, agreed)
-        return _rest(gen, what)
+        try:
+            return _rest(gen, what)
+        except _agreement.USER_ERRORS as error:
+            # raised by the work here, not by a vote inside it: the ledger's
+            # values are not compared yet, so neither is this error -- this
+            # rank's entry says it raised, and the next vote names it
+            if getattr(error, "xdap_agreed", None) is None or \
+                    getattr(error, "xdap_nested", False):
+                error.xdap_agreed = None
+                _record(comm, what, None, error)
+            raise
 
     call.__xdap_contract__ = Contract("local", what, params, ledger=ledger)
     return call

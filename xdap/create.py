@@ -64,7 +64,21 @@ def _type_name(name: str, t) -> str:
 
 
 def _info(name: str, element: str, ndim: int):
-    """The TypeInfo of an array of ``ndim`` dims of ``element`` (checked)."""
+    """The TypeInfo of an array of ``ndim`` dims of ``element`` (checked;
+    kept by the pair)."""
+    info = _INFOS.get((element, ndim))
+    if info is None:
+        info = _parsed_info(name, element, ndim)
+        if len(_INFOS) >= 256:
+            _INFOS.clear()
+        _INFOS[element, ndim] = info
+    return info
+
+
+_INFOS: dict = {}
+
+
+def _parsed_info(name: str, element: str, ndim: int):
     ragged = " * " in element and element.lstrip("?").startswith("var")
     text = element if ragged else " * ".join(["1"] * max(ndim, 1) + [element])
     try:

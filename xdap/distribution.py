@@ -51,7 +51,7 @@ class Distribution:
     __xdap_contract__ = Contract("pure", "Distribution", ("maps", "comm", "rank_coords"))
 
     __slots__ = ("maps", "comm", "grid", "coords", "_placement", "_fp", "_at", "global_shape",
-                 "_counted")
+                 "_counted", "_local_shape")
 
     def __init__(self, maps, comm=None, rank_coords=None):
         comm = _comm.resolve(comm)
@@ -103,6 +103,7 @@ class Distribution:
         set_(self, "_fp", None)
         set_(self, "_at", None)
         set_(self, "_counted", None)
+        set_(self, "_local_shape", None)
         set_(self, "coords", None if comm is None else self.coords_of(comm.rank))
 
     def __setattr__(self, name, value):
@@ -238,7 +239,12 @@ class Distribution:
 
     @property
     def local_shape(self) -> tuple:
-        return tuple(m.local_size(p) for m, p in zip(self.maps, self.coords))
+        """This rank's block shape (found once: every call's checks read it)."""
+        shape = self._local_shape
+        if shape is None:
+            shape = tuple(m.local_size(p) for m, p in zip(self.maps, self.coords))
+            object.__setattr__(self, "_local_shape", shape)
+        return shape
 
     def global_indices(self, dim: int, rank: int | None = None) -> np.ndarray:
         """Global index of each local position along dim, on rank (default: this one)."""
@@ -354,9 +360,47 @@ def row_block_layout(global_shape, comm, sizes=None) -> tuple:
     return d, int(bounds[c]), int(bounds[c + 1])
 
 
+_MADE: dict = {}      # (id of comm, shape, dist, grid) -> (comm, the Distribution made)
+
+
+def _plain(value):
+    """``value`` as a memo key where it is None, an int, a str or a tuple
+    of them (a shape, a dist, a grid), else the key's absence (None)."""
+    kind = type(value)
+    if value is None or kind is int or kind is str:
+        return kind, value
+    if kind is tuple and all(type(v) is int or type(v) is str for v in value):
+        return (kind,) + tuple((type(v), v) for v in value)
+    return None
+
+
 @pure
 def make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_size=None,
                       padding=None, periodic=None, indices=None, sizes=None) -> Distribution:
+    """``_make_distribution``; the common calls -- a shape, a dist and a
+    grid of plain values, no per-dim options -- give the one Distribution
+    made for them on this communicator (kept: ``xp.zeros(n)`` in a loop
+    builds none, and arrays made alike share it, as operands of one
+    distribution)."""
+    if block_size is None and padding is None and periodic is None and indices is None and \
+            sizes is None:
+        comm = _comm.resolve(comm)
+        key = (id(comm), _plain(global_shape), _plain(dist), _plain(grid))
+        if None not in key[1:]:
+            kept = _MADE.get(key)
+            if kept is not None and kept[0] is comm:
+                return kept[1]
+            made = _make_distribution(global_shape, dist, grid, comm)
+            if len(_MADE) >= 256:
+                _MADE.clear()
+            _MADE[key] = (comm, made)          # holds the comm: its id is not reused
+            return made
+    return _make_distribution(global_shape, dist, grid, comm, block_size=block_size,
+                              padding=padding, periodic=periodic, indices=indices, sizes=sizes)
+
+
+def _make_distribution(global_shape, dist=None, grid=None, comm=None, *, block_size=None,
+                       padding=None, periodic=None, indices=None, sizes=None) -> Distribution:
     """Build a Distribution from user options (validated, the same on every rank).
 
     dist        one of 'b' (block), 'c' (cyclic / block-cyclic), 'u'

@@ -24,7 +24,7 @@ True
 """
 from __future__ import annotations
 
-__all__ = ["record", "pending", "settle", "entries", "of", "KEPT"]
+__all__ = ["record", "entry_number", "pending", "settle", "entries", "of", "KEPT"]
 
 KEPT = 256                          # entries kept whole since the last vote
 _MASK = (1 << 128) - 1
@@ -56,19 +56,25 @@ class Ledger:
 _LEDGERS: dict = {}                 # communicator handle -> its ledger
 
 
-def record(comm, what: str, digest: bytes, shown) -> None:
+def record(comm, what: str, digest: bytes, shown, number: int = 0) -> None:
     """Write a local call's entry: ``what`` it was, the ``digest`` of its
     normalized arguments (16 bytes, equal on ranks that passed the same),
     and ``shown`` -- what an error says this rank passed (kept as it is;
-    ``xdap.agreement`` describes it only when the ranks disagree)."""
+    ``xdap.agreement`` describes it only when the ranks disagree).
+    ``number``: ``entry_number(digest)``, where the caller kept it."""
     key = comm.handle
     ledger = _LEDGERS.get(key)
     if ledger is None:
         ledger = _LEDGERS[key] = Ledger()
-    ledger.state = (ledger.state * _MULT + int.from_bytes(digest, "little") + 1) & _MASK
+    ledger.state = (ledger.state * _MULT + (number or entry_number(digest))) & _MASK
     ledger.count += 1
     if len(ledger.kept) < KEPT:
         ledger.kept.append((what, digest, shown))
+
+
+def entry_number(digest: bytes) -> int:
+    """What an entry of ``digest`` adds to the running digest (never 0)."""
+    return int.from_bytes(digest, "little") + 1
 
 
 def of(comm) -> Ledger | None:

@@ -26,7 +26,7 @@ from .agreement import SETTLED
 from .contract import _TLS, Repeats, Unkeyed, fast_lane, memo_key, moves_nothing, prepare
 from .parts import Parts
 
-__all__ = ["PreparedView", "view_lane", "prepared_view", "keyed", "agreed_of", "PreparedCall",
+__all__ = ["PreparedView", "view_lane", "named_view", "prepared_view", "keyed", "agreed_of", "PreparedCall",
            "call_lane", "plain"]
 
 
@@ -36,17 +36,18 @@ class PreparedView:
     rank's block: ``index`` it, ``axes`` transpose it, then give it
     ``shape``."""
 
-    __slots__ = ("prepared", "distribution", "info", "index", "axes", "shape")
+    __slots__ = ("prepared", "distribution", "info", "index", "axes", "shape", "comm")
 
     def __init__(self, prepared, distribution, info, index=None, axes=None):
         self.prepared, self.distribution, self.info = prepared, distribution, info
         self.index, self.axes = index, axes
         self.shape = distribution.local_shape
+        # one rank: nothing to agree, no ledger entry
+        self.comm = distribution.comm if distribution.comm.size > 1 else None
 
     def __call__(self, x):
-        d = self.distribution
-        if d.comm.size > 1:
-            self.prepared.record(d.comm)
+        if self.comm is not None:
+            self.prepared.record(self.comm)
         values = x.parts.values
         if self.index is not None:
             values = values[self.index]
@@ -54,7 +55,8 @@ class PreparedView:
             values = values.transpose(self.axes)
         if values.shape != self.shape:
             values = values.reshape(self.shape)
-        return x.__xdap_wrap__(d, Parts(self.info, values), agreed=True)
+        # fixed data (the rows' leaf index: none), a view (not fresh)
+        return x.__xdap_wrap__(self.distribution, Parts(self.info, values), True, True, False)
 
 
 def keyed(x, args):
@@ -62,6 +64,13 @@ def keyed(x, args):
     or None (not keyed: the declared path)."""
     if not fast_lane() or not hasattr(type(x), "__xdap_wrap__"):
         return None
+    if type(args) is slice:          # a[2:5], a loop's commonest view: ints as themselves
+        start, stop, step = args.start, args.stop, args.step
+        if (start is None or type(start) is int) and (stop is None or type(stop) is int) \
+                and (step is None or type(step) is int):
+            return id(x.distribution), id(x.parts.info), slice, start, stop, step
+    elif type(args) is tuple and all(type(v) is int for v in args):    # a shape
+        return (id(x.distribution), id(x.parts.info), tuple) + args
     try:
         return id(x.distribution), id(x.parts.info), memo_key(args)
     except Unkeyed:
@@ -78,9 +87,29 @@ def view_lane(memo: Repeats, x, args, make):
         return None
     entry = memo.get(key)
     if entry is None:
-        x_plain = x.parts.validity is None and not x.parts.info.ragged and \
-            not x.parts.info.boxed
-        entry = memo.put(key, (make() if x_plain else None) or False, x)
+        entry = _view_entry(memo, key, x, make)
+    return entry(x) if entry else None
+
+
+def _view_entry(memo: Repeats, key, x, make):
+    """``memo``'s new entry for ``key``: ``make()``'s view where ``x`` holds
+    plain fixed data, else False (the declared path)."""
+    x_plain = x.parts.validity is None and not x.parts.info.ragged and not x.parts.info.boxed
+    return memo.put(key, (make() if x_plain else None) or False, x)
+
+
+def named_view(memo: Repeats, x, what: str, make):
+    """``view_lane`` of a view named by ``what`` alone (``a.T``, ``a.mT``):
+    its entry kept under ``what`` itself, found with the least work."""
+    if _agreement._DEBUG or getattr(_TLS, "depth", 0):     # fast_lane(), inlined
+        return None
+    try:
+        key = (id(x.distribution), id(x.parts.info), what)
+    except AttributeError:
+        return None
+    hit = memo._items.get(key)
+    entry = hit[0] if hit is not None else \
+        _view_entry(memo, key, x, make) if hasattr(type(x), "__xdap_wrap__") else False
     return entry(x) if entry else None
 
 

@@ -15,7 +15,9 @@ import numpy as np
 from .. import arguments, create
 from ..arraylike import new
 from ..contract import adapted, collective, local
+from ..dtypes import dtype_from_numpy
 from ..parts import Parts
+from ..types import TypeInfo
 
 __all__ = ["from_global", "from_local", "empty", "zeros", "ones", "full", "arange", "linspace",
            "eye", "from_function", "empty_like", "zeros_like", "ones_like", "full_like", "tril",
@@ -130,10 +132,10 @@ def copy(x):
     """
     arguments.array("copy", x)
     yield dict(x=x)
-    from xnd import xnd
-    from ..parts import container, parts as parts_of_xnd
     p = x.parts
     if p.info.boxed:
+        from xnd import xnd
+        from ..parts import container, parts as parts_of_xnd
         q = parts_of_xnd(xnd(container(p).value, type=str(container(p).type)))
     else:
         q = Parts(p.info, p.values.copy(), None if p.validity is None else p.validity.copy(),
@@ -159,9 +161,32 @@ def _filled_like(name, x, fill_value, dtype, device):
 
 
 def _like(x, dt, fill):
-    values = np.empty(x.parts.values.shape, dt) if fill is None else \
-        np.full(x.parts.values.shape, fill, dt)
-    return x.__xdap_wrap__(x.distribution, Parts.of_array(values), False, True)
+    shape = x.parts.values.shape
+    if fill is None:
+        values = np.empty(shape, dt)
+    elif not fill:
+        values = np.zeros(shape, dt)
+    else:
+        values = np.empty(shape, dt)
+        values.fill(fill)
+    return x.__xdap_wrap__(x.distribution, Parts(_info_like(x.parts.info, values.dtype), values),
+                           True)
+
+
+_INFOS: dict = {}          # (id of an array's info, dtype) -> (that info, the info of dtype)
+
+
+def _info_like(info, dt):
+    """The TypeInfo of ``info``'s dims with NumPy dtype ``dt`` (kept: a
+    loop's ``zeros_like`` makes none)."""
+    if info.numeric and info.numpy_dtype == dt and not info.optional:
+        return info
+    kept = _INFOS.get((id(info), dt))
+    if kept is None or kept[0] is not info:
+        if len(_INFOS) >= 256:
+            _INFOS.clear()
+        kept = _INFOS[id(info), dt] = (info, TypeInfo.fixed(info.shape, dtype_from_numpy(dt)))
+    return kept[1]
 
 
 @local

@@ -39,11 +39,45 @@ def astype(x, dtype, /, *, copy=True, device=None):
     >>> str(a.type), a.to_numpy().tolist()
     ('3 * float32', [0.0, 1.0, 2.0])
     """
-    from ..types import DTYPES, dtype_from_numpy
+    from ..types import DTYPES
     arguments.array("astype", x)
     if device not in (None, "cpu"):
         raise ValueError(f"astype: xdap arrays live on the CPU, not device {device!r}")
     copy = arguments.flag("astype", "copy", copy)
+    name = _dtype_name(dtype)
+    optional = name.startswith("?")
+    name = name.lstrip("?")
+    p = x.parts
+    if not (p.info.numeric and not p.info.boxed and name in DTYPES):
+        raise TypeError(f"astype: converts numbers to numbers; the array holds "
+                        f"{p.info.leaf!r} and {name!r} was asked for")
+    yield dict(x=x, dtype=("?" if optional else "") + name, copy=copy, device=device)
+    info = _with_leaf(p.info, ("?" if p.info.optional or optional else "") + name)
+    if not copy and info == p.info:
+        return x
+    if p.values.dtype.kind in "fc":      # a float's cast may overflow: NumPy's result, quietly
+        with np.errstate(all="ignore"):
+            values = p.values.astype(info.numpy_dtype)
+    else:
+        values = p.values.astype(info.numpy_dtype)
+    validity = p.validity.copy() if p.validity is not None else \
+        np.full((values.size + 7) // 8, 0xFF, np.uint8) if optional else None
+    q = Parts(info, values, validity, p.offsets, rows=p.rows)
+    return x.__xdap_wrap__(x.distribution, q, True, fresh=False)
+
+
+_NAMES: dict = {}        # a dtype as given (hashable) -> its ndtypes name
+_LEAVES: dict = {}       # (id of an info, leaf) -> (that info, the info with that leaf)
+
+
+def _dtype_name(dtype) -> str:
+    """``astype``'s ``dtype`` as an ndtypes name ('?float64' optional),
+    kept by the value given (a loop's astype looks it up)."""
+    try:
+        return _NAMES[type(dtype), dtype]
+    except (KeyError, TypeError):        # (TypeError: unhashable, not kept)
+        pass
+    from ..types import DTYPES, dtype_from_numpy
     name = dtype if isinstance(dtype, str) and dtype.lstrip("?") in DTYPES else None
     if name is None:
         if isinstance(dtype, (bool, int, float, complex)) or dtype is None:
@@ -52,22 +86,23 @@ def astype(x, dtype, /, *, copy=True, device=None):
             name = dtype_from_numpy(np.dtype(dtype))
         except Exception as e:
             raise TypeError(f"astype: {dtype!r} is not a numeric dtype ({e})") from None
-    optional = name.startswith("?")
-    name = name.lstrip("?")
-    p = x.parts
-    if not (p.info.numeric and not p.info.boxed and name in DTYPES):
-        raise TypeError(f"astype: converts numbers to numbers; the array holds "
-                        f"{p.info.leaf!r} and {name!r} was asked for")
-    yield dict(x=x, dtype=("?" if optional else "") + name, copy=copy, device=device)
-    info = p.info.with_leaf(("?" if p.info.optional or optional else "") + name)
-    if not copy and info == p.info:
-        return x
-    with np.errstate(all="ignore"):
-        values = p.values.astype(info.numpy_dtype)
-    validity = p.validity.copy() if p.validity is not None else \
-        np.full((values.size + 7) // 8, 0xFF, np.uint8) if optional else None
-    q = Parts(info, values, validity, p.offsets, rows=p.rows)
-    return x.__xdap_wrap__(x.distribution, q, True, fresh=False)
+    try:
+        if len(_NAMES) >= 256:
+            _NAMES.clear()
+        _NAMES[type(dtype), dtype] = name
+    except TypeError:
+        pass
+    return name
+
+
+def _with_leaf(info, leaf):
+    """``info.with_leaf(leaf)``, kept."""
+    kept = _LEAVES.get((id(info), leaf))
+    if kept is None or kept[0] is not info:
+        if len(_LEAVES) >= 256:
+            _LEAVES.clear()
+        kept = _LEAVES[id(info), leaf] = (info, info.with_leaf(leaf))
+    return kept[1]
 
 
 def _dtype_of(name, x):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import agreement as _agreement
 from .. import arguments
 from ..agreement import agreement, debug
 from ..arraylike import is_distributed
@@ -28,7 +29,7 @@ from ..parts import Parts
 
 __all__ = ["array_ufunc", "library_or_numpy", "numpy_ufunc", "clip", "real", "imag",
            "conjugate", "magnitude_squared", "sqrt", "not_equal", "add", "multiply",
-           "STANDARD", "standard_function", "kernel_call", "debug_vote"]
+           "STANDARD", "standard_function", "fast_path", "kernel_call", "debug_vote"]
 
 
 def kernel_call(fn):
@@ -288,7 +289,10 @@ def _operand(name, v):
 
 def standard_function(name: str, ufunc):
     """The standard's elementwise function ``name``: ``ufunc`` on DistArrays
-    (local work; NumPy's promotion)."""
+    (local work; NumPy's promotion).  Its common cases -- plain fixed
+    operands of one distribution, or one and a Python int or float -- are
+    made whole without the declared path's layers (``_fast``); debug mode,
+    and everything else, take the declared path."""
     if ufunc.nin == 1:
         def f(x, /):
             x = arguments.array(name, _operand(name, x))
@@ -302,9 +306,158 @@ def standard_function(name: str, ufunc):
             yield dict(x1=x1, x2=x2)
             return ufunc(x1, x2)
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = (f"The Array API's ``{name}``: ``np.{ufunc.__name__}`` on DistArrays "
-                 "(local work; NumPy's promotion).")
-    return local(f, ledger=False)
+    declared = local(f, ledger=False)
+    fast = fast_path(ufunc)
+
+    if ufunc.nin == 1:
+        def call(x, /):
+            if not _agreement._DEBUG:
+                out = fast(x)
+                if out is not None:
+                    return out
+            return declared(x)
+    else:
+        def call(x1, x2, /):
+            if not _agreement._DEBUG:
+                out = fast(x1, x2)
+                if out is not None:
+                    return out
+            return declared(x1, x2)
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = (f"The Array API's ``{name}``: ``np.{ufunc.__name__}`` on DistArrays "
+                    "(local work; NumPy's promotion; a new array).")
+    call.__wrapped__ = declared.__wrapped__
+    call.__xdap_contract__ = declared.__xdap_contract__
+    return call
+
+
+# -- the fast paths of the standard's functions ---------------------------------------
+# bound on the first call (xdap._apply and the kernel library stay out of import time)
+_BOUND: dict = {}
+_SURFACE: dict = {}      # named by xdap.array, the layer above, as it is imported (``serve``)
+
+
+def serve(array, memo_scalar, bind) -> None:
+    """Name the DistArray class, its scalar memo and the binder of its C
+    fast paths (``xdap.array`` calls this as it is imported: this layer
+    never imports the surface)."""
+    _SURFACE.update(array=array, scalar=memo_scalar, bind=bind)
+
+
+def _bind():
+    from ..kernels.apply import _apply_module
+    _SURFACE["bind"]()
+    _apply = _apply_module()
+    _BOUND.update(array=_SURFACE["array"], scalar=_SURFACE["scalar"],
+                  unary=_apply.unary_result, binary=_apply.array_result,
+                  with_scalar=_apply.scalar_result)
+    return _BOUND
+
+
+def fast_path(ufunc):
+    """``fast(*operands)``: ``ufunc`` of plain fixed DistArrays of one
+    distribution (or one and a Python int or float) made whole -- the
+    library's kernel in C (``xdap._apply``) where the library has one for
+    these dtypes and its result is of the operand's dtype or bool; NumPy's
+    loop on the values where the library has none for the function -- or
+    None: the declared path decides (its promotion, its errors)."""
+    handle = None
+    power = ufunc is np.power
+
+    def kernel():
+        nonlocal handle
+        if handle is None:
+            from ..kernels.apply import fast
+            from ..kernels.library import _ufunc_table, gufunc
+            name = _ufunc_table().get(ufunc)
+            handle = False if name is None else fast(gufunc(name))
+        return handle
+
+    if ufunc.nin == 1:
+        def fast1(x):
+            bound = _BOUND or _bind()
+            if type(x) is not bound["array"]:
+                return None
+            h = handle if handle is not None else kernel()
+            if h:
+                return bound["unary"](h, x)
+            return _numpy_result(ufunc, x, (x.parts.values,))
+        return fast1
+
+    def fast2(x1, x2):
+        bound = _BOUND or _bind()
+        array = bound["array"]
+        k1, k2 = type(x1), type(x2)
+        h = handle if handle is not None else kernel()
+        if k1 is array and k2 is array:
+            if h:
+                return bound["binary"](h, x1, x2, None)
+            if x1.distribution is not x2.distribution and x1.distribution != x2.distribution:
+                return None
+            return _numpy_result(ufunc, x1, (x1.parts.values, x2.parts.values), x2)
+        if k1 is array and (k2 is float or k2 is int):
+            x, number, reflected = x1, x2, False
+        elif k2 is array and (k1 is float or k1 is int):
+            x, number, reflected = x2, x1, True
+        else:
+            return None
+        if power and k2 is int and x2 < 0:        # NumPy's rule for integers: the declared path's
+            return None
+        if h:
+            try:
+                scalar = bound["scalar"](type(number), number, x.parts.info.dtype)
+            except (ValueError, TypeError, OverflowError):
+                return None
+            return bound["with_scalar"](h, x, scalar, reflected)
+        values = x.parts.values
+        return _numpy_result(ufunc, x, (number, values) if reflected else (values, number))
+    return fast2
+
+
+_RESULT_INFOS: dict = {}           # (id of an operand's info, result dtype) -> (that info, result's)
+
+
+def _numpy_result(ufunc, x, values, other=None):
+    """NumPy's ``ufunc`` of ``values`` -- ``x``'s (and ``other``'s, of one
+    distribution) -- as a DistArray like ``x``, where the operands are plain
+    fixed data with no special case; None otherwise, or where NumPy refuses
+    (the declared path then says why)."""
+    if not plain(x) or (other is not None and not plain(other)):
+        return None
+    fixed = _SPECIAL_CASES.get(ufunc)
+    try:
+        if fixed is None:
+            result = ufunc(*values)
+        else:                       # as the declared path: NumPy's, then the standard's cases
+            with np.errstate(invalid="ignore"):
+                result = fixed(values, ufunc(*values))
+    except TypeError:
+        return None
+    return result_like(x, result)
+
+
+def result_like(x, result):
+    """NumPy ``result`` (this rank's block of ``x``'s distribution, plain
+    fixed data) as a DistArray like ``x``: ``x``'s type with the result's
+    dtype, made once per pair."""
+    result = np.asarray(result, order="C")      # (a transposed view's result is not)
+    info = x.parts.info
+    key = (id(info), result.dtype)
+    kept = _RESULT_INFOS.get(key)
+    if kept is None or kept[0] is not info:
+        from ..dtypes import dtype_from_numpy
+        if len(_RESULT_INFOS) >= 1024:
+            _RESULT_INFOS.clear()
+        kept = _RESULT_INFOS[key] = (info, info.with_leaf(dtype_from_numpy(result.dtype)))
+    return x.__xdap_wrap__(x.distribution, Parts(kept[1], result), True)
+
+
+def plain(x) -> bool:
+    """Whether DistArray ``x`` holds plain fixed numbers: no validity
+    bitmap, no var dims, no boxed elements (a fast path's operand)."""
+    p = x.parts
+    info = p.info
+    return p.validity is None and not info.ragged and not info.boxed and info.numeric
 
 
 for _name, _np_name in STANDARD.items():

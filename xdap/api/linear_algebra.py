@@ -57,16 +57,25 @@ def transpose(x, /):
 def matrix_transpose_property(x):
     """``x.mT``: ``matrix_transpose``; a repeated one takes its prepared
     path (``xdap.repeats``)."""
-    from .manipulation import transpose_view
-    out = transpose_view("matrix_transpose", x)
+    out = (_transpose_view or _bind_transpose_view())("matrix_transpose", x)
     return matrix_transpose(x) if out is None else out
 
 
 def transpose_property(x):
     """``x.T``: ``transpose``; a repeated one takes its prepared path."""
-    from .manipulation import transpose_view
-    out = transpose_view("T", x)
+    out = (_transpose_view or _bind_transpose_view())("T", x)
     return transpose(x) if out is None else out
+
+
+_transpose_view = None
+
+
+def _bind_transpose_view():
+    # manipulation imports this module: bound on the first use, not per call
+    global _transpose_view
+    from .manipulation import transpose_view
+    _transpose_view = transpose_view
+    return transpose_view
 
 
 matrix_transpose_property.__xdap_contract__ = matrix_transpose.__xdap_contract__
@@ -310,6 +319,26 @@ def dot_lane(finisher):
 
 _DOTS = Repeats()
 _DOT_LANE = dot_lane(None)
+
+
+def matmul_operator(x1, x2):
+    """``x1 @ x2``: ``matmul``; a repeated product of two plain 1-D real
+    arrays of one distribution takes the dot product's prepared path
+    (``xdap.repeats``) under matmul's own vote: each rank's BLAS dot and
+    the digest in one message."""
+    out = call_lane(_MATMULS, matmul, (x1, x2), (), {}, _matmul_lane)
+    return matmul(x1, x2) if out is NotImplemented else out
+
+
+def _matmul_lane(agreed):
+    x1, x2 = agreed["x1"], agreed["x2"]
+    if not is_distributed(x2) or x1.parts.info.numpy_dtype.kind == "c":
+        return None              # (complex: vecdot conjugates, matmul does not)
+    return _DOT_LANE(agreed)
+
+
+_MATMULS = Repeats()
+matmul_operator.__xdap_contract__ = matmul.__xdap_contract__
 
 
 @collective(rides=True, name="vecdot")

@@ -26,7 +26,7 @@ from ..movement.redistribute import move_agreed
 from ..dtypes import is_integer
 from ..maps import BlockMap
 from ..parts import Parts
-from ..repeats import call_lane, plain, prepared_view, view_lane
+from ..repeats import call_lane, named_view, plain, prepared_view, view_lane
 from .layouts import (axis_whole, broadcast, reshaped, reshaped_in_place, rows, scalar_array,
                       unit_dim, values_on, wrap)
 
@@ -89,11 +89,13 @@ def _permute_view(what, x, axes):
 def transpose_view(what, x):
     """The transpose of ``x``'s last two dims (``a.T``, ``a.mT``) as a
     repeated call's prepared path, or None (the declared path)."""
-    if not hasattr(type(x), "__xdap_wrap__") or x.ndim < 2 or (what == "T" and x.ndim != 2):
-        return None
-    axes = list(range(x.ndim))
-    axes[-2], axes[-1] = axes[-1], axes[-2]
-    return view_lane(_PERMUTES, x, what, lambda: _permute_view(what, x, tuple(axes)))
+    def make():
+        if x.ndim < 2 or (what == "T" and x.ndim != 2):
+            return None
+        axes = list(range(x.ndim))
+        axes[-2], axes[-1] = axes[-1], axes[-2]
+        return _permute_view(what, x, tuple(axes))
+    return named_view(_PERMUTES, x, what, make)
 
 
 _PERMUTES = Repeats()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import arguments
+from . import elementwise
 from ..arraylike import is_distributed
 from ..contract import collective, local
 from ..distribution import Distribution
@@ -266,7 +267,39 @@ def _searchsorted_global(comm, d, own, queries, side, dt):
 
 
 # -- where -----------------------------------------------------------------------------
-@local
+_NUMBERS = (float, int, bool)
+
+
+def _where_fast(condition, x1, x2):
+    """``where``'s common case made whole: a bool DistArray and plain fixed
+    DistArrays of its distribution (or an equal one), or Python numbers -- NumPy's ``where``
+    on the blocks, and the agreed values; None for anything else (the
+    declared path decides)."""
+    array = elementwise._SURFACE.get("array")
+    if type(condition) is not array or condition.parts.values.dtype != np.bool_ or \
+            not elementwise.plain(condition):
+        return None
+    d = condition.distribution
+    values = []
+    for x in (x1, x2):
+        kind = type(x)
+        if kind is array:
+            if (x.distribution is not d and x.distribution != d) or not elementwise.plain(x):
+                return None
+            values.append(x.parts.values)
+        elif kind in _NUMBERS:
+            values.append(x)
+        else:
+            return None
+    like = x1 if type(x1) is array else x2 if type(x2) is array else condition
+    cond = condition.parts.values
+    out = np.where(cond, values[0], values[1])
+    if out.shape != cond.shape:             # two numbers: the condition's shape already
+        return None
+    return elementwise.result_like(like, out), dict(condition=condition, x1=x1, x2=x2)
+
+
+@local(fast=_where_fast)
 def where(condition, x1, x2, /):
     """``x1`` where ``condition`` holds, else ``x2``, broadcast as NumPy
     does (DistArrays, NumPy arrays, scalars; see ``a + b``): local work

@@ -616,11 +616,11 @@ def _scalar(v, dtype):
         return xnd(v.item(), type=scalar_dtype(v, dtype))
     if type(v) is not int and (type(v) is not float or v == 0.0):
         return xnd(v, type=scalar_dtype(v, dtype))       # keep -0.0 apart from 0.0
-    return _memo_scalar(type(v), v, dtype)
+    return memo_scalar(type(v), v, dtype)
 
 
 @functools.lru_cache(maxsize=512)
-def _memo_scalar(kind, v, dtype):
+def memo_scalar(kind, v, dtype):
     return xnd(v, type=scalar_dtype(v, dtype))
 
 
