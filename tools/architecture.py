@@ -150,7 +150,7 @@ def draw(mods: dict, edges: dict, out: pathlib.Path) -> None:
     ax.set_ylim(-0.2, 2.1 * len(LAYERS))
     ax.axis("off")
     where = {}
-    colors = ["#dbe9f6", "#c6dbef", "#b3cde3", "#fde0c5", "#d9f0d3", "#eeeeee"]
+    colors = ["#dbe9f6", "#c6dbef", "#b3cde3", "#fde0c5", "#fdd0a2", "#d9f0d3", "#eeeeee", "#f2f2f2"]
     for i, (title, _) in enumerate(LAYERS):
         y = 2.1 * i
         ax.add_patch(FancyBboxPatch((0.05, y), 12.9, 1.7, boxstyle="round,pad=0.02",
