@@ -32,7 +32,7 @@ from .api import (creation, data_types, elementwise, exchange, indexing, linear_
 from .contract import Contract, collective, contract_of, inside, normalized, state
 from .directory import prefix_sums
 from .distribution import Distribution
-from .dtypes import dtype_from_numpy, is_integer
+from .dtypes import is_integer
 from .movement.halo import accumulate_halos, bind_halos, exchange_halos
 from .movement.migrate import migrate_array
 from .movement.redistribute import bind_redistribute, redistribute
@@ -682,7 +682,7 @@ elementwise.serve(DistArray, memo_scalar, bind_fast_paths)
 def _result_info(info, dtype):
     """The TypeInfo of a kernel's result of NumPy ``dtype`` (a comparison's
     bool) over an operand of ``info``: its dims, that leaf."""
-    return info.with_leaf(dtype_from_numpy(dtype))
+    return info.with_numpy_leaf(dtype)
 
 
 def _binary(refs, self, other, name, reflected, other_refs=0):

@@ -38,7 +38,7 @@ from .parts import Parts as _Parts
 from .contract import collective as _collective, local as _local, moves_nothing as _moves_nothing
 from .contract import inside as _inside, pure as _pure
 from .api.layouts import scalar_maker as _scalar_maker
-from .repeats import call_lane as _call_lane, plain as _plain
+from .repeats import call_lane as _call_lane, plain as _plain, plain_values as _plain_values
 from .contract import Repeats as _Repeats
 from .movement.reduce import (check_reduction as _check_reduction, is_total as _is_total,
                               plain_totaler as _plain_totaler)
@@ -154,7 +154,7 @@ def _creation_key(name, shape, dtype, device, fill=None):
 def _remember(key, out):
     """Keep what a creation call made (its distribution, its block's type
     and class) for the next call with these arguments: plain fixed data."""
-    if key is not None and _elementwise.plain(out):
+    if key is not None and _plain_values(out):
         if len(_MADE) >= 256:
             _MADE.clear()
         _MADE[key] = (out.distribution, out.parts.info, out.parts.values.dtype, type(out))
@@ -173,19 +173,13 @@ def _created(key, make, fill=None):
     return cls._trusted(d, _Parts(info, values)), dt
 
 
-def _zeros_fast(shape, *, dtype=None, device=None):
-    made = _created(_creation_key("zeros", shape, dtype, device), np.zeros)
-    return made and (made[0], dict(shape=shape, dtype=made[1], device=None))
-
-
-def _ones_fast(shape, *, dtype=None, device=None):
-    made = _created(_creation_key("ones", shape, dtype, device), np.ones)
-    return made and (made[0], dict(shape=shape, dtype=made[1], device=None))
-
-
-def _empty_fast(shape, *, dtype=None, device=None):
-    made = _created(_creation_key("empty", shape, dtype, device), np.zeros)
-    return made and (made[0], dict(shape=shape, dtype=made[1], device=None))
+def _filled_fast(name, make):
+    """The repeated path of ``name`` (zeros, ones, empty), its block made by
+    ``make(shape, dtype)``: ``local``'s ``fast``."""
+    def fast(shape, *, dtype=None, device=None):
+        made = _created(_creation_key(name, shape, dtype, device), make)
+        return made and (made[0], dict(shape=shape, dtype=made[1], device=None))
+    return fast
 
 
 def _full_fast(shape, fill_value, *, dtype=None, device=None):
@@ -198,7 +192,7 @@ def _full_fast(shape, fill_value, *, dtype=None, device=None):
                                    device=None))
 
 
-@_local(fast=_zeros_fast)
+@_local(fast=_filled_fast("zeros", np.zeros))
 def zeros(shape, *, dtype=None, device=None):
     """Zeros of ``shape`` (float64 unless ``dtype``), each rank its block
     (local work: written in the ledger; a repeated shape and dtype reuse
@@ -211,7 +205,7 @@ def zeros(shape, *, dtype=None, device=None):
                          _creation.zeros(shape, dtype=dt))
 
 
-@_local(fast=_ones_fast)
+@_local(fast=_filled_fast("ones", np.ones))
 def ones(shape, *, dtype=None, device=None):
     """Ones of ``shape`` (float64 unless ``dtype``), each rank its block
     (local work, as ``zeros``)."""
@@ -223,7 +217,7 @@ def ones(shape, *, dtype=None, device=None):
                          _creation.full(shape, 1, dtype=dt))
 
 
-@_local(fast=_empty_fast)
+@_local(fast=_filled_fast("empty", np.zeros))
 def empty(shape, *, dtype=None, device=None):
     """An array of ``shape`` (float64 unless ``dtype``); zeros here (local
     work, as ``zeros``)."""

@@ -616,9 +616,10 @@ def local(fn=None, *, name: str | None = None, ledger: bool = True, fast=None):
             done = fast(*args, **kwargs)
             if done is not None:
                 out, agreed = done
-                comm = out.distribution.comm
-                if ledger and comm.size > 1 and not getattr(_TLS, "depth", 0):
-                    _record(comm, what, agreed)
+                if ledger and not getattr(_TLS, "depth", 0):
+                    comm = out.distribution.comm
+                    if comm.size > 1:
+                        _record(comm, what, agreed)
                 return out
         if getattr(_TLS, "depth", 0):
             return _rest(_trusted(fn, what, args, kwargs), what)

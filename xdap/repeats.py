@@ -27,7 +27,7 @@ from .contract import _TLS, Repeats, Unkeyed, fast_lane, memo_key, moves_nothing
 from .parts import Parts
 
 __all__ = ["PreparedView", "view_lane", "named_view", "prepared_view", "keyed", "agreed_of", "PreparedCall",
-           "call_lane", "plain"]
+           "call_lane", "plain", "plain_values"]
 
 
 class PreparedView:
@@ -215,10 +215,17 @@ def call_lane(memo: Repeats, declared, arrays: tuple, args: tuple, kwargs: dict,
 _PLAIN = (type(None), bool, str)      # keys as themselves: no other value equals them
 
 
-def plain(x) -> bool:
-    """Whether ``x`` is fixed numeric data without missing values, of at
-    least one dim, whose every local element this rank counts (no padding,
-    no copy another rank counts): what the short paths of reductions take."""
+def plain_values(x) -> bool:
+    """Whether DistArray ``x`` holds plain fixed numbers: no validity
+    bitmap, no var dims, no boxed elements (NumPy's loops on its values
+    are its elementwise work: the fast paths' operands)."""
     p = x.parts
-    return p.validity is None and not p.info.ragged and not p.info.boxed and \
-        p.info.numeric and bool(x.distribution.maps) and x.distribution.counted()[1]
+    info = p.info
+    return p.validity is None and not info.ragged and not info.boxed and info.numeric
+
+
+def plain(x) -> bool:
+    """``plain_values``, of at least one dim, whose every local element
+    this rank counts (no padding, no copy another rank counts): what the
+    short paths of reductions take."""
+    return plain_values(x) and bool(x.distribution.maps) and x.distribution.counted()[1]

@@ -155,9 +155,23 @@ class TypeInfo:
         return TypeInfo.fixed(shape, self.dtype, self.optional)
 
     def with_leaf(self, leaf: str) -> "TypeInfo":
-        """The same dims with another leaf, e.g. ``'?int64'``."""
-        return TypeInfo(self.kind, self.shape, self.var_ndim, leaf.lstrip("?"),
-                        leaf.startswith("?"))
+        """The same dims with another leaf, e.g. ``'?int64'`` -- made once
+        per leaf and kept on this info (a loop's results share one)."""
+        kept = self.__dict__.setdefault("_with_leaf", {})
+        info = kept.get(leaf)
+        if info is None:
+            info = kept[leaf] = TypeInfo(self.kind, self.shape, self.var_ndim,
+                                         leaf.lstrip("?"), leaf.startswith("?"))
+        return info
+
+    def with_numpy_leaf(self, dt: np.dtype) -> "TypeInfo":
+        """``with_leaf`` of NumPy dtype ``dt``'s element (kept likewise, by
+        the dtype: a kernel's or NumPy's result of these dims)."""
+        kept = self.__dict__.setdefault("_with_numpy_leaf", {})
+        info = kept.get(dt)
+        if info is None:
+            info = kept[dt] = self.with_leaf(dtype_from_numpy(dt))
+        return info
 
     @property
     def layout(self) -> tuple:

@@ -15,9 +15,7 @@ import numpy as np
 from .. import arguments, create
 from ..arraylike import new
 from ..contract import adapted, collective, local
-from ..dtypes import dtype_from_numpy
 from ..parts import Parts
-from ..types import TypeInfo
 
 __all__ = ["from_global", "from_local", "empty", "zeros", "ones", "full", "arange", "linspace",
            "eye", "from_function", "empty_like", "zeros_like", "ones_like", "full_like", "tril",
@@ -173,20 +171,12 @@ def _like(x, dt, fill):
                            True)
 
 
-_INFOS: dict = {}          # (id of an array's info, dtype) -> (that info, the info of dtype)
-
-
 def _info_like(info, dt):
-    """The TypeInfo of ``info``'s dims with NumPy dtype ``dt`` (kept: a
-    loop's ``zeros_like`` makes none)."""
+    """The TypeInfo of fixed ``info``'s dims with NumPy dtype ``dt`` (kept
+    on ``info``: a loop's ``zeros_like`` makes none)."""
     if info.numeric and info.numpy_dtype == dt and not info.optional:
         return info
-    kept = _INFOS.get((id(info), dt))
-    if kept is None or kept[0] is not info:
-        if len(_INFOS) >= 256:
-            _INFOS.clear()
-        kept = _INFOS[id(info), dt] = (info, TypeInfo.fixed(info.shape, dtype_from_numpy(dt)))
-    return kept[1]
+    return info.with_numpy_leaf(dt)
 
 
 @local

@@ -52,7 +52,7 @@ def astype(x, dtype, /, *, copy=True, device=None):
         raise TypeError(f"astype: converts numbers to numbers; the array holds "
                         f"{p.info.leaf!r} and {name!r} was asked for")
     yield dict(x=x, dtype=("?" if optional else "") + name, copy=copy, device=device)
-    info = _with_leaf(p.info, ("?" if p.info.optional or optional else "") + name)
+    info = p.info.with_leaf(("?" if p.info.optional or optional else "") + name)
     if not copy and info == p.info:
         return x
     if p.values.dtype.kind in "fc":      # a float's cast may overflow: NumPy's result, quietly
@@ -67,7 +67,6 @@ def astype(x, dtype, /, *, copy=True, device=None):
 
 
 _NAMES: dict = {}        # a dtype as given (hashable) -> its ndtypes name
-_LEAVES: dict = {}       # (id of an info, leaf) -> (that info, the info with that leaf)
 
 
 def _dtype_name(dtype) -> str:
@@ -93,16 +92,6 @@ def _dtype_name(dtype) -> str:
     except TypeError:
         pass
     return name
-
-
-def _with_leaf(info, leaf):
-    """``info.with_leaf(leaf)``, kept."""
-    kept = _LEAVES.get((id(info), leaf))
-    if kept is None or kept[0] is not info:
-        if len(_LEAVES) >= 256:
-            _LEAVES.clear()
-        kept = _LEAVES[id(info), leaf] = (info, info.with_leaf(leaf))
-    return kept[1]
 
 
 def _dtype_of(name, x):

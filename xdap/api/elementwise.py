@@ -26,6 +26,7 @@ from ..agreement import agreement, debug
 from ..arraylike import is_distributed
 from ..contract import Contract, local, nested
 from ..parts import Parts
+from ..repeats import plain_values
 
 __all__ = ["array_ufunc", "library_or_numpy", "numpy_ufunc", "clip", "real", "imag",
            "conjugate", "magnitude_squared", "sqrt", "not_equal", "add", "multiply",
@@ -414,15 +415,12 @@ def fast_path(ufunc):
     return fast2
 
 
-_RESULT_INFOS: dict = {}           # (id of an operand's info, result dtype) -> (that info, result's)
-
-
 def _numpy_result(ufunc, x, values, other=None):
     """NumPy's ``ufunc`` of ``values`` -- ``x``'s (and ``other``'s, of one
     distribution) -- as a DistArray like ``x``, where the operands are plain
     fixed data with no special case; None otherwise, or where NumPy refuses
     (the declared path then says why)."""
-    if not plain(x) or (other is not None and not plain(other)):
+    if not plain_values(x) or (other is not None and not plain_values(other)):
         return None
     fixed = _SPECIAL_CASES.get(ufunc)
     try:
@@ -439,25 +437,10 @@ def _numpy_result(ufunc, x, values, other=None):
 def result_like(x, result):
     """NumPy ``result`` (this rank's block of ``x``'s distribution, plain
     fixed data) as a DistArray like ``x``: ``x``'s type with the result's
-    dtype, made once per pair."""
+    dtype (``TypeInfo.with_numpy_leaf``: made once per pair)."""
     result = np.asarray(result, order="C")      # (a transposed view's result is not)
-    info = x.parts.info
-    key = (id(info), result.dtype)
-    kept = _RESULT_INFOS.get(key)
-    if kept is None or kept[0] is not info:
-        from ..dtypes import dtype_from_numpy
-        if len(_RESULT_INFOS) >= 1024:
-            _RESULT_INFOS.clear()
-        kept = _RESULT_INFOS[key] = (info, info.with_leaf(dtype_from_numpy(result.dtype)))
-    return x.__xdap_wrap__(x.distribution, Parts(kept[1], result), True)
-
-
-def plain(x) -> bool:
-    """Whether DistArray ``x`` holds plain fixed numbers: no validity
-    bitmap, no var dims, no boxed elements (a fast path's operand)."""
-    p = x.parts
-    info = p.info
-    return p.validity is None and not info.ragged and not info.boxed and info.numeric
+    return x.__xdap_wrap__(x.distribution,
+                           Parts(x.parts.info.with_numpy_leaf(result.dtype), result), True)
 
 
 for _name, _np_name in STANDARD.items():

@@ -21,6 +21,7 @@ from ..arraylike import is_distributed
 from ..contract import collective, local
 from ..distribution import Distribution
 from ..parts import Parts
+from ..repeats import plain_values
 from .layouts import axis_whole, in_blocks, one_copy, owned, rows, scalar_array, wrap
 
 __all__ = ["argmax", "argmin", "nonzero", "searchsorted", "where", "count_nonzero"]
@@ -277,14 +278,14 @@ def _where_fast(condition, x1, x2):
     declared path decides)."""
     array = elementwise._SURFACE.get("array")
     if type(condition) is not array or condition.parts.values.dtype != np.bool_ or \
-            not elementwise.plain(condition):
+            not plain_values(condition):
         return None
     d = condition.distribution
     values = []
     for x in (x1, x2):
         kind = type(x)
         if kind is array:
-            if (x.distribution is not d and x.distribution != d) or not elementwise.plain(x):
+            if (x.distribution is not d and x.distribution != d) or not plain_values(x):
                 return None
             values.append(x.parts.values)
         elif kind in _NUMBERS:
