@@ -52,7 +52,7 @@ def numpy_include() -> str:
 xndbuf = Extension(
     "xdap._xndbuf",
     sources=["xdap/_xndbuf.c"],
-    depends=["xdap/_xndmirror.h", "xdap/_numpy_over.h"],     # shared with _apply
+    depends=["xdap/_xndmirror.h", "xdap/_numpy_over.h"],     # _xndmirror.h shared with _apply
     include_dirs=stack + [numpy_include()],
     library_dirs=stack,
     libraries=["ndtypes", "xnd"],
@@ -73,7 +73,7 @@ gumath_dir = package_dir("gumath")
 apply_ext = Extension(
     "xdap._apply",
     sources=["xdap/_apply.c"],
-    depends=["xdap/_xndmirror.h", "xdap/_numpy_over.h"],
+    depends=["xdap/_xndmirror.h"],
     include_dirs=stack + [gumath_dir, numpy_include()],
     library_dirs=stack + [gumath_dir],
     libraries=["gumath", "ndtypes", "xnd"],

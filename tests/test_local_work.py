@@ -201,3 +201,56 @@ def test_scalar_operators_made_in_c_follow_numpy(comm, monkeypatch):
     b = a + 1
     assert b._fresh and b.distribution is a.distribution and b.parts.info is a.parts.info
     assert not np.shares_memory(b.local_numpy(), a.local_numpy()) or a.local_numpy().size == 0
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3))
+def test_fast_path_results_are_numpy_values_and_follow_the_kernels(comm, monkeypatch):
+    """The C fast paths (``xdap._apply``) run the kernel's loop into a new
+    NumPy array and make no xnd container for it: the container is made
+    when something asks (a kernel of the general path, an export), over the
+    same memory.  Their values are the kernels' own -- the same ``xdap.kernels``
+    call on the operands' containers -- for arrays, 0-d arrays (a
+    reduction's result, unbuffered) and Python numbers, in place too,
+    where an input overlaps the output."""
+    from helpers import check_global
+    import xdap.array_api as xp
+    from xdap.parts import container
+    monkeypatch.setattr(xdap.agreement, "_DEBUG", False)
+    lib = xdap.kernels.library
+    sizes = None
+    if comm.size > 1:                                  # rank 0 empty, the others uneven
+        rest = [8 // (comm.size - 1)] * (comm.size - 1)
+        rest[-1] += 8 - sum(rest)
+        sizes = ([0] + rest,)
+    for dtype in (np.float64, np.float32, np.int64, np.int32):
+        g = (np.arange(1, 9) % 5 + 1).astype(dtype)
+        a = xdap.from_global(g, sizes=sizes, comm=comm)
+        b = xdap.from_global(g[::-1].copy(), sizes=sizes, comm=comm)
+        for name, got, want in (("add", a + b, lambda: lib.add(a, b)),
+                                ("multiply", a * b, lambda: lib.multiply(a, b)),
+                                ("subtract", a - b, lambda: lib.subtract(a, b)),
+                                ("less", a < b, lambda: lib.less(a, b)),
+                                ("negative", -a, lambda: lib.negative(a)),
+                                ("absolute", abs(a), lambda: lib.absolute(a))):
+            assert got.parts.xnd is None, (dtype, name)        # no container made ...
+            want = want()
+            np.testing.assert_array_equal(got.local_numpy(), want.local_numpy())
+            assert got.local_numpy().dtype == want.local_numpy().dtype
+            c = container(got.parts)                       # ... until one is asked for
+            assert np.shares_memory(np.asarray(c), got.local_numpy()) or got.local_numpy().size == 0
+        s = xp.sum(a)                                      # a 0-d array without a container
+        t = xp.max(b)
+        for got, want in ((s * 3, g.sum() * 3), (3 * s, 3 * g.sum()), (s - t, g.sum() - g.max()),
+                          (s + t * s, g.sum() + g.max() * g.sum()), (s < t, g.sum() < g.max()),
+                          (-s, -g.sum()), (a * s, g * g.sum())):
+            check_global(got, np.asarray(want, dtype=np.asarray(want).dtype), dtype)
+        c = a * 1                                          # in place, an input overlapping
+        c += c[::-1] if comm.size == 1 else c              # (one rank: a reversed view)
+        want = g + g[::-1] if comm.size == 1 else g * 2
+        check_global(c, want.astype(dtype), dtype, dtype=True)
+    r = xdap.from_global(np.arange(6.0), comm=comm) * 2        # read-only values lend nothing
+    r.local_numpy().flags.writeable = False
+    before = r.local_numpy().copy()
+    out = r + 1.0
+    np.testing.assert_array_equal(r.local_numpy(), before)
+    check_global(out, np.arange(6.0) * 2 + 1, "read-only")

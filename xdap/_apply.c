@@ -30,6 +30,12 @@
  *   Outputs: small ones are owned by xnd (one allocation, no Python call);
  *   large ones by a Buffer the container views (see new_buffer_xnd).
  *
+ *   scalar_result / unary_result / array_result(func, ...) -> DistArray
+ *       The operators' and the standard functions' fast paths: the selected
+ *       kernel's loop over the operands' memory into a new NumPy array --
+ *       the result's values; no xnd container is made for it (see "The fast
+ *       paths' operands and results" below).
+ *
  *   Exceptions that tell the Python layer to take another route:
  *       NoKernel (TypeError)        no kernel for these dtypes
  *       NotElementwise (TypeError)  a kernel exists but is not `... * T`
@@ -57,7 +63,6 @@
 #include "_xndmirror.h"
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
-#include "_numpy_over.h"
 
 /* ------------------------------------------------------------------------ */
 /* Mirrors of private layouts (0.2.0.dev3)                                   */
@@ -1018,7 +1023,7 @@ func_call(FuncObject *self, PyObject *args, PyObject *kwds)
     const int64_t n = like ? like->n : 1;
     const int nout = e->nout;
     PyObject *results[MAX_OUT] = {NULL};
-    operand_t outs[MAX_OUT];
+    operand_t outs[MAX_OUT] = {{0}};
     if (out != NULL) {
         if (bind_outputs(self, e, out, like, optional, results, outs) < 0) {
             goto error;
@@ -1262,66 +1267,6 @@ result_info(PyObject *info, PyArray_Descr *descr)
     return PyTuple_GET_ITEM(entry, 1);
 }
 
-/* The new DistArray over result container r (fixed, the operand's dims;
-   of leaf `out_tag`: the operand's dtype, or another whose TypeInfo
-   info_of makes): values, Parts, array; NULL with an exception on
-   failure. */
-static PyObject *
-wrap_result(PyObject *array, PyObject *p, PyObject *values, PyObject *r, enum ndt out_tag)
-{
-    const xnd_t *rv = CONST_XND(r);
-    const ndt_t *leaf = rv->type;
-    while (leaf->ndim > 0) {
-        leaf = leaf->FixedDim.type;
-    }
-    char *data = rv->ptr + rv->index * leaf->datasize;
-    PyArray_Descr *descr = PyArray_DESCR((PyArrayObject *)values);
-    PyObject *info = SLOT(p, parts_at[P_INFO]);
-    if (tag_of_numpy(descr->type_num) != (int)out_tag) {
-        const int npy = npy_of_tag(out_tag);
-        if (npy < 0 || info_of == NULL) {
-            PyErr_SetString(PyExc_TypeError, "wrap_result: no NumPy dtype for this result");
-            return NULL;
-        }
-        descr = PyArray_DescrFromType(npy);          /* a new reference (builtin) */
-        info = result_info(info, descr);
-        Py_DECREF(descr);
-        if (info == NULL) {
-            return NULL;
-        }
-    }
-    PyObject *v = numpy_over(r, data, descr, PyArray_NDIM((PyArrayObject *)values),
-                             PyArray_DIMS((PyArrayObject *)values), NULL, NPY_ARRAY_CARRAY);
-    if (v == NULL) {
-        return NULL;
-    }
-    PyObject *np_ = parts_type->tp_alloc(parts_type, 0);
-    if (np_ == NULL) {
-        Py_DECREF(v);
-        return NULL;
-    }
-    PyObject *pv[NP_SLOTS] = {info, v, Py_None, empty_tuple, r, Py_None};
-    for (int i = 0; i < NP_SLOTS; i++) {
-        Py_INCREF(pv[i]);
-        SLOT(np_, parts_at[i]) = pv[i];
-    }
-    Py_DECREF(v);
-    PyObject *out = array_type->tp_alloc(array_type, 0);
-    if (out == NULL) {
-        Py_DECREF(np_);
-        return NULL;
-    }
-    /* fresh: nothing else views the result (an operator may lend it on) */
-    PyObject *av[NA_SLOTS] = {SLOT(array, array_at[A_DISTRIBUTION]), np_,
-                              SLOT(array, array_at[A_LEAF_INDEX]), Py_True};
-    for (int i = 0; i < NA_SLOTS; i++) {
-        Py_INCREF(av[i]);
-        SLOT(out, array_at[i]) = av[i];
-    }
-    Py_DECREF(np_);
-    return out;
-}
-
 /* The ndtypes tag of a NumPy dtype the kernels take, or -1. */
 static int
 tag_of_numpy(int type_num)
@@ -1376,52 +1321,220 @@ plain_result(enum ndt out, enum ndt in)
     return out == in || (out == Bool && info_of != NULL);
 }
 
-/* The xnd container of Parts `p` (borrowed): the one it holds, else -- for
-   plain values (C-contiguous NumPy data of a kernel dtype, no validity) --
-   one made over them without copying and kept in its `xnd` slot, as
-   xdap.parts.container does in Python; NULL (no exception) for anything
-   else, which the Python path handles. */
-static PyObject *
-contained(PyObject *p)
+/* ------------------------------------------------------------------------ */
+/* The fast paths' operands and results: NumPy values, no xnd between       */
+/* ------------------------------------------------------------------------ */
+
+/* At a loop's sizes (10^3 values) a result's xnd container cost more than
+   the kernel: its type built dim by dim, the container and its memory
+   block, a NumPy view over it, the call's argument tuple and a second
+   description of the operands in func_call.  The fast paths run the
+   selected kernel's Strided loop on the operands' memory into a new NumPy
+   array (NumPy's allocator and its cache of small blocks, as NumPy's own
+   operators use) and keep that array as the result's values; the result's
+   container is made when something asks for it (xdap.parts.container). */
+
+/* The leaf type of a kernel dtype's tag, made once (ndtypes types are
+   immutable): what copy_overlapping_inputs reads of a NumPy operand. */
+#define MAX_TAG 64
+static const ndt_t *
+leaf_type(enum ndt tag)
+{
+    static ndt_t *made[MAX_TAG];
+    if ((int)tag < 0 || (int)tag >= MAX_TAG) {
+        return NULL;
+    }
+    if (made[tag] == NULL) {
+        NDT_STATIC_CONTEXT(ctx);
+        made[tag] = ndt_primitive(tag, 0, &ctx);
+        if (made[tag] == NULL) {
+            ndt_err_clear(&ctx);
+        }
+    }
+    return made[tag];
+}
+
+/* The operand of Parts p (of type parts_type), described into op with its
+   leaf tag in *tag: the container p holds, else its values when plain --
+   a C-contiguous, native NumPy array of a kernel dtype, no validity, no
+   offsets (what xdap.parts.container would make a container over, by
+   that dtype alone).  0 when neither (no exception). */
+static int
+operand_of(PyObject *p, operand_t *op, enum ndt *tag)
 {
     PyObject *c = SLOT(p, parts_at[P_XND]);
     if (c != NULL && Xnd_Check(c)) {
-        return c;
+        if (describe(c, op) < 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        *tag = op->leaf->tag;
+        return 1;
     }
     PyObject *values = SLOT(p, parts_at[P_VALUES]);
     if (values == NULL || !PyArray_Check(values) || SLOT(p, parts_at[P_VALIDITY]) != Py_None ||
-        SLOT(p, parts_at[P_OFFSETS]) != empty_tuple ||
-        !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)values) ||
-        !PyArray_ISNOTSWAPPED((PyArrayObject *)values)) {
-        return NULL;
+        SLOT(p, parts_at[P_OFFSETS]) != empty_tuple) {
+        return 0;
     }
     PyArrayObject *v = (PyArrayObject *)values;
-    const int tag = tag_of_numpy(PyArray_TYPE(v));
-    const int ndim = PyArray_NDIM(v);
-    if (tag < 0 || ndim > NDT_MAX_DIM) {
-        return NULL;
+    const int t = tag_of_numpy(PyArray_TYPE(v));
+    if (t < 0 || !PyArray_IS_C_CONTIGUOUS(v) || !PyArray_ISNOTSWAPPED(v) ||
+        (op->leaf = leaf_type((enum ndt)t)) == NULL) {
+        return 0;
     }
-    NDT_STATIC_CONTEXT(ctx);
-    ndt_t *t = ndt_primitive((enum ndt)tag, 0, &ctx);
-    for (int i = ndim - 1; t != NULL && i >= 0; i--) {
-        t = ndt_fixed_dim(t, PyArray_DIM(v, i), INT64_MAX, &ctx);
-    }
-    if (t == NULL) {
-        ndt_err_clear(&ctx);
-        return NULL;
-    }
-    c = xdap_view_over(xnd_type_object, values, t, NULL);     /* steals t */
-    if (c == NULL) {
-        PyErr_Clear();
-        return NULL;
-    }
-    Py_XSETREF(SLOT(p, parts_at[P_XND]), c);
-    return c;
+    op->kind = PyArray_NDIM(v) == 0 ? SCALAR : FIXED;
+    op->ndim = PyArray_NDIM(v);
+    op->n = PyArray_SIZE(v);
+    op->ptr = PyArray_BYTES(v);
+    op->step = op->kind == SCALAR ? 0 : (intptr_t)PyArray_ITEMSIZE(v);
+    op->type = op->leaf;      /* the leaf's: nothing reads a plain operand's dims */
+    op->bitmap = NULL;
+    op->optional = 0;
+    *tag = (enum ndt)t;
+    return 1;
 }
 
-/* scalar_result(func, array, scalar, reflected[, into]) -> DistArray or None;
-   ``into``: True -- the array is a temporary whose buffer takes the result
-   (returned itself). */
+/* The checks every fast path makes of a DistArray operand: its class, its
+   Parts, the slots a result copies; its Parts (borrowed), or NULL. */
+static PyObject *
+parts_of(PyObject *array)
+{
+    if (array_type == NULL || Py_TYPE(array) != array_type) {
+        return NULL;
+    }
+    PyObject *p = SLOT(array, array_at[A_PARTS]);
+    if (p == NULL || Py_TYPE(p) != parts_type || SLOT(p, parts_at[P_INFO]) == NULL ||
+        SLOT(p, parts_at[P_VALUES]) == NULL || !PyArray_Check(SLOT(p, parts_at[P_VALUES])) ||
+        SLOT(array, array_at[A_DISTRIBUTION]) == NULL ||
+        SLOT(array, array_at[A_LEAF_INDEX]) == NULL) {
+        return NULL;
+    }
+    return p;
+}
+
+/* Do the values of Parts a and b have one shape? */
+static int
+same_shape(PyObject *a, PyObject *b)
+{
+    PyArrayObject *va = (PyArrayObject *)SLOT(a, parts_at[P_VALUES]);
+    PyArrayObject *vb = (PyArrayObject *)SLOT(b, parts_at[P_VALUES]);
+    return PyArray_NDIM(va) == PyArray_NDIM(vb) &&
+           PyArray_CompareLists(PyArray_DIMS(va), PyArray_DIMS(vb), PyArray_NDIM(va));
+}
+
+/* The new DistArray of `array`'s distribution whose values are the NumPy
+   array v (a new reference, stolen) with the dims of Parts p's values: its
+   type p's, or -- v of another dtype -- the one info_of makes.  NULL with an
+   exception on failure. */
+static PyObject *
+wrap_values(PyObject *array, PyObject *p, PyObject *v)
+{
+    PyObject *info = SLOT(p, parts_at[P_INFO]);
+    PyArrayObject *values = (PyArrayObject *)SLOT(p, parts_at[P_VALUES]);
+    if (PyArray_TYPE((PyArrayObject *)v) != PyArray_TYPE(values)) {
+        info = result_info(info, PyArray_DESCR((PyArrayObject *)v));
+        if (info == NULL) {
+            Py_DECREF(v);
+            return NULL;
+        }
+    }
+    PyObject *np_ = parts_type->tp_alloc(parts_type, 0);
+    if (np_ == NULL) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    /* info, values, validity, offsets, xnd (made when asked), rows */
+    PyObject *pv[NP_SLOTS] = {info, v, Py_None, empty_tuple, Py_None, Py_None};
+    for (int i = 0; i < NP_SLOTS; i++) {
+        Py_INCREF(pv[i]);
+        SLOT(np_, parts_at[i]) = pv[i];
+    }
+    Py_DECREF(v);
+    PyObject *out = array_type->tp_alloc(array_type, 0);
+    if (out == NULL) {
+        Py_DECREF(np_);
+        return NULL;
+    }
+    /* fresh: nothing else views the result (an operator may lend it on) */
+    PyObject *av[NA_SLOTS] = {SLOT(array, array_at[A_DISTRIBUTION]), np_,
+                              SLOT(array, array_at[A_LEAF_INDEX]), Py_True};
+    for (int i = 0; i < NA_SLOTS; i++) {
+        Py_INCREF(av[i]);
+        SLOT(out, array_at[i]) = av[i];
+    }
+    Py_DECREF(np_);
+    return out;
+}
+
+/* The kernel of `func` for the nin operands ops[] (leaf tags tags[]) run
+   over n leaves: into `into` (a DistArray whose plain values take the
+   result; it is returned), else into a new NumPy array of the dims of Parts
+   like_p's values, wrapped like `like` (wrap_values).  Py_None where the
+   fast path does not apply -- no kernel, one that is not elementwise or
+   gives more than one output, a result of a dtype neither the operand's nor
+   a predicate's bool (`into`: not its dtype), a kernel that fails -- the
+   Python path then decides, errors included; NULL on an error of its own
+   (memory). */
+static PyObject *
+run_plain(PyObject *func, const operand_t *ops, const enum ndt *tags, int nin, int64_t n,
+          PyObject *like, PyObject *like_p, enum ndt like_tag, PyObject *into)
+{
+    entry_t *e = lookup((FuncObject *)func, nin, tags);
+    if (e == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (e->status != 0 || e->nout != 1 || !plain_result(e->out_tags[0], like_tag)) {
+        Py_RETURN_NONE;
+    }
+    operand_t out = {0};
+    enum ndt out_tag;
+    if (into != NULL) {
+        PyObject *ip = parts_of(into);
+        /* a temporary's values are its own; still, nothing read-only is written */
+        if (ip == NULL || !operand_of(ip, &out, &out_tag) || out_tag != e->out_tags[0] ||
+            out.n != n || out.optional || out.kind == VAR ||
+            !PyArray_ISWRITEABLE((PyArrayObject *)SLOT(ip, parts_at[P_VALUES])) ||
+            (Xnd_Check(SLOT(ip, parts_at[P_XND])) && xdap_is_readonly(SLOT(ip, parts_at[P_XND])))) {
+            Py_RETURN_NONE;
+        }
+        if (run_loop((FuncObject *)func, e, ops, nin, &out, n, 1) < 0) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        Py_INCREF(into);
+        return into;
+    }
+    const int npy = npy_of_tag(e->out_tags[0]);
+    if (npy < 0) {
+        Py_RETURN_NONE;
+    }
+    PyArrayObject *lv = (PyArrayObject *)SLOT(like_p, parts_at[P_VALUES]);
+    PyObject *v = PyArray_SimpleNew(PyArray_NDIM(lv), PyArray_DIMS(lv), npy);
+    if (v == NULL) {
+        return NULL;
+    }
+    out.kind = PyArray_NDIM(lv) == 0 ? SCALAR : FIXED;
+    out.leaf = out.type = leaf_type(e->out_tags[0]);
+    out.optional = 0;
+    out.bitmap = NULL;
+    out.n = n;
+    out.ptr = PyArray_BYTES((PyArrayObject *)v);
+    out.step = (intptr_t)PyArray_ITEMSIZE((PyArrayObject *)v);
+    if (run_loop((FuncObject *)func, e, ops, nin, &out, n, 0) < 0) {
+        Py_DECREF(v);
+        PyErr_Clear();            /* the Python path says why, the same way */
+        Py_RETURN_NONE;
+    }
+    return wrap_values(like, like_p, v);
+}
+
+/* scalar_result(func, array, scalar, reflected[, into]) -> DistArray or
+   None: `array <op> scalar` (`scalar <op> array` when reflected) of a
+   DistArray of plain numbers (a 0-d one too) and a 0-d xnd container or a
+   0-d DistArray; a result of the array's dtype (or a predicate's bool) and
+   dims.  ``into``: True -- the array is a temporary whose buffer takes the
+   result (returned itself). */
 static PyObject *
 scalar_result(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1433,79 +1546,38 @@ scalar_result(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *func = args[0], *array = args[1], *scalar = args[2];
     const int reflected = PyObject_IsTrue(args[3]);
     const int into = nargs == 5 && PyObject_IsTrue(args[4]);
-    if (array_type == NULL || Py_TYPE(array) != array_type) {
+    PyObject *p = parts_of(array);
+    operand_t arr, num;
+    enum ndt arr_tag, num_tag;
+    if (p == NULL || !operand_of(p, &arr, &arr_tag)) {
         Py_RETURN_NONE;
     }
-    PyObject *p = SLOT(array, array_at[A_PARTS]);
-    if (p == NULL || Py_TYPE(p) != parts_type) {
+    if (Py_TYPE(scalar) == array_type) {       /* a 0-d DistArray */
+        PyObject *sp = parts_of(scalar);
+        if (sp == NULL || !operand_of(sp, &num, &num_tag)) {
+            Py_RETURN_NONE;
+        }
+    }
+    else {
+        if (describe(scalar, &num) < 0) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        num_tag = num.leaf->tag;
+    }
+    if ((arr.kind != FIXED && arr.kind != SCALAR) || arr.optional || num.kind != SCALAR ||
+        num.optional) {
         Py_RETURN_NONE;
     }
-    PyObject *values = SLOT(p, parts_at[P_VALUES]);
-    PyObject *c = values == NULL ? NULL : contained(p);
-    if (Py_TYPE(scalar) == array_type) {       /* a 0-d DistArray: its container */
-        PyObject *sp = SLOT(scalar, array_at[A_PARTS]);
-        scalar = sp == NULL || Py_TYPE(sp) != parts_type ? NULL : contained(sp);
-    }
-    if (c == NULL || values == NULL || scalar == NULL || SLOT(p, parts_at[P_INFO]) == NULL ||
-        SLOT(array, array_at[A_DISTRIBUTION]) == NULL ||
-        SLOT(array, array_at[A_LEAF_INDEX]) == NULL ||
-        !Xnd_Check(c) || !PyArray_Check(values) || !Xnd_Check(scalar)) {
-        Py_RETURN_NONE;
-    }
-    /* The kernel's output must be the array's own dtype, its dims fixed and
-       complete (no missing values): asked of the dispatch, before computing. */
-    operand_t ops[2];
-    enum ndt tags[2];
-    PyObject *first = reflected ? scalar : c, *second = reflected ? c : scalar;
-    if (describe(first, &ops[0]) < 0 || describe(second, &ops[1]) < 0) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    const operand_t *arr = &ops[reflected ? 1 : 0], *num = &ops[reflected ? 0 : 1];
-    if (arr->kind != FIXED || arr->optional || num->kind != SCALAR || num->optional) {
-        Py_RETURN_NONE;
-    }
-    tags[0] = ops[0].leaf->tag;
-    tags[1] = ops[1].leaf->tag;
-    entry_t *e = lookup((FuncObject *)func, 2, tags);
-    if (e == NULL) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    if (e->status != 0 || e->nout != 1 || !plain_result(e->out_tags[0], arr->leaf->tag) ||
-        (e->out_tags[0] != arr->leaf->tag && into)) {
-        Py_RETURN_NONE;
-    }
-    PyObject *call = PyTuple_Pack(2, first, second);
-    if (call == NULL) {
-        return NULL;
-    }
-    PyObject *kw = NULL;
-    if (into && (kw = Py_BuildValue("{sO}", "out", c)) == NULL) {
-        Py_DECREF(call);
-        return NULL;
-    }
-    PyObject *r = func_call((FuncObject *)func, call, kw);
-    Py_DECREF(call);
-    Py_XDECREF(kw);
-    if (r == NULL) {            /* the Python path says why, the same way */
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    if (into) {
-        Py_DECREF(r);
-        Py_INCREF(array);
-        return array;
-    }
-    PyObject *out = wrap_result(array, p, values, r, e->out_tags[0]);
-    Py_DECREF(r);
-    return out;
+    operand_t ops[2] = {reflected ? num : arr, reflected ? arr : num};
+    enum ndt tags[2] = {reflected ? num_tag : arr_tag, reflected ? arr_tag : num_tag};
+    return run_plain(func, ops, tags, 2, arr.n, array, p, arr_tag, into ? array : NULL);
 }
 
 /* unary_result(func, array) -> DistArray or None: `func(array)` of a
-   DistArray whose data are fixed without missing values (`xp.sin(a)`,
-   `-a`, `xp.isnan(a)`); anything else -- and any error -- is None: the
-   Python path decides, errors included. */
+   DistArray of plain numbers (`xp.sin(a)`, `-a`, `xp.isnan(a)`); anything
+   else -- and any error -- is None: the Python path decides, errors
+   included. */
 static PyObject *
 unary_result(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1515,59 +1587,23 @@ unary_result(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *func = args[0], *array = args[1];
-    if (array_type == NULL || Py_TYPE(array) != array_type) {
-        Py_RETURN_NONE;
-    }
-    PyObject *p = SLOT(array, array_at[A_PARTS]);
-    if (p == NULL || Py_TYPE(p) != parts_type || SLOT(p, parts_at[P_INFO]) == NULL ||
-        SLOT(array, array_at[A_DISTRIBUTION]) == NULL ||
-        SLOT(array, array_at[A_LEAF_INDEX]) == NULL) {
-        Py_RETURN_NONE;
-    }
-    PyObject *values = SLOT(p, parts_at[P_VALUES]);
-    PyObject *c = values == NULL || !PyArray_Check(values) ? NULL : contained(p);
-    if (c == NULL) {
-        Py_RETURN_NONE;
-    }
+    PyObject *p = parts_of(array);
     operand_t op;
-    if (describe(c, &op) < 0) {
-        PyErr_Clear();
+    enum ndt tag;
+    if (p == NULL || !operand_of(p, &op, &tag) || (op.kind != FIXED && op.kind != SCALAR) ||
+        op.optional) {
         Py_RETURN_NONE;
     }
-    if ((op.kind != FIXED && op.kind != SCALAR) || op.optional) {
-        Py_RETURN_NONE;
-    }
-    enum ndt tag = op.leaf->tag;
-    entry_t *e = lookup((FuncObject *)func, 1, &tag);
-    if (e == NULL) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    if (e->status != 0 || e->nout != 1 || !plain_result(e->out_tags[0], tag)) {
-        Py_RETURN_NONE;
-    }
-    PyObject *call = PyTuple_Pack(1, c);
-    if (call == NULL) {
-        return NULL;
-    }
-    PyObject *r = func_call((FuncObject *)func, call, NULL);
-    Py_DECREF(call);
-    if (r == NULL) {            /* the Python path says why, the same way */
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    PyObject *out = wrap_result(array, p, values, r, e->out_tags[0]);
-    Py_DECREF(r);
-    return out;
+    return run_plain(func, &op, &tag, 1, op.n, array, p, tag, NULL);
 }
 
 /* array_result(func, first, second, out) -> DistArray or None: `first <op>
    second` of two DistArrays of one distribution (the same object, or equal
-   ones), both fixed without missing values, whose result has the dtype of
-   one of them (that one's type and distribution are the result's); ``out``:
-   None, or the DistArray (one of the two, a temporary) whose buffer takes the
-   result -- then it is returned.  Anything else is None: the Python path
-   decides, errors included. */
+   ones) and one shape, both plain numbers, whose result has the dtype of one
+   of them (that one's type and distribution are the result's) or is a
+   predicate's bool; ``out``: None, or the DistArray (one of the two, a
+   temporary) whose buffer takes the result -- then it is returned.
+   Anything else is None: the Python path decides, errors included. */
 static PyObject *
 array_result(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1577,27 +1613,18 @@ array_result(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *func = args[0], *arrays[2] = {args[1], args[2]}, *out = args[3];
-    PyObject *parts[2], *conts[2];
-    if (array_type == NULL) {
-        Py_RETURN_NONE;
-    }
+    PyObject *parts[2];
+    operand_t ops[2];
+    enum ndt tags[2];
     for (int i = 0; i < 2; i++) {
-        if (Py_TYPE(arrays[i]) != array_type) {
+        parts[i] = parts_of(arrays[i]);
+        if (parts[i] == NULL || !operand_of(parts[i], &ops[i], &tags[i]) ||
+            (ops[i].kind != FIXED && ops[i].kind != SCALAR) || ops[i].optional) {
             Py_RETURN_NONE;
         }
-        parts[i] = SLOT(arrays[i], array_at[A_PARTS]);
-        if (parts[i] == NULL || Py_TYPE(parts[i]) != parts_type ||
-            SLOT(parts[i], parts_at[P_INFO]) == NULL ||
-            SLOT(parts[i], parts_at[P_VALUES]) == NULL ||
-            !PyArray_Check(SLOT(parts[i], parts_at[P_VALUES])) ||
-            SLOT(arrays[i], array_at[A_DISTRIBUTION]) == NULL ||
-            SLOT(arrays[i], array_at[A_LEAF_INDEX]) == NULL) {
-            Py_RETURN_NONE;
-        }
-        conts[i] = contained(parts[i]);
-        if (conts[i] == NULL) {
-            Py_RETURN_NONE;
-        }
+    }
+    if (ops[0].kind != ops[1].kind || !same_shape(parts[0], parts[1])) {
+        Py_RETURN_NONE;
     }
     PyObject *da = SLOT(arrays[0], array_at[A_DISTRIBUTION]);
     PyObject *db = SLOT(arrays[1], array_at[A_DISTRIBUTION]);
@@ -1608,74 +1635,19 @@ array_result(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             Py_RETURN_NONE;
         }
     }
-    operand_t ops[2];
-    enum ndt tags[2];
-    char msg[8];
-    if (describe(conts[0], &ops[0]) < 0 || describe(conts[1], &ops[1]) < 0) {
-        PyErr_Clear();
+    if (out != Py_None && out != arrays[0] && out != arrays[1]) {
         Py_RETURN_NONE;
     }
-    for (int i = 0; i < 2; i++) {
-        if ((ops[i].kind != FIXED && ops[i].kind != SCALAR) || ops[i].optional) {
-            Py_RETURN_NONE;
-        }
-        tags[i] = ops[i].leaf->tag;
-    }
-    if (ops[0].kind != ops[1].kind || !same_dims(&ops[0], &ops[1], msg, sizeof msg)) {
-        Py_RETURN_NONE;
-    }
+    /* the result is like the operand of its dtype: the first where both are */
     entry_t *e = lookup((FuncObject *)func, 2, tags);
     if (e == NULL) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    if (e->status != 0 || e->nout != 1) {
-        Py_RETURN_NONE;
-    }
-    /* the result's type and values like an operand of its dtype, else the
-       first's dims with another dtype (a comparison's bool) */
-    int like = e->out_tags[0] == tags[0] ? 0 : e->out_tags[0] == tags[1] ? 1 : -1;
-    if (like < 0 && (out != Py_None || !plain_result(e->out_tags[0], tags[0]))) {
-        Py_RETURN_NONE;
-    }
-    like = like < 0 ? 0 : like;
-    PyObject *call = PyTuple_Pack(2, conts[0], conts[1]);
-    if (call == NULL) {
-        return NULL;
-    }
-    PyObject *r;
-    if (out != Py_None) {
-        int at = out == arrays[0] ? 0 : out == arrays[1] ? 1 : -1;
-        if (at < 0 || tags[at] != e->out_tags[0]) {
-            Py_DECREF(call);
-            Py_RETURN_NONE;
-        }
-        PyObject *kw = Py_BuildValue("{sO}", "out", conts[at]);
-        if (kw == NULL) {
-            Py_DECREF(call);
-            return NULL;
-        }
-        r = func_call((FuncObject *)func, call, kw);
-        Py_DECREF(kw);
-        Py_DECREF(call);
-        if (r == NULL) {
-            PyErr_Clear();
-            Py_RETURN_NONE;
-        }
-        Py_DECREF(r);
-        Py_INCREF(out);
-        return out;
-    }
-    r = func_call((FuncObject *)func, call, NULL);
-    Py_DECREF(call);
-    if (r == NULL) {            /* the Python path says why, the same way */
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    PyObject *result = wrap_result(arrays[like], parts[like],
-                                   SLOT(parts[like], parts_at[P_VALUES]), r, e->out_tags[0]);
-    Py_DECREF(r);
-    return result;
+    const int like = e->status == 0 && e->nout == 1 && e->out_tags[0] == tags[1] &&
+                     e->out_tags[0] != tags[0] ? 1 : 0;
+    return run_plain(func, ops, tags, 2, ops[0].n, arrays[like], parts[like], tags[like],
+                     out == Py_None ? NULL : out);
 }
 
 /* key(gufunc) -> (table address, name): a stable, hashable identity of a
