@@ -237,6 +237,28 @@ BAD = [
         inplace = x(n)
         hide = m = len(x)
      """, r"\[KERNEL f\] hide: 'm' is not a parameter"),
+    ("hide divides by a constant zero", """
+        [MODULE m]
+        [KERNEL f]
+        prototypes = void f(int n, double *x);
+        inplace = x(n)
+        hide = n = len(x) / (2 - 2)
+     """, r"\[KERNEL f\] hide: expression 'len\(x\) / \(2 - 2\)' for 'n': divides by a "
+          r"constant zero"),
+    ("hide nested 3000 deep", """
+        [MODULE m]
+        [KERNEL f]
+        prototypes = void f(int n, double *x);
+        inplace = x(n)
+        hide = n = """ + "(" * 3000 + "len(x)" + ")" * 3000 + """
+     """, r"\[KERNEL f\] hide: expression .* for 'n': nests deeper than 64"),
+    ("hide unbalanced", """
+        [MODULE m]
+        [KERNEL f]
+        prototypes = void f(int n, double *x);
+        inplace = x(n)
+        hide = n = (len(x) + 1
+     """, r"\[KERNEL f\] hide: expression .* for 'n': a '\(' is not closed"),
     ("dimension of unknown arg", """
         [MODULE m]
         [KERNEL f]

@@ -81,6 +81,12 @@ def test_bad_input_is_one_error_on_every_rank(comm):
         refine_partition(offsets, nbrs, mine, start, comm, rounds=3 + comm.rank)
     with pytest.raises(ValueError, match=r"imbalance must be >= 1.0, got 0.5"):
         refine_partition(offsets, nbrs, mine, start, comm, imbalance=0.5)
+    with pytest.raises(ValueError, match=r"imbalance must be finite, got an int of 401 digits"):
+        refine_partition(offsets, nbrs, mine, start, comm, imbalance=10 ** 400)   # not OverflowError
+    # a huge finite imbalance is no limit at all: the same result as a generous one
+    np.testing.assert_array_equal(refine_partition(offsets, nbrs, mine, start, comm, imbalance=1e308),
+                                  refine_partition(offsets, nbrs, mine, start, comm,
+                                                   imbalance=float(comm.size)))
     with pytest.raises(ValueError, match="one part per cell"):
         refine_partition(offsets, nbrs, mine, start[:-1] if comm.rank == 0 else start, comm)
     twice = mine.copy()

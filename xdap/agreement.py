@@ -15,6 +15,7 @@ or one naming the argument that differs and the ranks that passed it.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import io
@@ -35,7 +36,7 @@ from .comm import resolve
 __all__ = ["agreement", "Agreement", "Agreed", "Vote", "PreparedVote", "SETTLED", "payloads",
            "records_of",
            "record_size",
-           "capacity", "agree", "agreed_on", "local_check", "debug", "set_debug", "USER_ERRORS"]
+           "capacity", "agree", "settled", "on_rank0", "agreed_on", "local_check", "debug", "set_debug", "USER_ERRORS"]
 
 
 _COLLECTIVE = "the collective"     # the name under which the entry points are compared
@@ -70,11 +71,12 @@ _ERROR_CLASSES = {"AxisError": np.exceptions.AxisError,
 
 def _verdict(error) -> tuple:
     """(class name, message) of this rank's error, as the others raise it:
-    its own class where it is one of ``_ERROR_CLASSES``, else the nearest."""
+    its own class where it is one of ``_ERROR_CLASSES``, else a ValueError
+    whose message starts with the error's class (``MemoryError: ...``)."""
     for name, cls in _ERROR_CLASSES.items():
         if isinstance(error, cls):
             return name, str(error)
-    return "ValueError", str(error)
+    return "ValueError", f"{type(error).__name__}: {error}"
 
 
 def _digest(value) -> bytes:
@@ -689,6 +691,62 @@ def agree(comm, error: BaseException | None) -> None:
     error everywhere if any rank failed: ``agreement`` for a step whose
     error was caught by the caller."""
     Agreement(comm).finish(error)
+
+
+def on_rank0(comm, work, failure: str) -> None:
+    """``work()`` on rank 0 alone -- metadata, a look at or a rename in the
+    file system the ranks share -- its outcome every rank's (one message):
+    a ValueError as it is, any other failure a ValueError that starts with
+    ``failure``.
+
+    >>> from mpi4py import MPI
+    >>> on_rank0(MPI.COMM_SELF, lambda: None, "nothing to fail")
+    """
+    error = None
+    if comm.rank == 0:
+        try:
+            work()
+        except ValueError as e:
+            error = e
+        except Exception as e:
+            error = ValueError(f"{failure}: {type(e).__name__}: {e}")
+    agree(comm, error)
+
+
+@contextlib.contextmanager
+def settled(comm, what: str):
+    """The local work of a call's work phase -- reading and decoding a
+    rank's rows of a file, writing its piece -- ended in one outcome on
+    every rank: where the block raises on any rank, every rank raises the
+    same error after it (one message, ``agree``), naming the lowest failing
+    rank and its error; nobody is left waiting in the call's next
+    collective.  An error of xdap's own (a ValueError or TypeError whose
+    message starts with the call's name) is told as it is; any other as
+    ``"<what>: <its class>: <its message>"`` -- a ValueError, or the
+    TypeError it was: zarr's decode error, h5py's OSError, NumPy's
+    complaint about a truncated file, a MemoryError.  Use it where a
+    failure of the outside world can strike one rank (files, allocations,
+    user code), before the next message the call sends.
+
+    >>> from mpi4py import MPI
+    >>> try:
+    ...     with settled(MPI.COMM_SELF, "from_npy: cannot read 'a.npy'"):
+    ...         raise OSError("truncated")
+    ... except ValueError as e:
+    ...     print(e)
+    from_npy: cannot read 'a.npy': OSError: truncated (rank 0)
+    """
+    error = None
+    try:
+        yield
+    except Exception as e:
+        if isinstance(e, (ValueError, TypeError)) and str(e).startswith(what.split(":")[0] + ":"):
+            error = e                        # xdap's own clear error, naming its call
+        else:                                # the outside world's: named, and what it said
+            kind = type(e) if type(e) in (ValueError, TypeError) else ValueError
+            error = kind(f"{what}: {type(e).__name__}: {e}")
+            error.__cause__ = e
+    agree(comm, error)
 
 
 # --------------------------------------------------------------------------

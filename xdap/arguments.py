@@ -121,7 +121,11 @@ def real(name: str, what: str, value, *, low: float | None = None) -> float:
             value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name}: {what} must be a real number, got {_shown(value)} "
                         f"({type(value).__name__})")
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:                  # an int beyond any float: not finite either
+        raise ValueError(f"{name}: {what} must be finite, got an int of "
+                         f"{len(str(abs(int(value))))} digits") from None
     if not math.isfinite(v):
         raise ValueError(f"{name}: {what} must be finite, got {v}")
     if low is not None and v < low:

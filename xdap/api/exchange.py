@@ -22,10 +22,12 @@ verdict before data moves (``xdap.protocols``, ``xdap.io``).
 from __future__ import annotations
 
 import os
+import shutil
 
 import numpy as np
 
 from .. import arguments
+from ..agreement import on_rank0, settled
 from ..arraylike import new
 from ..comm import resolve
 from ..contract import collective, local, part
@@ -184,7 +186,8 @@ def from_hdf5(path, dataset, dist=None, grid=None, comm=None, **per_dim):
     return _from_rows(shape, dtype, comm, target,
                       lambda lo, hi: read_rows(path, dataset, lo, hi, dtype),
                       None if valid is None else
-                      lambda lo, hi: read_rows(path, valid, lo, hi, np.dtype(np.bool_)))
+                      lambda lo, hi: read_rows(path, valid, lo, hi, np.dtype(np.bool_)),
+                      what=f"from_hdf5: cannot read {dataset!r} of {path!r}")
 
 
 @collective
@@ -240,29 +243,13 @@ def to_hdf5(x, path, dataset, mode="a", dims=None):
     sets.insert(0, (dataset, np.ascontiguousarray(values), first, total, attrs))
     if dims is not None:         # a dim the file holds otherwise: refused before any write
         from ..io.hdf5 import attach_dims, check_dims
-        _on_rank0(d.comm, lambda: check_dims(path, dataset, shape, dims, mode, "to_hdf5"),
+        on_rank0(d.comm, lambda: check_dims(path, dataset, shape, dims, mode, "to_hdf5"),
                   f"to_hdf5: cannot read {path!r}")
     write_rows(d.comm, path, sets, "to_hdf5", mode)
     if dims is not None:
-        _on_rank0(d.comm, lambda: attach_dims(path, [name for name, *_ in sets], dims,
+        on_rank0(d.comm, lambda: attach_dims(path, [name for name, *_ in sets], dims,
                                               "to_hdf5"),
                   f"to_hdf5: cannot name the dims of {dataset!r} in {path!r}")
-
-
-def _on_rank0(comm, work, failure):
-    """``work()`` on rank 0 alone (metadata, a look at the file system), its
-    verdict every rank's: a ValueError as it is, any other failure a
-    ValueError that starts with ``failure``."""
-    from ..agreement import agree
-    error = None
-    if comm.rank == 0:
-        try:
-            work()
-        except ValueError as e:
-            error = e
-        except Exception as e:
-            error = ValueError(f"{failure}: {type(e).__name__}: {e}")
-    agree(comm, error)
 
 
 def _dims(what, x, dims, default):
@@ -280,11 +267,16 @@ def _dims(what, x, dims, default):
 
 
 # -- plain Zarr arrays --------------------------------------------------------------
-def _from_rows(shape, dtype, comm, target, read, read_valid=None, sizes=None):
+def _from_rows(shape, dtype, comm, target, read, read_valid=None, sizes=None, *, what):
     """A DistArray of ``target`` from each rank's rows of axis 0 (``read(start,
     stop)``; ``read_valid``: the same rows' validity, for optional data):
     read in row blocks (``sizes``: each rank's count, default balanced),
-    moved once when ``target`` is another layout."""
+    moved once when ``target`` is another layout.  ``what`` (``"from_zarr:
+    cannot read 'x.zarr'"``): a read that fails on any rank -- a corrupt
+    chunk, an I/O error, memory -- is one error on every rank, that text
+    first (``xdap.agreement.settled``: one message more, where the file's
+    reads cost far more)."""
+
     from ..bitmaps import pack_validity
     from ..distribution import row_block_layout
     from ..dtypes import dtype_from_numpy
@@ -292,9 +284,10 @@ def _from_rows(shape, dtype, comm, target, read, read_valid=None, sizes=None):
     from ..parts import Parts
     from ..types import TypeInfo
     blocks, start, stop = row_block_layout(shape, comm, sizes)
-    values = read(start, stop)
+    with settled(comm, what):
+        values = read(start, stop)
+        validity = None if read_valid is None else pack_validity(read_valid(start, stop))
     info = TypeInfo.fixed(values.shape, dtype_from_numpy(dtype), optional=read_valid is not None)
-    validity = None if read_valid is None else pack_validity(read_valid(start, stop))
     return new(to_layout(blocks, Parts(info, values, validity), target))
 
 
@@ -345,7 +338,7 @@ def from_zarr(path_or_array, dist=None, grid=None, comm=None, **per_dim):
         sizes = read_sizes(np.diff(plain.maps[0].bounds).tolist(), array.chunks[0],
                            target_is_plain=d == plain)
     return _from_rows(shape, dtype, comm, d, lambda lo, hi: read_rows(array, lo, hi, dtype),
-                      sizes=sizes)
+                      sizes=sizes, what=f"from_zarr: cannot read {where!r}")
 
 
 @collective
@@ -396,8 +389,9 @@ def to_zarr(x, path, *, chunks=None, mode="w-", dims=None):
             raise ValueError(f"to_zarr: chunks must be {len(shape)} sizes >= 1, got {chunks}")
     dims = _dims("to_zarr", x, dims, tuple(f"dim_{k}" for k in range(len(shape))))
     yield dict(x=x, path=path, chunks=chunks, mode=mode, dims=dims)
-    from ..agreement import agree
     from ..distribution import make_distribution
+    from ..io.files import put_in_place
+    from ..io.pieces import PARTIAL
     from ..io.zarr_arrays import chunk_aligned_sizes, create, default_chunks
     from ..movement.redistribute import to_layout
     comm = x.distribution.comm
@@ -409,21 +403,27 @@ def to_zarr(x, path, *, chunks=None, mode="w-", dims=None):
     else:
         aligned = make_distribution(shape, None, comm=comm)
     d, p = to_layout(x.distribution, x.parts, aligned)
-    _on_rank0(comm, lambda: create(path, shape, dtype, chunks, tuple(dims)),
-              f"to_zarr: cannot write {path!r}")
-    error = None
+    # written beside path, moved into place once every rank has written: a
+    # failure anywhere leaves what was at path
+    staging = path.rstrip(os.sep) + PARTIAL
+    on_rank0(comm, lambda: (shutil.rmtree(staging, ignore_errors=True),
+                            create(staging, shape, dtype, chunks, tuple(dims))),
+             f"to_zarr: cannot write beside {path!r}")
     try:
-        array = need("zarr").open_array(path, mode="r+")
-        if not shape:
-            if comm.rank == 0:
-                array[()] = p.values
-        elif len(p.values):
-            first = int(aligned.maps[0].bounds[aligned.coords[0]])
-            array[first:first + len(p.values)] = p.values
-    except Exception as e:
-        error = ValueError(f"to_zarr: rank {comm.rank} cannot write {path!r}: "
-                           f"{type(e).__name__}: {e}")
-    agree(comm, error)
+        with settled(comm, f"to_zarr: cannot write {path!r}"):
+            array = need("zarr").open_array(staging, mode="r+")
+            if not shape:
+                if comm.rank == 0:
+                    array[()] = p.values
+            elif len(p.values):
+                first = int(aligned.maps[0].bounds[aligned.coords[0]])
+                array[first:first + len(p.values)] = p.values
+        on_rank0(comm, lambda: put_in_place(staging, path),
+                 f"to_zarr: cannot move the new array to {path!r}")
+    except BaseException:
+        if comm.rank == 0:
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 # -- xarray variables (NetCDF-4, Zarr, dask, ...) ------------------------------------
@@ -466,14 +466,15 @@ def from_xarray(dataarray, dist=None, grid=None, comm=None, **per_dim):
     from ..io.xarray_vars import read_rows
     from ..labels import Coordinate, Labels
     read = _remembered(lambda lo, hi: read_rows(dataarray, lo, hi, found.dtype))
+    what = f"from_xarray: cannot read {found.name!r}"
     if found.fill is None:
-        a = _from_rows(found.shape, found.dtype, comm, target, read)
+        a = _from_rows(found.shape, found.dtype, comm, target, read, what=what)
     elif found.dtype.kind in "fc" and np.isnan(found.fill):
         a = _from_rows(found.shape, found.dtype, comm, target, read,
-                       lambda lo, hi: ~np.isnan(read.last))
+                       lambda lo, hi: ~np.isnan(read.last), what=what)
     else:
         a = _from_rows(found.shape, found.dtype, comm, target, read,
-                       lambda lo, hi: read.last != found.fill)
+                       lambda lo, hi: read.last != found.fill, what=what)
     coords = {}
     for name in sorted(found.coords):
         c = found.coords[name]
@@ -509,17 +510,23 @@ def _coordinate_rows(c, comm):
     shape = tuple(int(s) for s in c.shape)
     blocks, start, stop = row_block_layout(shape, comm)
     dtype = np.dtype(c.dtype)
+    what = f"from_xarray: cannot read coordinate {c.name!r}"
     if dtype.kind == "O":
-        rows = np.asarray(c.values if c.ndim == 0 else c[start:stop].values)
         with agreement(comm, "from_xarray", share=True) as ag:
+            try:                     # the file's rows: a failure is told in the agreement
+                rows = np.asarray(c.values if c.ndim == 0 else c[start:stop].values)
+            except Exception as e:
+                raise ValueError(f"{what}: {type(e).__name__}: {e}") from e
             if not all(isinstance(v, str) for v in rows.flat):
                 raise ValueError(f"from_xarray: coordinate {c.name!r} holds Python objects "
                                  "other than str (xdap holds numbers, dates and strings)")
             ag.share(max((len(v) for v in rows.flat), default=0))
         dtype = np.dtype(f"U{max(1, max(ag.shared))}")
-        return _from_rows(shape, dtype, comm, blocks, lambda lo, hi: rows.astype(dtype))
+        return _from_rows(shape, dtype, comm, blocks, lambda lo, hi: rows.astype(dtype),
+                          what=what)
     dtype = held_dtype(dtype)
-    return _from_rows(shape, dtype, comm, blocks, lambda lo, hi: read_rows(c, lo, hi, dtype))
+    return _from_rows(shape, dtype, comm, blocks, lambda lo, hi: read_rows(c, lo, hi, dtype),
+                      what=what)
 
 
 def _refuse_existing(path, mode, comm):
@@ -528,7 +535,7 @@ def _refuse_existing(path, mode, comm):
     def look():
         if mode == "w-" and os.path.exists(path):
             raise ValueError(f"to_zarr: {path!r} exists (mode='w' replaces it)")
-    _on_rank0(comm, look, f"to_zarr: cannot look at {path!r}")
+    on_rank0(comm, look, f"to_zarr: cannot look at {path!r}")
 
 
 # -- .npy pieces and CSV ------------------------------------------------------------
@@ -563,7 +570,8 @@ def from_npy(path, dist=None, grid=None, comm=None, **per_dim):
                per_dim=(rows, dtype.str, tail))
     from ..io.pieces import npy_rows
     return _from_rows(shape, dtype.newbyteorder("="), comm, d,
-                      lambda lo, hi: npy_rows(paths, rows, lo, hi, dtype, tail))
+                      lambda lo, hi: npy_rows(paths, rows, lo, hi, dtype, tail),
+                      what=f"from_npy: cannot read the pieces of {path!r}")
 
 
 @collective
@@ -591,19 +599,23 @@ def to_npy(x, path):
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"to_npy: {path!r} exists and is not a directory")
     yield dict(x=x, path=path)
-    from ..agreement import agree
     from ..distribution import row_block_layout
+    from ..io.pieces import PARTIAL, commit_pieces, stage_pieces, write_piece
     from ..movement.redistribute import to_layout
     comm = x.distribution.comm
     blocks = row_block_layout(x.distribution.global_shape, comm)[0]
     d, p = to_layout(x.distribution, x.parts, blocks)
-    error = None
+    staging = path.rstrip(os.sep) + PARTIAL        # beside path: pieces of this write only
+    on_rank0(comm, lambda: stage_pieces(staging), f"to_npy: cannot write beside {path!r}")
     try:
-        os.makedirs(path, exist_ok=True)
-        np.save(os.path.join(path, f"part-{comm.rank:05d}.npy"), p.values)
-    except OSError as e:
-        error = ValueError(f"to_npy: rank {comm.rank} cannot write into {path!r}: {e}")
-    agree(comm, error)
+        with settled(comm, f"to_npy: cannot write into {path!r}"):
+            write_piece(os.path.join(staging, f"part-{comm.rank:05d}.npy"), p.values)
+        on_rank0(comm, lambda: commit_pieces(staging, path),
+                 f"to_npy: cannot move the pieces into {path!r}")
+    except BaseException:
+        if comm.rank == 0:                 # nothing of this write is left behind
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 @collective

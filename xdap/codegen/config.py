@@ -21,6 +21,7 @@ parameter of double square(double a)``.
 from __future__ import annotations
 
 import configparser
+import math
 import pathlib
 import re
 from dataclasses import dataclass, field
@@ -421,12 +422,98 @@ def _effective_role(role: str, pointer: bool, default) -> str:
     return role
 
 
+MAX_EXPR_DEPTH = 64     # parentheses and signs nested: deeper is refused, not a RecursionError
+
+
+def expr_structure_error(toks) -> str | None:
+    """What is wrong with the form of a tokenised expression, or None:
+    operands and operators in turn, parentheses balanced and nested at most
+    ``MAX_EXPR_DEPTH`` deep, and no division or remainder by a constant
+    that is zero (``n / (2 - 2)`` would fail on every call: refused when
+    the module is built).  Iterative -- an expression of any depth is read
+    without recursion -- with the constant parts folded as C would
+    (integer ``/`` and ``%`` truncate)."""
+    depth, expect_operand, values, ops = 0, True, [], []
+    prec = {"+": 1, "-": 1, "*": 2, "/": 2, "%": 2, "neg": 3, "pos": 3}
+
+    def apply(op):
+        if op in ("neg", "pos"):
+            v = values.pop()
+            values.append(None if v is None else -v if op == "neg" else v)
+            return None
+        b, a = values.pop(), values.pop()
+        if op in "/%" and b is not None and b == 0:
+            return "divides by a constant zero"
+        if a is None or b is None:
+            values.append(None)
+        elif op in "/%" and isinstance(a, int) and isinstance(b, int):
+            q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)     # C truncates
+            values.append(q if op == "/" else a - b * q)
+        else:
+            values.append({"+": a + b, "-": a - b, "*": a * b, "/": a / b,
+                           "%": math.fmod(a, b) if op == "%" else None}[op])
+        return None
+
+    for t in toks:
+        if expect_operand:
+            if t in (("op", "-"), ("op", "+"), ("op", "(")):
+                ops.append("neg" if t[1] == "-" else "pos" if t[1] == "+" else "(")
+                depth += 1
+                if depth > MAX_EXPR_DEPTH:
+                    return f"nests deeper than {MAX_EXPR_DEPTH} parentheses and signs"
+                continue
+            if t[0] == "op":
+                return f"an operand is missing before {t[1]!r}"
+            values.append((float(t[1]) if any(ch in t[1] for ch in ".eE") else int(t[1]))
+                          if t[0] == "num" else None)
+            expect_operand = False
+            while ops and ops[-1] in ("neg", "pos"):
+                depth -= 1
+                apply(ops.pop())
+            continue
+        if t == ("op", ")"):
+            while ops and ops[-1] != "(":
+                problem = apply(ops.pop())
+                if problem:
+                    return problem
+            if not ops:
+                return "a ')' closes no '('"
+            ops.pop()
+            depth -= 1
+            while ops and ops[-1] in ("neg", "pos"):
+                depth -= 1
+                apply(ops.pop())
+            continue
+        if t[0] != "op" or t[1] == "(":
+            return f"an operator is missing before {t[1]!r}"
+        while ops and ops[-1] != "(" and prec[ops[-1]] >= prec[t[1]]:
+            problem = apply(ops.pop())
+            if problem:
+                return problem
+        ops.append(t[1])
+        expect_operand = True
+    if expect_operand:
+        return "it ends without an operand" if toks else "it is empty"
+    while ops:
+        op = ops.pop()
+        if op == "(":
+            return "a '(' is not closed"
+        problem = apply(op)
+        if problem:
+            return problem
+    return None
+
+
 def _check_expr(r, section, key, a, expr, where, by_name, known):
     """The names and len()/ndim() in ``a``'s expression refer to what the
-    kernel knows before ``a``'s value is needed."""
+    kernel knows before ``a``'s value is needed; its form is sound."""
     toks = check_hide_expr(expr)
     if toks is None:
         raise r.error(section, key, f"cannot read expression {expr!r} for {a.name!r} ({_EXPR_HELP})")
+    problem = expr_structure_error(toks)
+    if problem:
+        raise r.error(section, key, f"expression {expr if len(expr) <= 60 else expr[:57] + '...'!r} "
+                      f"for {a.name!r}: {problem}")
     for t in toks:
         if t[0] in ("len", "ndim"):
             b = by_name.get(t[1])

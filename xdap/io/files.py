@@ -19,14 +19,17 @@ b'abc'
 """
 from __future__ import annotations
 
+import ctypes
+import errno
 import mmap
 import os
+import shutil
 import zlib
 
 import numpy as np
 
-__all__ = ["as_path", "resolves_inside", "write_file", "read_into", "read_all", "map_verified", "fsync_dir", "as_bytes", "crash_point",
-           "CHUNK"]
+__all__ = ["as_path", "resolves_inside", "write_file", "read_into", "read_all", "map_verified",
+           "fsync_dir", "as_bytes", "crash_point", "swap_directory", "put_in_place", "CHUNK"]
 
 # Large enough that syscall and crc32 call overhead vanish, small enough that
 # CRC-ing a chunk right after writing it still finds it in the CPU cache.
@@ -111,6 +114,44 @@ def fsync_dir(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def swap_directory(staging: str, path: str, aside: str) -> str:
+    """Swap the directory ``staging`` into ``path`` (which exists): one
+    atomic ``renameat2(RENAME_EXCHANGE)`` where the filesystem has it (Linux
+    >= 3.15 on ext4, xfs, btrfs, tmpfs), else two renames -- ``path`` to
+    ``aside``, ``staging`` in.  Returns where the old one now is."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is not None:
+        if renameat2(_AT_FDCWD, os.fsencode(staging), _AT_FDCWD, os.fsencode(path),
+                     _RENAME_EXCHANGE) == 0:
+            return staging                  # the old one now has the staging name
+        err = ctypes.get_errno()
+        if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise OSError(err, f"exchanging {staging!r} and {path!r}: {os.strerror(err)}")
+    os.rename(path, aside)
+    os.rename(staging, path)
+    return aside
+
+
+def put_in_place(staging: str, path: str) -> None:
+    """Make the file or directory ``staging``, complete, the one at ``path``
+    at once -- what a reader of ``path`` sees is the old one or the new one,
+    never a mix -- and delete the old one (rank 0, after every rank wrote:
+    the last step of a writer that loses nothing)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(staging) or not os.path.isdir(path):
+        os.replace(staging, path)           # a file, or nothing there yet: one rename
+        fsync_dir(parent)
+        return
+    old = swap_directory(staging, path, staging + ".replaced")
+    fsync_dir(parent)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _open_checked(directory: str, record: dict):

@@ -24,7 +24,7 @@ import os
 
 import numpy as np
 
-from ..agreement import agree
+from ..agreement import agree, on_rank0
 from ..optional import need
 
 __all__ = ["describe", "read_rows", "write_rows", "check_dims", "attach_dims", "VALID_ATTR"]
@@ -74,19 +74,61 @@ def read_rows(path: str, dataset: str, start: int, stop: int, dtype: np.dtype):
         return out
 
 
+PARTIAL = ".xdap-partial"     # the suffix of what a writer writes before every rank succeeded
+
+
 def write_rows(comm, path: str, sets, what: str, mode: str = "w") -> None:
     """Each rank's rows of every dataset into the file at ``path``.
     ``sets``: ``[(name, rows, first, total, attrs)]`` -- this rank's rows,
     the global index of its first, the dataset's global rows (``rows``'
     other dims and dtype are the dataset's; ``total`` None: a 0-d dataset
-    rank 0 writes), and attributes. Collective; one error on every rank."""
+    rank 0 writes), and attributes. Collective; one error on every rank.
+
+    Nothing is lost where a rank fails: a new file (``mode`` "w", or "a"
+    where there is none) is written as ``path + PARTIAL`` and moved over
+    ``path`` (``os.replace``) only when every rank has written its rows;
+    datasets added to an existing file are written under ``name + PARTIAL``
+    and renamed when every rank has succeeded -- a failure removes them,
+    and leaves the file's other datasets as they were."""
     h5py = need("h5py")
+    exists = comm.bcast(os.path.exists(path) if comm.rank == 0 else None, root=0)
+    fresh = mode == "w" or not exists
+    target = path + PARTIAL if fresh else path
+    final = [name for name, *_ in sets]
+    partial = [(name if fresh else name + PARTIAL, rows, first, total, attrs)
+               for name, rows, first, total, attrs in sets]
+    try:
+        _write(comm, h5py, target, partial, what, "w" if fresh else "a", final)
+    except BaseException:
+        _discard(comm, h5py, target, None if fresh else [s[0] for s in partial])
+        raise
+    if fresh:                    # every rank wrote: the file takes its place at once
+        on_rank0(comm, lambda: os.replace(target, path), f"{what}: cannot move {target!r} "
+                  f"to {path!r}")
+        return
+
+    def rename(f):
+        for name, (temporary, *_) in zip(final, partial):
+            f.move(temporary, name)
+    try:
+        _in_file(comm, h5py, path, rename, f"{what}: cannot name the datasets in {path!r}")
+    except BaseException:
+        _discard(comm, h5py, target, [s[0] for s in partial])
+        raise
+
+
+def _write(comm, h5py, path, sets, what, mode, final) -> None:
+    """``write_rows``' writes into ``path`` (``mode`` "w" or "a"; ``final``:
+    the names the datasets will have, which must not be in the file)."""
     shapes = [(name, () if total is None else (total,) + rows.shape[1:], rows.dtype, attrs)
               for name, rows, _, total, attrs in sets]
     if h5py.get_config().mpi:
         error = None
         try:
             with h5py.File(path, mode, driver="mpio", comm=comm) as f:
+                for name in final:
+                    if name in f:
+                        raise ValueError(f"{what}: {path!r} already holds {name!r}")
                 for (name, shape, dtype, attrs), (_, rows, first, total, _) in zip(shapes, sets):
                     ds = f.create_dataset(name, shape, dtype)
                     ds.attrs.update(attrs)
@@ -95,24 +137,21 @@ def write_rows(comm, path: str, sets, what: str, mode: str = "w") -> None:
                             ds[()] = rows
                         else:
                             ds[first:first + len(rows)] = rows
-        except (OSError, ValueError) as e:
-            error = ValueError(f"{what}: cannot write {path!r}: {e}")
-        agree(comm, error)
-        return
-    error = None
-    if comm.rank == 0:
-        try:
-            with h5py.File(path, mode) as f:
-                for name, shape, dtype, attrs in shapes:
-                    if name in f:
-                        raise ValueError(f"{what}: {path!r} already holds {name!r}")
-                    ds = f.create_dataset(name, shape, dtype)
-                    ds.attrs.update(attrs)
-        except OSError as e:
-            error = ValueError(f"{what}: cannot make {path!r}: {e}")
         except ValueError as e:
             error = e
-    agree(comm, error)
+        except Exception as e:
+            error = ValueError(f"{what}: cannot write {path!r}: {type(e).__name__}: {e}")
+        agree(comm, error)
+        return
+
+    def make(f):
+        for name in final:
+            if name in f:
+                raise ValueError(f"{what}: {path!r} already holds {name!r}")
+        for name, shape, dtype, attrs in shapes:
+            ds = f.create_dataset(name, shape, dtype)
+            ds.attrs.update(attrs)
+    on_rank0(comm, lambda: _with_file(h5py, path, mode, make), f"{what}: cannot make {path!r}")
     # in turn: a token (the first error seen, or none) passes from rank to rank
     failed = comm.recv(source=comm.rank - 1, tag=77) if comm.rank else None
     if failed is None:
@@ -124,12 +163,54 @@ def write_rows(comm, path: str, sets, what: str, mode: str = "w") -> None:
                             f[name][()] = rows
                     elif len(rows):
                         f[name][first:first + len(rows)] = rows
-        except OSError as e:
-            failed = f"rank {comm.rank}: {e}"
+        except Exception as e:             # any: the ranks after this one wait for the token
+            failed = f"rank {comm.rank}: {type(e).__name__}: {e}"
     if comm.rank + 1 < comm.size:
         comm.send(failed, dest=comm.rank + 1, tag=77)
     # the failing rank and every one after it hold the error: agree makes it everyone's
     agree(comm, ValueError(f"{what}: cannot write {path!r}: {failed}") if failed else None)
+
+
+def _with_file(h5py, path, mode, work):
+    with h5py.File(path, mode) as f:
+        work(f)
+
+
+def _in_file(comm, h5py, path, work, failure) -> None:
+    """``work(f)`` on the file opened for writing: collectively with
+    parallel HDF5 (its metadata changes are collective), else on rank 0."""
+    if not h5py.get_config().mpi:
+        on_rank0(comm, lambda: _with_file(h5py, path, "r+", work), failure)
+        return
+    error = None
+    try:
+        with h5py.File(path, "r+", driver="mpio", comm=comm) as f:
+            work(f)
+    except Exception as e:
+        error = ValueError(f"{failure}: {type(e).__name__}: {e}")
+    agree(comm, error)
+
+
+def _discard(comm, h5py, path, datasets) -> None:
+    """After an agreed failure: remove what ``write_rows`` wrote -- the
+    partial file (``datasets`` None), or those datasets of the file.  Best
+    effort: the failure already raised is the one every rank reports."""
+    if datasets is None:
+        if comm.rank == 0:
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+        return
+
+    def remove(f):
+        for name in datasets:
+            if name in f:
+                del f[name]
+    try:
+        _in_file(comm, h5py, path, remove, "cleaning up")
+    except ValueError:
+        pass
 
 
 # what netCDF-4 writes into a dimension scale that is not also a coordinate variable

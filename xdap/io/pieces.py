@@ -14,12 +14,17 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import numpy as np
 
+from .files import fsync_dir
 from .npy import parse_npy_header
 
-__all__ = ["npy_pieces", "npy_layout", "npy_rows", "csv_rows"]
+__all__ = ["npy_pieces", "npy_layout", "npy_rows", "csv_rows", "stage_pieces", "write_piece",
+           "commit_pieces", "PARTIAL"]
+
+PARTIAL = ".xdap-partial"    # the directory beside the target where a write's pieces wait
 
 
 def npy_pieces(path, what: str) -> list:
@@ -98,3 +103,47 @@ def csv_rows(path: str, rank: int, size: int, header_lines: int, sep: str, dtype
     if not text.strip():
         return np.empty((0, 0), dtype)
     return np.loadtxt(text.decode().splitlines(), delimiter=sep, dtype=dtype, ndmin=2)
+
+
+# -- writing pieces that lose nothing -----------------------------------------------
+# ``to_npy`` writes every rank's piece into a staging directory beside the
+# target and moves them in only when every rank has written its own: a
+# failure on any rank leaves the target as it was.
+
+def stage_pieces(staging: str) -> None:
+    """A fresh, empty staging directory (a killed write's leftover removed;
+    rank 0, before the ranks write)."""
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(staging)
+
+
+def write_piece(path: str, values: np.ndarray) -> None:
+    """One rank's piece as a ``.npy`` file, on disk when this returns
+    (fsync'ed: it is renamed into place next, and a rename of unsynced
+    data can survive a crash as an empty file)."""
+    with open(path, "wb") as f:
+        np.save(f, values)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def commit_pieces(staging: str, path: str) -> None:
+    """The pieces of ``staging`` into ``path`` (rank 0, once every rank has
+    written): the whole directory renamed where ``path`` is not there yet;
+    else each piece moved in, in name order -- a move that fails puts back
+    those already moved, so ``path`` never holds part of the pieces."""
+    if not os.path.exists(path):
+        os.rename(staging, path)
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
+        return
+    moved = []
+    try:
+        for name in sorted(os.listdir(staging)):
+            os.rename(os.path.join(staging, name), os.path.join(path, name))
+            moved.append(name)
+    except BaseException:
+        for name in moved:
+            os.rename(os.path.join(path, name), os.path.join(staging, name))
+        raise
+    fsync_dir(path)
+    os.rmdir(staging)

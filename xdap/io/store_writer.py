@@ -24,8 +24,6 @@ the previous store at ``.<name>.xdap-replaced-<generation>-<token>``, and
 """
 from __future__ import annotations
 
-import ctypes
-import errno
 import os
 import secrets
 import shutil
@@ -43,7 +41,7 @@ from ..progress import bar
 from . import store_format as sf
 from .chunk_files import array_layout, chunk_grid, write_chunks
 from .chunks import CHUNK_BYTES, chunk_plan, segment_chunk
-from .files import crash_point, fsync_dir
+from .files import crash_point, fsync_dir, swap_directory
 from .segments import align_segment, layout
 from .store_location import agreed_path, read_store_attrs, staging_names
 from ..agreement import agree, agreement
@@ -439,25 +437,9 @@ def _switch(staging: str, path: str, attrs: dict) -> None:
         _cleanups[:] = [c for c in _cleanups if c.is_alive()] + [t]
 
 
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
 def _exchange(staging: str, path: str) -> str:
     """Swap ``staging`` into ``path``; return where the old store now is."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    renameat2 = getattr(libc, "renameat2", None)
-    if renameat2 is not None:
-        if renameat2(_AT_FDCWD, os.fsencode(staging), _AT_FDCWD, os.fsencode(path),
-                     _RENAME_EXCHANGE) == 0:
-            return staging                  # the old store now has the staging name
-        err = ctypes.get_errno()
-        if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-            raise OSError(err, f"save: exchanging {staging!r} and {path!r}: {os.strerror(err)}")
-    aside = staging.replace(".xdap-saving-", ".xdap-replaced-")
-    os.rename(path, aside)
-    os.rename(staging, path)
-    return aside
+    return swap_directory(staging, path, staging.replace(".xdap-saving-", ".xdap-replaced-"))
 
 
 def finish_cleanup() -> None:

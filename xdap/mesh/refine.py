@@ -112,7 +112,8 @@ def refine_partition(offsets, neighbours, cell_ids, parts_of, comm=None, *,
         return label
     fetch = bind(label)
     src = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
-    room_for = int(np.floor(imbalance * cells / parts))
+    # (no part holds more than every cell: a huge imbalance means no limit, not an overflow)
+    room_for = int(np.floor(min(imbalance, float(parts)) * cells / parts))
     sizes = np.bincount(label, minlength=parts)
     comm.Allreduce(MPI.IN_PLACE, sizes, op=MPI.SUM)
     quiet, gained = 0, 0

@@ -43,7 +43,7 @@ import os
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
-from ..agreement import agree
+from ..agreement import on_rank0
 from ..arraylike import is_distributed
 from ..contract import collective
 from ..distribution import Distribution
@@ -264,13 +264,8 @@ def _write(path, cells, points, cell_fields, node_fields, cell_dim, partition) -
     h5 = os.path.splitext(path)[0] + ".h5"
     write_rows(comm, h5, [(name, rows, first, total, {}) for name, rows, first, total in sets],
                "write_xdmf")
-    error = None
-    if comm.rank == 0:
-        try:
-            _write_text(path, os.path.basename(h5), sets, kind, ncells, points.shape[1])
-        except OSError as e:
-            error = ValueError(f"write_xdmf: cannot write {path!r}: {e.strerror}")
-    agree(comm, error)
+    on_rank0(comm, lambda: _write_text(path, os.path.basename(h5), sets, kind, ncells,
+                                       points.shape[1]), f"write_xdmf: cannot write {path!r}")
     return path
 
 

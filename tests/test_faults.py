@@ -1,0 +1,264 @@
+"""Fault injection: a failure inside a call's work, on one rank only, is one
+error on every rank, no rank waits forever, a later call on the same
+communicator works, and a writer that fails leaves what was there.
+
+For every case (a collective of the I/O surface, a redistribution) and
+every boundary it reaches -- file reads and decoders (zarr, h5py, NumPy's
+``load``/``loadtxt``), writes (``np.save``, zarr's and h5py's writes,
+``fsync``, the final rename), allocations (``np.empty``) -- a clean run
+first counts the boundary's calls on each rank; then, for every k up to
+that count, the k-th call fails on one rank only (the last; for k = 1 also
+rank 0), with the error the library would raise there.  Each run ends
+under a watchdog in one outcome on every rank: the same error, naming the
+failing rank -- or, where that rank's k-th call never came, success
+everywhere.  The injected failure is the real function's failure at its
+real call site (the function is wrapped, not mocked: the other calls run
+it).  Run at the default and in debug mode, on 2 and 3 ranks.
+
+Besides the injected ones, damaged files: a corrupt Zarr chunk, a ``.npy``
+piece cut after its header, a CSV with a bad line in one rank's share.
+"""
+import os
+
+import numpy as np
+import pytest
+
+import xdap
+import xdap.agreement
+from helpers import watchdog
+
+from test_io import SharedDir
+
+zarr = pytest.importorskip("zarr")
+h5py = pytest.importorskip("h5py")
+
+
+class Fault:
+    """The ``k``-th call of ``owner.name`` on this rank raises ``error``
+    (k None: none does; the calls are counted either way)."""
+
+    def __init__(self, owner, name, error, k=None):
+        self.owner, self.name, self.error, self.k = owner, name, error, k
+        self.calls = 0
+        self.real = getattr(owner, name)
+
+    def __enter__(self):
+        real = self.real
+
+        def wrapped(*args, **kwargs):
+            self.calls += 1
+            if self.calls == self.k:
+                raise self.error
+            return real(*args, **kwargs)
+        setattr(self.owner, self.name, wrapped)
+        return self
+
+    def __exit__(self, *exc):
+        setattr(self.owner, self.name, self.real)
+
+
+# boundary -> (owner, attribute, the error a real failure there raises)
+BOUNDARIES = {
+    "zarr read": (zarr.Array, "__getitem__", RuntimeError("Zstd decompression error")),
+    "zarr write": (zarr.Array, "__setitem__", OSError(28, "No space left on device")),
+    "h5py read": (h5py.Dataset, "read_direct", OSError("Can't read data (inflate failed)")),
+    "h5py write": (h5py.Dataset, "__setitem__", OSError(28, "No space left on device")),
+    "np.load": (np, "load", ValueError("cannot reshape array: the file is truncated")),
+    "np.loadtxt": (np, "loadtxt", ValueError("could not convert string to float: 'x'")),
+    "np.save": (np, "save", OSError(28, "No space left on device")),
+    "fsync": (os, "fsync", OSError(5, "Input/output error")),
+    "rename": (os, "rename", OSError(18, "Invalid cross-device link")),
+    "replace": (os, "replace", OSError(13, "Permission denied")),
+}
+
+
+def _cases(comm, tmp):
+    """name -> (call, check after a failure or success: what was there is
+    whole); each writes its own files under ``tmp``."""
+    g = np.arange(90.0).reshape(30, 3)
+    old = np.arange(30.0).reshape(10, 3) - 100
+    a = xdap.from_global(g, comm=comm, dist=("c", "n"))
+    cases = {}
+
+    z = os.path.join(tmp, "in.zarr")
+    if comm.rank == 0:
+        zarr.create_array(z, shape=g.shape, chunks=(4, 3), dtype="f8")[:] = g
+    h = os.path.join(tmp, "in.h5")
+    if comm.rank == 0:
+        with h5py.File(h, "w") as f:
+            f.create_dataset("u", data=g, chunks=(4, 3), compression="gzip")
+    npy = os.path.join(tmp, "in-pieces")
+    csv = os.path.join(tmp, "in.csv")
+    if comm.rank == 0:
+        os.makedirs(npy)
+        np.save(os.path.join(npy, "a.npy"), g[:13])
+        np.save(os.path.join(npy, "b.npy"), g[13:])
+        with open(csv, "w") as f:
+            f.write("\n".join(",".join(map(str, row)) for row in g))
+    comm.Barrier()
+
+    def same(got):
+        np.testing.assert_array_equal(got.to_numpy(), g)
+
+    cases["from_zarr"] = (lambda: same(xdap.from_zarr(z, comm=comm, dist=("c",))), None)
+    cases["from_hdf5"] = (lambda: same(xdap.from_hdf5(h, "u", comm=comm)), None)
+    cases["from_npy"] = (lambda: same(xdap.from_npy(npy, comm=comm)), None)
+    cases["from_csv"] = (lambda: same(xdap.from_csv(csv, comm=comm)), None)
+
+    # writers over something that was there before
+    oz, oh, onp = (os.path.join(tmp, n) for n in ("out.zarr", "out.h5", "out-pieces"))
+    if comm.rank == 0:
+        zarr.create_array(oz, shape=old.shape, chunks=(4, 3), dtype="f8")[:] = old
+        with h5py.File(oh, "w") as f:
+            f.create_dataset("old", data=old)
+        os.makedirs(onp)
+        with open(os.path.join(onp, "README"), "w") as f:
+            f.write("kept")
+    comm.Barrier()
+
+    def zarr_whole():
+        got = zarr.open_array(oz, mode="r")[:]
+        assert got.shape in (old.shape, g.shape), got.shape
+        np.testing.assert_array_equal(got, old if got.shape == old.shape else g)
+
+    ow = os.path.join(tmp, "out-w.h5")
+    if comm.rank == 0:
+        with h5py.File(ow, "w") as f:
+            f.create_dataset("old", data=old)
+    comm.Barrier()
+
+    def hdf5_whole(path, new_names):
+        def check():
+            with h5py.File(path, "r") as f:
+                names = set(f.keys())
+                for name in names - {"old"}:          # no partial dataset; a new one whole
+                    assert any(name.startswith(n) for n in new_names), names
+                    assert not name.endswith(".xdap-partial"), names
+                    np.testing.assert_array_equal(f[name][()], g)
+                if path == ow and "u" in names:      # replaced by mode="w": the new file
+                    assert names == {"u"}, names
+                else:
+                    np.testing.assert_array_equal(f["old"][()], old)
+        return check
+
+    def npy_whole():
+        names = sorted(os.listdir(onp))
+        pieces = [n for n in names if n.endswith(".npy")]
+        assert "README" in names
+        if pieces:                                   # the write succeeded: all of it
+            np.testing.assert_array_equal(np.concatenate([np.load(os.path.join(onp, n))
+                                                          for n in pieces]), g)
+            for n in pieces:                         # (emptied for the next run)
+                comm.Barrier()
+                if comm.rank == 0:
+                    os.remove(os.path.join(onp, n))
+        comm.Barrier()
+        assert not os.path.exists(onp + ".xdap-partial")
+
+    appended = iter(range(10 ** 6))
+    cases["to_zarr"] = (lambda: a.to_zarr(oz, mode="w"), zarr_whole)
+    cases["to_hdf5 mode=w"] = (lambda: a.to_hdf5(ow, "u", mode="w"), hdf5_whole(ow, ["u"]))
+    cases["to_hdf5 mode=a"] = (lambda: a.to_hdf5(oh, f"new{next(appended)}", mode="a"),
+                               hdf5_whole(oh, ["new"]))
+    cases["to_npy"] = (lambda: a.to_npy(onp), npy_whole)
+    return cases
+
+
+def _outcome(comm, call):
+    """``("ok", None)`` or ``(class, message)`` of ``call()`` on this rank,
+    under a watchdog, and every rank's."""
+    with watchdog(60):
+        try:
+            call()
+            got = ("ok", None)
+        except (ValueError, TypeError, MemoryError, OSError) as e:
+            got = (type(e).__name__, str(e))
+        seen = comm.allgather(got)
+    return got, seen
+
+
+def _inject(comm, case, call, check, boundary, counts):
+    owner, name, error = BOUNDARIES[boundary]
+    with Fault(owner, name, error) as probe:         # a clean run: how many calls
+        got, seen = _outcome(comm, call)
+    assert all(s == ("ok", None) for s in seen), (case, boundary, seen)
+    if check:
+        check()
+    reached = comm.allgather(probe.calls)
+    runs = 0
+    for k in range(1, max(reached) + 1):
+        for failing in sorted({comm.size - 1} | ({0} if k == 1 else set())):
+            fault = Fault(owner, name, error, k if comm.rank == failing else None)
+            with fault:
+                got, seen = _outcome(comm, call)
+            runs += 1
+            assert len(set(seen)) == 1, (case, boundary, k, failing, seen)   # one outcome
+            if reached[failing] >= k:                  # the failure happened: one error
+                assert got[0] != "ok", (case, boundary, k, failing, seen)
+                assert f"rank {failing}" in got[1], (case, boundary, k, failing, got)
+            if check:
+                check()
+            # a later call on the communicator works: nothing left in flight
+            b = xdap.from_global(np.arange(12.0), comm=comm, dist=("c",))
+            assert float(b.sum()) == 66.0
+    counts[(case, boundary)] = (max(reached), runs)
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+@pytest.mark.parametrize("debug", [False, True], ids=["default", "debug"])
+def test_a_failure_on_one_rank_is_one_error_everywhere(comm, monkeypatch, debug):
+    monkeypatch.setattr(xdap.agreement, "_DEBUG", debug)
+    counts = {}
+    with SharedDir(comm) as tmp:
+        for case, (call, check) in _cases(comm, tmp).items():
+            for boundary in BOUNDARIES:
+                _inject(comm, case, call, check, boundary, counts)
+    reached = {k: v for k, v in counts.items() if v[0]}
+    assert len({case for case, _ in reached}) == 8, sorted(reached)     # every case reached a boundary
+    if comm.rank == 0:
+        print(f"\nfault injection ({comm.size} ranks, {'debug' if debug else 'default'}): "
+              f"{len(reached)} (case, boundary) pairs, {sum(r for _, r in reached.values())} "
+              "runs: " + "; ".join(f"{c} / {b}: {n} calls" for (c, b), (n, _) in
+                                   sorted(reached.items())))
+
+
+# -- damaged files ------------------------------------------------------------------
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_damaged_files_are_one_clear_error(comm):
+    """A corrupt Zarr chunk that only the last rank reads, a ``.npy`` piece
+    cut after its header (the last rank's rows), a CSV whose last rank's
+    share holds a bad line: one ValueError on every rank, naming the file
+    and the failing rank -- these used to hang the other ranks."""
+    from helpers import same_error
+    g = np.arange(120.0).reshape(40, 3)
+    last = comm.size - 1
+    with SharedDir(comm) as tmp:
+        z, npy, csv = (os.path.join(tmp, n) for n in ("c.zarr", "pieces", "t.csv"))
+        if comm.rank == 0:
+            zarr.create_array(z, shape=g.shape, chunks=(4, 3), dtype="f8",
+                              compressors=zarr.codecs.ZstdCodec())[:] = g
+            chunk = os.path.join(z, "c", "9", "0")          # rows 36..39: the last rank's
+            with open(chunk, "r+b") as f:
+                f.seek(4)
+                f.write(b"\xff" * 16)
+            os.makedirs(npy)
+            np.save(os.path.join(npy, "a.npy"), g[:20])
+            np.save(os.path.join(npy, "b.npy"), g[20:])
+            path = os.path.join(npy, "b.npy")
+            with open(path, "r+b") as f:
+                f.truncate(os.path.getsize(path) - 100)    # cut inside the last rows
+            lines = [",".join(map(str, row)) for row in g]
+            lines[-2] = "1.0,oops,3.0"
+            with open(csv, "w") as f:
+                f.write("\n".join(lines))
+        comm.Barrier()
+        # the lowest failing rank is named: for the .npy piece, the first whose rows
+        # reach into it (rank 1 of 2 or 3: its mapping of the whole piece fails)
+        for call, where, failing in ((lambda: xdap.from_zarr(z, comm=comm), z, last),
+                                     (lambda: xdap.from_npy(npy, comm=comm), npy, 1),
+                                     (lambda: xdap.from_csv(csv, comm=comm), csv, last)):
+            cls, message = same_error(comm, call, cls=ValueError)
+            assert where in message and message.endswith(f"(rank {failing})"), message
+        b = xdap.from_global(np.arange(12.0), comm=comm)          # a later call works
+        assert float(b.sum()) == 66.0
