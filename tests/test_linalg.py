@@ -78,6 +78,33 @@ def test_stacks_run_lapack_per_rank(comm):
 
 
 @pytest.mark.mpi(ranks=RANKS)
+def test_stacks_broadcast_in_matmul_and_solve(comm):
+    """NumPy's (and the standard's) stack broadcasting on both sides:
+    ``(1, 2, 3) @ (4, 3, 2)`` is ``(4, 2, 2)`` (the left stack stretched --
+    it used to be refused), ``solve`` of stacks that broadcast, an empty
+    ``(0, 0)`` system against a stack; split stacks (cyclic, an empty
+    rank) and NumPy right operands too."""
+    r = np.random.default_rng(5)
+    for s1, s2 in (((1, 2, 3), (4, 3, 2)), ((1, 1, 2, 3), (2, 5, 3, 2)), ((4, 2, 3), (1, 3, 2)),
+                   ((2, 1, 2, 3), (5, 3, 2)), ((1, 2, 3), (3, 2)), ((3, 2, 3), (2, 1, 3, 2))):
+        g1, g2 = r.standard_normal(s1), r.standard_normal(s2)
+        for kw in (dict(dist=("b",)), dict(dist=("c",))):
+            a = xdap.from_global(g1, comm=comm, **kw)
+            same(xp.matmul(a, xdap.from_global(g2, comm=comm, **kw)), g1 @ g2, ("matmul", s1, s2))
+            same(xp.matmul(a, g2), g1 @ g2, ("matmul NumPy", s1, s2))
+    for s1, s2 in (((0, 0), (3, 0, 2)), ((3, 3), (2, 3, 4)), ((1, 3, 3), (4, 3, 2)),
+                   ((4, 3, 3), (1, 3, 2)), ((2, 1, 3, 3), (5, 3, 1))):
+        g1 = r.standard_normal(s1) + 3 * np.eye(s1[-1])
+        g2 = r.standard_normal(s2)
+        a, b = xdap.from_global(g1, comm=comm), xdap.from_global(g2, comm=comm, dist=("c",))
+        same(L.solve(a, b), np.linalg.solve(g1, g2), ("solve", s1, s2))
+    same_error(comm, lambda: L.solve(xdap.from_global(np.ones((2, 3, 3)), comm=comm),
+                                     np.ones((4, 3, 1))), match="do not broadcast")
+    same_error(comm, lambda: xp.matmul(xdap.from_global(np.ones((2, 2, 3)), comm=comm),
+                                       np.ones((3, 3, 2))), match="do not broadcast")
+
+
+@pytest.mark.mpi(ranks=RANKS)
 def test_a_split_tall_matrix_by_tsqr(comm):
     for kw in matrices(comm.size, 13):
         t = xdap.from_global(T, comm=comm, **kw)

@@ -534,7 +534,9 @@ def solve(x1, x2, /):
     (moved onto ``x1``'s stack layout), or a NumPy array every rank holds.
     A split ``x1``: gathered with ``x2``, or past ``BLOCK_ELEMENTS`` solved
     by block-cyclic LU with partial pivoting (``x2`` on every rank: O(M K)
-    a rank); the solution in row blocks."""
+    a rank); the solution in row blocks.  The stacks of ``x1`` and a
+    stacked ``x2`` broadcast against each other (each brought to the common
+    stack first: a copy, ``broadcast_to``'s)."""
     from .linear_algebra import _operands
     _matrices("solve", x1, square=True, what="x1")
     m = x1.shape[-1]
@@ -543,13 +545,20 @@ def solve(x1, x2, /):
     if len(shape2) == 0 or (len(shape2) == 1 and shape2[0] != m) or \
             (len(shape2) > 1 and shape2[-2] != m):
         raise ValueError(f"solve: x2 of shape {shape2} does not match x1 of shape {x1.shape}")
-    if len(shape2) > 2 and shape2[:-2] != x1.shape[:-2]:
-        raise ValueError(f"solve: x2's stack {shape2[:-2]} is not x1's {x1.shape[:-2]} "
-                         "(stacks are not broadcast here)")
-    if len(shape2) > 2 and x1.ndim == 2:
-        raise ValueError("solve: a stack of right-hand sides with one matrix: give the "
-                         "matrix as a stack")
+    batch = None
+    if len(shape2) > 2:                  # stacks broadcast, as the standard says
+        try:
+            batch = np.broadcast_shapes(x1.shape[:-2], shape2[:-2])
+        except ValueError:
+            raise ValueError(f"solve: x1's stack {x1.shape[:-2]} and x2's {shape2[:-2]} do "
+                             "not broadcast") from None
     yield dict(x1=x1, x2=x2)
+    if batch is not None:                # both brought to the common stack (copies)
+        from .layouts import broadcast
+        x1 = broadcast(x1, batch + x1.shape[-2:])
+        x2 = broadcast(x2, batch + shape2[-2:]) if is_distributed(x2) else \
+            np.broadcast_to(x2, batch + shape2[-2:])
+        shape2 = x2.shape
     fn = lambda a, b: np.linalg.solve(_floating(a), b)          # noqa: E731
     if _split(x1) or len(shape2) <= 2 and x1.ndim == 2:
         from .exchange import to_numpy

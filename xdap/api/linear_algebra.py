@@ -145,22 +145,34 @@ def matmul(x1, x2, /):
     if x1.ndim > 2 or len(shape2) > 2:
         _batch(x1.shape, shape2)
     yield dict(x1=x1, x2=x2)
-    return _matmul(x1, x2)
+    return _matmul(_stretched_left(x1, x2), x2)
 
 
 def _batch(shape1, shape2):
-    """The broadcast batch dims of a stacked product, checked: the left
-    operand's stack is never stretched (it is the distributed one)."""
+    """The broadcast batch dims of a stacked product (NumPy's rule), checked."""
     batch1 = shape1[:-2] if len(shape1) > 1 else ()
     batch2 = shape2[:-2] if len(shape2) > 1 else ()
     try:
-        batch = np.broadcast_shapes(batch1, batch2)
+        return np.broadcast_shapes(batch1, batch2)
     except ValueError:
         raise ValueError(f"matmul: the stacks {shape1} and {shape2} do not broadcast") from None
-    if len(shape1) > 1 and batch[len(batch) - len(batch1):] != batch1:
-        raise ValueError(f"matmul: the left operand's stack {shape1} would be stretched to "
-                         f"{batch} (give the larger stack on the left)")
-    return batch
+
+
+def _stretched_left(x1, x2):
+    """``x1`` with its own batch dims broadcast against ``x2``'s (a stack
+    ``(1, m, n)`` against ``(4, n, p)`` becomes ``(4, m, n)``; ``broadcast_to``'s
+    engine: size-1 dims that are not distributed stretch locally, else a copy
+    in the default layout), so that the product keeps NumPy's shape; batch
+    dims only ``x2`` has stay leading (``_stacked``)."""
+    batch1 = x1.shape[:-2]
+    if len(x1.shape) < 3:
+        return x1
+    batch = _batch(x1.shape, x2.shape)
+    own = batch[len(batch) - len(batch1):]
+    if own == batch1:
+        return x1
+    from .layouts import broadcast
+    return broadcast(x1, own + x1.shape[-2:])
 
 
 def _matmul(x1, x2):
