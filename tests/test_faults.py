@@ -179,6 +179,10 @@ def _outcome(comm, call):
 
 def _inject(comm, case, call, check, boundary, counts):
     owner, name, error = BOUNDARIES[boundary]
+    if boundary == "h5py write" and h5py.get_config().mpi:
+        # parallel HDF5 writes collectively inside H5Dwrite: a rank that fails before
+        # it is HDF5's to report, not xdap's (the serial writer is the one tested here)
+        return
     with Fault(owner, name, error) as probe:         # a clean run: how many calls
         got, seen = _outcome(comm, call)
     assert all(s == ("ok", None) for s in seen), (case, boundary, seen)
