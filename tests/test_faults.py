@@ -5,7 +5,8 @@ communicator works, and a writer that fails leaves what was there.
 For every case (a collective of the I/O surface, a redistribution) and
 every boundary it reaches -- file reads and decoders (zarr, h5py, NumPy's
 ``load``/``loadtxt``), writes (``np.save``, zarr's and h5py's writes,
-``fsync``, the final rename), allocations (``np.empty``) -- a clean run
+``fsync``, the final rename), a redistribution's allocations (``np.empty``)
+-- a clean run
 first counts the boundary's calls on each rank; then, for every k up to
 that count, the k-th call fails on one rank only (the last; for k = 1 also
 rank 0), with the error the library would raise there.  Each run ends
@@ -69,7 +70,12 @@ BOUNDARIES = {
     "fsync": (os, "fsync", OSError(5, "Input/output error")),
     "rename": (os, "rename", OSError(18, "Invalid cross-device link")),
     "replace": (os, "replace", OSError(13, "Permission denied")),
+    "allocation": (np, "empty", MemoryError("cannot allocate")),
 }
+# allocations happen everywhere; injected only where the call's own exchange
+# allocates before its vote is cast (xdap.movement.redistribute: the transport's
+# allocations after it are not agreed yet -- the note of issue 49 says why)
+ONLY = {"allocation": ("redistribute (cyclic to blocks)",)}
 
 
 def _cases(comm, tmp):
@@ -104,6 +110,15 @@ def _cases(comm, tmp):
     cases["from_hdf5"] = (lambda: same(xdap.from_hdf5(h, "u", comm=comm)), None)
     cases["from_npy"] = (lambda: same(xdap.from_npy(npy, comm=comm)), None)
     cases["from_csv"] = (lambda: same(xdap.from_csv(csv, comm=comm)), None)
+    moved = []
+
+    def redistributed():
+        moved[:] = [a.redistribute(("b", "n"))]
+
+    def moved_whole():
+        if moved:
+            same(moved.pop())
+    cases["redistribute (cyclic to blocks)"] = (redistributed, moved_whole)
 
     # writers over something that was there before
     oz, oh, onp = (os.path.join(tmp, n) for n in ("out.zarr", "out.h5", "out-pieces"))
@@ -179,6 +194,8 @@ def _outcome(comm, call):
 
 def _inject(comm, case, call, check, boundary, counts):
     owner, name, error = BOUNDARIES[boundary]
+    if boundary in ONLY and case not in ONLY[boundary]:
+        return
     if boundary == "h5py write" and h5py.get_config().mpi:
         # parallel HDF5 writes collectively inside H5Dwrite: a rank that fails before
         # it is HDF5's to report, not xdap's (the serial writer is the one tested here)
@@ -218,7 +235,7 @@ def test_a_failure_on_one_rank_is_one_error_everywhere(comm, monkeypatch, debug)
             for boundary in BOUNDARIES:
                 _inject(comm, case, call, check, boundary, counts)
     reached = {k: v for k, v in counts.items() if v[0]}
-    assert len({case for case, _ in reached}) == 8, sorted(reached)     # every case reached a boundary
+    assert len({case for case, _ in reached}) == 9, sorted(reached)     # every case reached a boundary
     if comm.rank == 0:
         print(f"\nfault injection ({comm.size} ranks, {'debug' if debug else 'default'}): "
               f"{len(reached)} (case, boundary) pairs, {sum(r for _, r in reached.values())} "

@@ -39,6 +39,7 @@ Bulk data moves as buffers with 64-bit counts, never pickles.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import weakref
@@ -782,6 +783,15 @@ class BlockExchange:
         outside the source) and ``mask`` (its validity bytes, or None);
         returns ``(target values, target mask)`` (None outside the target).
         Copies into new arrays -- the values into ``out`` when given."""
+        return self.prepare(values, dtype, method, mask, out)()
+
+    def prepare(self, values: np.ndarray | None, dtype, method: str = "auto", mask=None,
+                out=None):
+        """``run`` in two steps: this rank's local work now -- the target
+        arrays allocated, the messages packed: where a rank can fail alone
+        (memory) -- and a function that does the exchange and returns
+        ``run``'s result.  A caller whose vote is still to be cast prepares
+        first: a failure here then travels in the vote (no message more)."""
         dtype = np.dtype(dtype)
         shape = self.dst_shape
         if out is None and shape is not None:
@@ -794,10 +804,14 @@ class BlockExchange:
                                    [(mask if mask is not None else np.empty(0, np.uint8),
                                      out_mask)])
         if self.choose(method, dtype.itemsize) == "datatypes":
-            self._alltoallw(pairs)
+            exchange = functools.partial(self._alltoallw, pairs)
         else:
-            self._packed_run(pairs)
-        return out, out_mask
+            exchange = self._packed_exchange(pairs)
+
+        def go():
+            exchange()
+            return out, out_mask
+        return go
 
     def run_parts(self, p: Parts | None, info, method: str = "auto",
                   out: Parts | None = None) -> Parts | None:
@@ -805,6 +819,11 @@ class BlockExchange:
         ``info``: the agreed type), validity included: the target's Parts
         (None outside the target) -- written into ``out`` (Parts of the
         target's layout, C-contiguous values) when given."""
+        return self.prepare_parts(p, info, method, out)()
+
+    def prepare_parts(self, p: Parts | None, info, method: str = "auto",
+                      out: Parts | None = None):
+        """``run_parts`` in ``prepare``'s two steps."""
         values = mask = None
         if p is not None:
             values = np.ascontiguousarray(p.values)
@@ -812,16 +831,20 @@ class BlockExchange:
                 mask = np.ascontiguousarray(p.valid_mask()).view(np.uint8)
         elif info.optional:
             mask = np.zeros(0, np.uint8)
-        got_values, got = self.run(values, info.numpy_dtype, method, mask=mask,
-                                   out=None if out is None else out.values)
-        if got_values is None:
-            return None
-        validity = None if got is None else pack_validity(got.view(bool))
-        if out is not None:
-            if validity is not None:
-                out.validity[:] = validity
-            return out
-        return Parts(info.with_shape(got_values.shape), got_values, validity)
+        go = self.prepare(values, info.numpy_dtype, method, mask=mask,
+                          out=None if out is None else out.values)
+
+        def finish():
+            got_values, got = go()
+            if got_values is None:
+                return None
+            validity = None if got is None else pack_validity(got.view(bool))
+            if out is not None:
+                if validity is not None:
+                    out.validity[:] = validity
+                return out
+            return Parts(info.with_shape(got_values.shape), got_values, validity)
+        return finish
 
     # -- datatypes ----------------------------------------------------------
     def _types_for(self, itemsize):
@@ -892,7 +915,9 @@ class BlockExchange:
                                     self.comm.rank, self.comm.size, self.flat)
         return self._packed
 
-    def _packed_run(self, pairs):
+    def _packed_exchange(self, pairs):
+        """The packed exchange of ``pairs`` in ``prepare``'s steps: the
+        messages packed now; returns the exchange and the unpacking."""
         pk = self._packing()
         sends, recvs = [], []
         for k, (values, out) in enumerate(pairs):
@@ -909,19 +934,23 @@ class BlockExchange:
                     send[at:at + t.size].reshape(t.shape)[...] = _take(values, t.index)
             sends.append(send)
             recvs.append(recv)
-        n = len(pairs)
-        _send_buffers(self.comm, sends, [_starts(pk.send_counts)] * n, [pk.send_counts] * n,
-                      recvs, [_starts(pk.recv_counts)] * n, [pk.recv_counts] * n)
-        for (_, out), recv in zip(pairs, recvs):
-            if out is None:
-                continue
-            if pk.recv_gather is not None:      # ... one exchange, one gather into place
-                np.take(recv, pk.recv_gather, out=out.reshape(-1), mode="clip")
-            elif pk.recv_flat is not None:
-                out.reshape(-1)[pk.recv_flat] = recv
-            else:
-                for t, at in zip(pk.recvs, pk.recv_at):
-                    _put(out, t.index, recv[at:at + t.size])
+
+        def exchange():
+            n = len(pairs)
+            _send_buffers(self.comm, sends, [_starts(pk.send_counts)] * n,
+                          [pk.send_counts] * n, recvs, [_starts(pk.recv_counts)] * n,
+                          [pk.recv_counts] * n)
+            for (_, out), recv in zip(pairs, recvs):
+                if out is None:
+                    continue
+                if pk.recv_gather is not None:      # ... one exchange, one gather into place
+                    np.take(recv, pk.recv_gather, out=out.reshape(-1), mode="clip")
+                elif pk.recv_flat is not None:
+                    out.reshape(-1)[pk.recv_flat] = recv
+                else:
+                    for t, at in zip(pk.recvs, pk.recv_at):
+                        _put(out, t.index, recv[at:at + t.size])
+        return exchange
 
     def free(self) -> None:
         """Release the derived datatypes (the plan store calls this when it

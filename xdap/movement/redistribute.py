@@ -117,7 +117,7 @@ def executor(src: Distribution, dst: Distribution, comm, dst_ranks=None, rows: b
                                       release=BlockExchange.free)
 
 
-@collective(over="a", name="redistribute")
+@collective(over="a", name="redistribute", rides=True)
 def redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto", **per_dim):
     """``a`` in another distribution, as a new array of ``a``'s kind
     (collective on ``a.comm``; copies); None on ranks outside ``comm``.
@@ -129,9 +129,27 @@ def redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto", **
         raise TypeError(f"redistribute: a must be a DistArray, got {type(a).__name__}")
     d, p = unwrap(a)
     agreed, target = _target_args(d, p, dist, grid, comm, method, per_dim)
-    yield dict(agreed, a=a)
-    out = _moving(d, p, target, dist, grid, comm, method, per_dim)(p)
+    vote = yield dict(agreed, a=a)
+    out = _prepared_move(vote, d, p, target, method) if target is not None else None
+    if out is None:
+        vote.cast()
+        out = _moving(d, p, target, dist, grid, comm, method, per_dim)(p)
     return None if out is None else wrap_like(a, *out, agreed=True)
+
+
+def _prepared_move(vote, d, p, target, method):
+    """A redistribution whose plan needs no message (every map complete,
+    fixed data): the target allocated and the messages packed *before* the
+    vote is cast, so that a rank that fails there -- out of memory -- fails
+    in the vote, the same error on every rank (no message more); then the
+    exchange.  None where the plan is found collectively (the caller casts
+    the vote first)."""
+    if p.info.ragged or not all(m.complete for m in d.maps + target.maps):
+        return None
+    mover = executor(d, target, d.comm, None)      # a pure plan: no MPI call
+    go = mover.prepare_parts(p, p.info, method)
+    vote.cast()
+    return target, go()
 
 
 @collective(over="d", name="redistribute")
