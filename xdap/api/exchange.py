@@ -280,15 +280,18 @@ def _from_rows(shape, dtype, comm, target, read, read_valid=None, sizes=None, *,
     from ..bitmaps import pack_validity
     from ..distribution import row_block_layout
     from ..dtypes import dtype_from_numpy
-    from ..movement.redistribute import to_layout
+    from ..movement.redistribute import prepare_move, to_layout
     from ..parts import Parts
     from ..types import TypeInfo
     blocks, start, stop = row_block_layout(shape, comm, sizes)
-    with settled(comm, what):
+    with settled(comm, what):          # the reads, and the move's allocations, agreed
         values = read(start, stop)
         validity = None if read_valid is None else pack_validity(read_valid(start, stop))
-    info = TypeInfo.fixed(values.shape, dtype_from_numpy(dtype), optional=read_valid is not None)
-    return new(to_layout(blocks, Parts(info, values, validity), target))
+        info = TypeInfo.fixed(values.shape, dtype_from_numpy(dtype),
+                              optional=read_valid is not None)
+        parts = Parts(info, values, validity)
+        move = prepare_move(blocks, parts, target)
+    return new(move() if move is not None else to_layout(blocks, parts, target))
 
 
 @collective
@@ -648,16 +651,15 @@ def from_csv(path, sep=",", header_lines=0, dtype=None, comm=None):
     from ..agreement import agreement
     from ..io.pieces import csv_rows
     rows = None
-    with agreement(comm, "from_csv"):
+    # the parse, and every rank's column count, in one agreement (one message)
+    with agreement(comm, "from_csv", share=True) as ag:
         try:
             rows = csv_rows(path, comm.rank, comm.size, header_lines, sep, dt)
-        except (ValueError, OSError) as e:
+        except Exception as e:             # a bad line, the disk, memory: this rank's
             raise ValueError(f"from_csv: rank {comm.rank} cannot parse its lines of "
-                             f"{path!r}: {e}") from None
-    cols = np.array([rows.shape[1] if len(rows) else -1], np.int64)
-    seen = np.empty(comm.size, np.int64)
-    comm.Allgather(cols, seen)
-    widths = set(seen[seen >= 0].tolist())
+                             f"{path!r}: {type(e).__name__}: {e}") from None
+        ag.share(int(rows.shape[1]) if len(rows) else -1)
+    widths = {w for w in ag.shared if w >= 0}
     if len(widths) > 1:
         from ..agreement import agreed_on
         raise agreed_on(comm, ValueError(f"from_csv: {path!r} has rows of {sorted(widths)} "

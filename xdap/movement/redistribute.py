@@ -49,7 +49,7 @@ from .plan import (RedistributionPlan, as_positions, index_len, plan_ranks, redi
                    runs)
 
 __all__ = ["redistribute", "move", "move_agreed", "executor", "bind_redistribute",
-           "BoundRedistribution", "METHODS", "to_layout"]
+           "BoundRedistribution", "METHODS", "to_layout", "prepare_move"]
 
 def _avg_run_bytes(plan: RedistributionPlan, itemsize: int) -> float:
     """Mean length in bytes of the contiguous runs MPI would copy (innermost
@@ -138,18 +138,33 @@ def redistribute(a, dist=None, grid=None, comm=None, *, method: str = "auto", **
 
 
 def _prepared_move(vote, d, p, target, method):
-    """A redistribution whose plan needs no message (every map complete,
-    fixed data): the target allocated and the messages packed *before* the
-    vote is cast, so that a rank that fails there -- out of memory -- fails
-    in the vote, the same error on every rank (no message more); then the
-    exchange.  None where the plan is found collectively (the caller casts
-    the vote first)."""
+    """A redistribution whose plan needs no message: ``prepare_move``'s
+    local work *before* the vote is cast, so that a rank that fails there
+    -- out of memory -- fails in the vote, the same error on every rank (no
+    message more); then the exchange.  None where the plan is found
+    collectively (the caller casts the vote first)."""
+    go = prepare_move(d, p, target, method, copy=True)
+    if go is None:
+        return None
+    vote.cast()
+    return go()
+
+
+def prepare_move(d: Distribution, p: Parts, target: Distribution, method: str = "auto",
+                 copy: bool = False):
+    """``to_layout``'s local work now -- the target allocated, the
+    messages packed, where a rank can fail alone -- and a function that
+    moves and returns ``(target, parts)`` (``(d, p)`` themselves where they
+    lie as ``target`` already, unless ``copy``); None where the plan needs
+    messages of its own (a distributed unstructured map) or the data is
+    ragged.  A caller that agrees on its local work (``xdap.agreement.
+    settled``, a vote not yet cast) prepares inside it."""
+    if d == target and not copy:
+        return lambda: (d, p)
     if p.info.ragged or not all(m.complete for m in d.maps + target.maps):
         return None
-    mover = executor(d, target, d.comm, None)      # a pure plan: no MPI call
-    go = mover.prepare_parts(p, p.info, method)
-    vote.cast()
-    return target, go()
+    finish = executor(d, target, d.comm, None).prepare_parts(p, p.info, method)  # pure plan
+    return lambda: (target, finish())
 
 
 @collective(over="d", name="redistribute")
