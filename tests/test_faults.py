@@ -289,3 +289,29 @@ def test_damaged_files_are_one_clear_error(comm):
             assert where in message and message.endswith(f"(rank {failing})"), message
         b = xdap.from_global(np.arange(12.0), comm=comm)          # a later call works
         assert float(b.sum()) == 66.0
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_a_call_refused_at_its_vote_leaves_the_plan_stores_alike(comm):
+    """A redistribution prepares before its vote is cast; where one rank's
+    target is refused there, the others must not have made or touched a
+    plan meanwhile: the stores on ``comm`` would then evict differently, and
+    a plan made collectively (``process_locations``, unstructured routes)
+    would be made again on some ranks alone -- a hang later (seen once in the
+    divergence fuzzer's from_partitioned, after a divergent redistribute)."""
+    from helpers import same_error
+    from xdap import plans
+    a = xdap.from_global(np.arange(24.0), comm=comm, dist=("c",))
+    a.redistribute(("b",))                         # kept: the prepared path is taken
+    b = xdap.from_global(np.arange(24.0), comm=comm)
+    b.redistribute(("c",))
+
+    def keys():
+        return [repr(k) for k in plans.on(comm)._items]
+    before = keys()
+    for target in (("b",), ("c",)):
+        same_error(comm, lambda: a.redistribute(target if comm.rank == 0 else ("q",)))
+        same_error(comm, lambda: b.redistribute(target if comm.rank else ("q",)))
+    after = comm.allgather(keys())
+    assert all(k == after[0] for k in after), after     # alike on every rank ...
+    assert keys() == before                            # ... and as they were

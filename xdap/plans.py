@@ -82,6 +82,14 @@ class Store:
         self._trim()
         return value
 
+    def peek(self, key: Key):
+        """The plan kept under ``key``, or None -- not marked used: a look
+        that changes nothing.  Before a call's vote the ranks may still part
+        ways; the stores stay alike on every rank only when what changes
+        them (a plan made, one marked used) comes from agreed calls."""
+        hit = self._items.get(key)
+        return None if hit is None else hit[0]
+
     def get(self, key: Key):
         """The plan kept under ``key`` (marked recently used), or None."""
         hit = self._items.get(key)

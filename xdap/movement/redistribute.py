@@ -156,14 +156,23 @@ def prepare_move(d: Distribution, p: Parts, target: Distribution, method: str = 
     messages packed, where a rank can fail alone -- and a function that
     moves and returns ``(target, parts)`` (``(d, p)`` themselves where they
     lie as ``target`` already, unless ``copy``); None where the plan needs
-    messages of its own (a distributed unstructured map) or the data is
-    ragged.  A caller that agrees on its local work (``xdap.agreement.
+    messages of its own (a distributed unstructured map), the data is
+    ragged, or this move's exchange is not kept yet (its first call: the
+    caller moves after its agreement, as before).  A caller that agrees on its local work (``xdap.agreement.
     settled``, a vote not yet cast) prepares inside it."""
     if d == target and not copy:
         return lambda: (d, p)
     if p.info.ragged or not all(m.complete for m in d.maps + target.maps):
         return None
-    finish = executor(d, target, d.comm, None).prepare_parts(p, p.info, method)  # pure plan
+    # the exchange kept from an earlier, agreed call -- looked at, not made or marked
+    # used here: this may run before the vote (or on a rank whose step failed), and a
+    # plan store changed on some ranks only would evict differently from the others'
+    # (a plan made collectively, evicted on one rank, is made again there alone)
+    kept = plans.on(d.comm).peek(plans.Key("redistribution exchange", (
+        d.fingerprint(), target.fingerprint(), plan_ranks(target, None))))
+    if kept is None:
+        return None
+    finish = kept.prepare_parts(p, p.info, method)
     return lambda: (target, finish())
 
 
