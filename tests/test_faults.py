@@ -312,6 +312,8 @@ def test_a_call_refused_at_its_vote_leaves_the_plan_stores_alike(comm):
     for target in (("b",), ("c",)):
         same_error(comm, lambda: a.redistribute(target if comm.rank == 0 else ("q",)))
         same_error(comm, lambda: b.redistribute(target if comm.rank else ("q",)))
-    after = comm.allgather(keys())
-    assert all(k == after[0] for k in after), after     # alike on every rank ...
-    assert keys() == before                            # ... and as they were
+    # every rank's store as it was (the stores of a long test process may already
+    # differ between ranks: what this asks is that the refused calls changed none)
+    unchanged = comm.allgather(keys() == before)
+    assert all(unchanged), f"the refused calls changed the store of ranks " \
+        f"{[r for r, u in enumerate(unchanged) if not u]}"
