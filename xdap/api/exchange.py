@@ -394,7 +394,6 @@ def to_zarr(x, path, *, chunks=None, mode="w-", dims=None):
     yield dict(x=x, path=path, chunks=chunks, mode=mode, dims=dims)
     from ..distribution import make_distribution
     from ..io.files import put_in_place
-    from ..io.pieces import PARTIAL
     from ..io.zarr_arrays import chunk_aligned_sizes, create, default_chunks
     from ..movement.redistribute import to_layout
     comm = x.distribution.comm
@@ -408,23 +407,37 @@ def to_zarr(x, path, *, chunks=None, mode="w-", dims=None):
     d, p = to_layout(x.distribution, x.parts, aligned)
     # written beside path, moved into place once every rank has written: a
     # failure anywhere leaves what was at path
+    def write(staging):
+        array = need("zarr").open_array(staging, mode="r+")
+        if not shape:
+            if comm.rank == 0:
+                array[()] = p.values
+        elif len(p.values):
+            first = int(aligned.maps[0].bounds[aligned.coords[0]])
+            array[first:first + len(p.values)] = p.values
+    _staged(comm, path, "to_zarr", lambda staging: create(staging, shape, dtype, chunks,
+                                                          tuple(dims)),
+            write, put_in_place)
+
+
+def _staged(comm, path, what, stage, write, commit):
+    """A writer that loses nothing: rank 0 makes the staging place beside
+    ``path`` (``stage(staging)``, a killed write's leftover removed first);
+    every rank writes its part there (``write(staging)``, its failure
+    every rank's: ``settled``); rank 0 moves it into place (``commit(staging,
+    path)``).  Any failure leaves ``path`` as it was and removes the
+    staging place."""
+    from ..io.pieces import PARTIAL
     staging = path.rstrip(os.sep) + PARTIAL
-    on_rank0(comm, lambda: (shutil.rmtree(staging, ignore_errors=True),
-                            create(staging, shape, dtype, chunks, tuple(dims))),
-             f"to_zarr: cannot write beside {path!r}")
+    on_rank0(comm, lambda: (shutil.rmtree(staging, ignore_errors=True), stage(staging)),
+             f"{what}: cannot write beside {path!r}")
     try:
-        with settled(comm, f"to_zarr: cannot write {path!r}"):
-            array = need("zarr").open_array(staging, mode="r+")
-            if not shape:
-                if comm.rank == 0:
-                    array[()] = p.values
-            elif len(p.values):
-                first = int(aligned.maps[0].bounds[aligned.coords[0]])
-                array[first:first + len(p.values)] = p.values
-        on_rank0(comm, lambda: put_in_place(staging, path),
-                 f"to_zarr: cannot move the new array to {path!r}")
+        with settled(comm, f"{what}: cannot write {path!r}"):
+            write(staging)
+        on_rank0(comm, lambda: commit(staging, path), f"{what}: cannot move the new data to "
+                 f"{path!r}")
     except BaseException:
-        if comm.rank == 0:
+        if comm.rank == 0:                 # nothing of this write is left behind
             shutil.rmtree(staging, ignore_errors=True)
         raise
 
@@ -603,22 +616,15 @@ def to_npy(x, path):
         raise ValueError(f"to_npy: {path!r} exists and is not a directory")
     yield dict(x=x, path=path)
     from ..distribution import row_block_layout
-    from ..io.pieces import PARTIAL, commit_pieces, stage_pieces, write_piece
+    from ..io.pieces import commit_pieces, write_piece
     from ..movement.redistribute import to_layout
     comm = x.distribution.comm
     blocks = row_block_layout(x.distribution.global_shape, comm)[0]
     d, p = to_layout(x.distribution, x.parts, blocks)
-    staging = path.rstrip(os.sep) + PARTIAL        # beside path: pieces of this write only
-    on_rank0(comm, lambda: stage_pieces(staging), f"to_npy: cannot write beside {path!r}")
-    try:
-        with settled(comm, f"to_npy: cannot write into {path!r}"):
-            write_piece(os.path.join(staging, f"part-{comm.rank:05d}.npy"), p.values)
-        on_rank0(comm, lambda: commit_pieces(staging, path),
-                 f"to_npy: cannot move the pieces into {path!r}")
-    except BaseException:
-        if comm.rank == 0:                 # nothing of this write is left behind
-            shutil.rmtree(staging, ignore_errors=True)
-        raise
+    _staged(comm, path, "to_npy", os.makedirs,
+            lambda staging: write_piece(os.path.join(staging, f"part-{comm.rank:05d}.npy"),
+                                        p.values),
+            commit_pieces)
 
 
 @collective

@@ -21,7 +21,7 @@ import numpy as np
 from .files import fsync_dir
 from .npy import parse_npy_header
 
-__all__ = ["npy_pieces", "npy_layout", "npy_rows", "csv_rows", "stage_pieces", "write_piece",
+__all__ = ["npy_pieces", "npy_layout", "npy_rows", "csv_rows", "write_piece",
            "commit_pieces", "PARTIAL"]
 
 PARTIAL = ".xdap-partial"    # the directory beside the target where a write's pieces wait
@@ -109,13 +109,6 @@ def csv_rows(path: str, rank: int, size: int, header_lines: int, sep: str, dtype
 # ``to_npy`` writes every rank's piece into a staging directory beside the
 # target and moves them in only when every rank has written its own: a
 # failure on any rank leaves the target as it was.
-
-def stage_pieces(staging: str) -> None:
-    """A fresh, empty staging directory (a killed write's leftover removed;
-    rank 0, before the ranks write)."""
-    shutil.rmtree(staging, ignore_errors=True)
-    os.makedirs(staging)
-
 
 def write_piece(path: str, values: np.ndarray) -> None:
     """One rank's piece as a ``.npy`` file, on disk when this returns
