@@ -44,7 +44,7 @@ ALLOWED = (ValueError, TypeError, IndexError, BufferError)
 # DistArray attributes that are Python's machinery or the engines' protocol, not
 # functions a user calls
 _MACHINERY = {"__init__", "__hash__", "__module__", "__doc__", "__slots__", "__weakref__",
-              "__xdap_contract__", "__xdap_wrap__", "__xdap_leaf_index__", "__annotations__",
+              "__xdap_contract__", "__xdap_wrap__", "__xdap_plain__", "__xdap_leaf_index__", "__annotations__",
               "__dict__",
               "__firstlineno__", "__static_attributes__", "__qualname__",
               # NumPy's dispatch: it forwards to functions fuzzed under their own names

@@ -1466,6 +1466,85 @@ wrap_values(PyObject *array, PyObject *p, PyObject *v)
     return out;
 }
 
+/* new_array(distribution, info, values, fresh[, dtype]) -> the DistArray of
+   `distribution` whose Parts hold `values` (a NumPy array, taken as it is
+   -- cast to `dtype` where one is given and it differs -- or a NumPy scalar,
+   made a 0-d array of `dtype`) of type `info`: no
+   missing values, no ragged dims, its container made when asked.  What the
+   prepared paths of repeated calls (xdap/repeats.py) make their results
+   with: a view's, a roll's, a reduction's 0-d array -- ~0.1 us where the
+   Parts dataclass and __xdap_wrap__ cost ~0.5. */
+static PyObject *
+new_array(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 4 && nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "new_array(distribution, info, values, fresh[, dtype])");
+        return NULL;
+    }
+    if (array_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "new_array: register_array was not called");
+        return NULL;
+    }
+    PyObject *v = args[2];
+    if (nargs == 5 && args[4] != Py_None && !PyArray_DescrCheck(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "new_array: dtype must be a numpy.dtype");
+        return NULL;
+    }
+    if (PyArray_Check(v)) {
+        PyArray_Descr *want = nargs == 5 && args[4] != Py_None ? (PyArray_Descr *)args[4] : NULL;
+        if (want != NULL && !PyArray_EquivTypes(PyArray_DESCR((PyArrayObject *)v), want)) {
+            Py_INCREF(want);             /* PyArray_CastToType steals it */
+            v = PyArray_CastToType((PyArrayObject *)v, want, 0);
+            if (v == NULL) {
+                return NULL;
+            }
+        }
+        else {
+            Py_INCREF(v);
+        }
+    }
+    else if (PyArray_IsScalar(v, Generic)) {
+        PyArray_Descr *descr = NULL;
+        if (nargs == 5 && args[4] != Py_None) {
+            descr = (PyArray_Descr *)args[4];
+            Py_INCREF(descr);            /* PyArray_FromScalar steals it */
+        }
+        v = PyArray_FromScalar(v, descr);
+        if (v == NULL) {
+            return NULL;
+        }
+    }
+    else {
+        PyErr_Format(PyExc_TypeError, "new_array: values must be a NumPy array or scalar, got %s",
+                     Py_TYPE(v)->tp_name);
+        return NULL;
+    }
+    PyObject *np_ = parts_type->tp_alloc(parts_type, 0);
+    if (np_ == NULL) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    PyObject *pv[NP_SLOTS] = {args[1], v, Py_None, empty_tuple, Py_None, Py_None};
+    for (int i = 0; i < NP_SLOTS; i++) {
+        Py_INCREF(pv[i]);
+        SLOT(np_, parts_at[i]) = pv[i];
+    }
+    Py_DECREF(v);
+    PyObject *out = array_type->tp_alloc(array_type, 0);
+    if (out == NULL) {
+        Py_DECREF(np_);
+        return NULL;
+    }
+    PyObject *av[NA_SLOTS] = {args[0], np_, Py_None, PyObject_IsTrue(args[3]) ? Py_True : Py_False};
+    for (int i = 0; i < NA_SLOTS; i++) {
+        Py_INCREF(av[i]);
+        SLOT(out, array_at[i]) = av[i];
+    }
+    Py_DECREF(np_);
+    return out;
+}
+
 /* The kernel of `func` for the nin operands ops[] (leaf tags tags[]) run
    over n leaves: into `into` (a DistArray whose plain values take the
    result; it is returned), else into a new NumPy array of the dims of Parts
@@ -1677,6 +1756,9 @@ static PyMethodDef module_methods[] = {
     {"unary_result", (PyCFunction)(void (*)(void))unary_result, METH_FASTCALL,
      "unary_result(func, array) -> the DistArray of `func(array)`, or None: take the "
      "general path"},
+    {"new_array", (PyCFunction)(void (*)(void))new_array, METH_FASTCALL,
+     "new_array(distribution, info, values, fresh[, dtype]) -> a DistArray of plain values "
+     "(a NumPy array as it is, or a NumPy scalar as a 0-d array of dtype)"},
     {"scalar_result", (PyCFunction)(void (*)(void))scalar_result, METH_FASTCALL,
      "scalar_result(func, array, scalar, reflected) -> the DistArray of `array <op> scalar` "
      "(`scalar <op> array` when reflected), or None: take the general path"},

@@ -210,6 +210,14 @@ class DistArray:
         new._fresh = fresh
         return new
 
+    @staticmethod
+    def __xdap_plain__(distribution, info, values, fresh, dtype=None):
+        """A DistArray of plain ``values`` (``xdap.arraylike``): until the
+        fast paths are bound (``bind_fast_paths`` replaces this with
+        ``xdap._apply.new_array``, which builds the same in C)."""
+        bind_fast_paths()
+        return DistArray.__xdap_plain__(distribution, info, values, fresh, dtype)
+
     def __xdap_leaf_index__(self):
         """Where this rank's leaves of ragged data sit in the global leaf
         order: ``(start, total)`` for rows in block order, else ``(int64
@@ -671,6 +679,7 @@ def bind_fast_paths():
     from .kernels.library import gufunc
     _apply = _apply_module()
     _apply.register_array(DistArray, Parts, _result_info)
+    DistArray.__xdap_plain__ = staticmethod(_apply.new_array)
     _HANDLES.update((n, fast(gufunc(n))) for n in _OPERATOR_KERNELS + _COMPARISONS)
     _scalar_result = _apply.scalar_result
     _array_result = _apply.array_result

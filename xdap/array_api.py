@@ -38,10 +38,11 @@ from .parts import Parts as _Parts
 from .contract import collective as _collective, local as _local, moves_nothing as _moves_nothing
 from .contract import inside as _inside, pure as _pure
 from .api.layouts import scalar_maker as _scalar_maker
-from .repeats import call_lane as _call_lane, plain as _plain, plain_values as _plain_values
+from .repeats import Rides as _Rides, call_lane as _call_lane, plain as _plain, \
+    plain_values as _plain_values
 from .contract import Repeats as _Repeats
 from .movement.reduce import (check_reduction as _check_reduction, is_total as _is_total,
-                              plain_totaler as _plain_totaler)
+                              total_parts as _total_parts)
 
 
 __array_api_version__ = "2024.12"
@@ -363,9 +364,10 @@ def _total_lane(name, declared):
         if not _plain(x) or not _is_total(x.parts.info, agreed["axis"]) or \
                 agreed.get("keepdims") or agreed.get("dtype") is not None or not x.size:
             return None
-        run = _plain_totaler(x.distribution, x.parts.info, name)
+        partial, combine = _total_parts(x.distribution, x.parts.info, name)
         finish = _scalar_maker(x, _result_dtype(name, x.dtype))
-        return lambda vote, x: finish(x, run(vote, x))
+        return _Rides(lambda x: partial(x.parts.values),
+                      lambda x, part, records: finish(x, combine(part, records)))
 
     def call(x, /, **kwargs):
         out = _call_lane(memo, declared, (x,), (), kwargs, make)

@@ -16,6 +16,11 @@ implements this protocol, as NumPy's ufuncs see any object with
                       (a kernel result), ``agreed`` that the engine made the
                       pair agree on every rank (a redistribution's result):
                       either way nothing needs checking again
+    x.__xdap_plain__(distribution, info, values, fresh, dtype=None)
+                      the same for plain values (a NumPy array of fixed
+                      numbers without missing values; a NumPy scalar, a 0-d
+                      array of ``dtype``) of type ``info``, made with the
+                      least work: the prepared paths' results
 
 ``xdap.DistArray`` implements it; nothing here knows DistArray.
 

@@ -24,7 +24,7 @@ True
 """
 from __future__ import annotations
 
-__all__ = ["record", "entry_number", "pending", "settle", "entries", "of", "KEPT"]
+__all__ = ["record", "entry_number", "pending", "settle", "entries", "of", "folded", "KEPT"]
 
 KEPT = 256                          # entries kept whole since the last vote
 _MASK = (1 << 128) - 1
@@ -75,6 +75,17 @@ def record(comm, what: str, digest: bytes, shown, number: int = 0) -> None:
 def entry_number(digest: bytes) -> int:
     """What an entry of ``digest`` adds to the running digest (never 0)."""
     return int.from_bytes(digest, "little") + 1
+
+
+def folded(digest: bytes, ledger: Ledger) -> bytes:
+    """A vote's ``digest`` with ``ledger``'s running digest folded in (what
+    the vote compares when local calls came before it): their XOR, so two
+    ranks whose call digests are equal agree exactly when their ledgers do.
+
+    >>> folded(bytes(16), Ledger()) == bytes(16)
+    True
+    """
+    return (int.from_bytes(digest, "little") ^ ledger.state).to_bytes(16, "little")
 
 
 def of(comm) -> Ledger | None:

@@ -22,12 +22,12 @@ the declared paths (``xdap.contract.fast_lane``).
 from __future__ import annotations
 
 from . import agreement as _agreement
+from . import ledger as _ledger
 from .agreement import SETTLED
-from .contract import _TLS, Repeats, Unkeyed, fast_lane, memo_key, moves_nothing, prepare
-from .parts import Parts
+from .contract import _TLS, Repeats, Unkeyed, memo_key, moves_nothing, prepare
 
 __all__ = ["PreparedView", "view_lane", "named_view", "prepared_view", "keyed", "agreed_of", "PreparedCall",
-           "call_lane", "plain", "plain_values"]
+           "Rides", "RidingCall", "call_lane", "plain", "plain_values"]
 
 
 class PreparedView:
@@ -46,8 +46,9 @@ class PreparedView:
         self.comm = distribution.comm if distribution.comm.size > 1 else None
 
     def __call__(self, x):
-        if self.comm is not None:
-            self.prepared.record(self.comm)
+        if self.comm is not None:                # the ledger entry (Prepared.record, inlined)
+            p = self.prepared
+            _ledger.record(self.comm, p.what, p.digest, p.entry, p.number)
         values = x.parts.values
         if self.index is not None:
             values = values[self.index]
@@ -55,22 +56,28 @@ class PreparedView:
             values = values.transpose(self.axes)
         if values.shape != self.shape:
             values = values.reshape(self.shape)
-        # fixed data (the rows' leaf index: none), a view (not fresh)
-        return x.__xdap_wrap__(self.distribution, Parts(self.info, values), True, True, False)
+        # plain fixed data (``_view_entry``), a view (not fresh)
+        return x.__xdap_plain__(self.distribution, self.info, values, False)
 
 
 def keyed(x, args):
     """The memo key of a call on the array ``x`` with the other ``args``,
     or None (not keyed: the declared path)."""
-    if not fast_lane() or not hasattr(type(x), "__xdap_wrap__"):
+    if _agreement._DEBUG or getattr(_TLS, "depth", 0) or \
+            not hasattr(type(x), "__xdap_wrap__"):                 # fast_lane(), inlined
         return None
-    if type(args) is slice:          # a[2:5], a loop's commonest view: ints as themselves
+    kind = type(args)
+    if kind is slice:                # a[2:5], a loop's commonest view: ints as themselves
         start, stop, step = args.start, args.stop, args.step
         if (start is None or type(start) is int) and (stop is None or type(stop) is int) \
                 and (step is None or type(step) is int):
             return id(x.distribution), id(x.parts.info), slice, start, stop, step
-    elif type(args) is tuple and all(type(v) is int for v in args):    # a shape
-        return (id(x.distribution), id(x.parts.info), tuple) + args
+    elif kind is tuple:              # a shape of ints, as itself (True and 1.0 are not ints)
+        for v in args:
+            if type(v) is not int:
+                break
+        else:
+            return (id(x.distribution), id(x.parts.info), tuple) + args
     try:
         return id(x.distribution), id(x.parts.info), memo_key(args)
     except Unkeyed:
@@ -79,15 +86,14 @@ def keyed(x, args):
 
 def view_lane(memo: Repeats, x, args, make):
     """The repeated view of ``x`` with ``args``: its prepared path from
-    ``memo`` (``make()`` -- a ``PreparedView`` or None, where the call is
-    not a plain view -- on the first call), applied; None: the caller takes
-    the declared path."""
+    ``memo`` (``make(x, args)`` -- a ``PreparedView`` or None, where the
+    call is not a plain view -- on the first call), applied; None: the
+    caller takes the declared path."""
     key = keyed(x, args)
     if key is None:
         return None
-    entry = memo.get(key)
-    if entry is None:
-        entry = _view_entry(memo, key, x, make)
+    hit = memo._items.get(key)
+    entry = hit[0] if hit is not None else _view_entry(memo, key, x, lambda: make(x, args))
     return entry(x) if entry else None
 
 
@@ -100,7 +106,8 @@ def _view_entry(memo: Repeats, key, x, make):
 
 def named_view(memo: Repeats, x, what: str, make):
     """``view_lane`` of a view named by ``what`` alone (``a.T``, ``a.mT``):
-    its entry kept under ``what`` itself, found with the least work."""
+    its entry kept under ``what`` itself, found with the least work
+    (``make(x, what)`` on the first call)."""
     if _agreement._DEBUG or getattr(_TLS, "depth", 0):     # fast_lane(), inlined
         return None
     try:
@@ -109,7 +116,8 @@ def named_view(memo: Repeats, x, what: str, make):
         return None
     hit = memo._items.get(key)
     entry = hit[0] if hit is not None else \
-        _view_entry(memo, key, x, make) if hasattr(type(x), "__xdap_wrap__") else False
+        _view_entry(memo, key, x, lambda: make(x, what)) \
+        if hasattr(type(x), "__xdap_wrap__") else False
     return entry(x) if entry else None
 
 
@@ -143,20 +151,20 @@ class PreparedCall:
     a call whose agreed values said it moves nothing (``moves_nothing``)
     writes its ledger entry instead of voting."""
 
-    __slots__ = ("prepared", "work", "alone", "local", "vote")
+    __slots__ = ("prepared", "work", "alone", "local", "vote", "comm")
 
     def __init__(self, prepared, work, comm, local):
-        self.prepared, self.work, self.local = prepared, work, local
+        self.prepared, self.work, self.local, self.comm = prepared, work, local, comm
         self.alone = comm.size == 1
         # one vote, armed for each call (calls on a rank are sequential; the
         # calls inside a work take their declared paths)
         self.vote = None if self.alone or local else prepared.vote(comm)
 
-    def __call__(self, comm, *args):
+    def __call__(self, *args):
         if self.alone:
             return self.work(SETTLED, *args)
         if self.local:
-            self.prepared.record(comm)
+            self.prepared.record(self.comm)
             return self.work(SETTLED, *args)
         vote = self.vote
         vote.pending = True
@@ -170,46 +178,99 @@ class PreparedCall:
         return out
 
 
+class Rides:
+    """What a prepared path's ``make`` returns for a call whose one message
+    is its vote: ``payload(*arrays)`` -- this rank's part, bytes-like, of
+    one size on every rank that agrees (a reduction's partial, the cells a
+    roll sends across) -- and ``result(x, part, records)``, the call's
+    result from every rank's records (``xdap.agreement.records_of``),
+    ``records`` None on one rank (``part`` is then all there is)."""
+
+    __slots__ = ("payload", "result")
+
+    def __init__(self, payload, result):
+        self.payload, self.result = payload, result
+
+
+class RidingCall:
+    """A repeated call of ``Rides``: this rank's payload, then one
+    Allgather of it with the kept digest (``PreparedVote.ride``), then the
+    result -- the hand-written version's one message, in one frame.  A
+    payload that raises on one rank is the vote's failure, the same error
+    on every rank."""
+
+    __slots__ = ("payload", "result", "vote", "comm")
+
+    def __init__(self, prepared, rides: Rides, comm):
+        self.payload, self.result, self.comm = rides.payload, rides.result, comm
+        self.vote = None if comm.size == 1 else prepared.vote(comm)
+
+    def __call__(self, *arrays):
+        vote = self.vote
+        if vote is None:                       # one rank: nothing to agree, no message
+            return self.result(arrays[0], self.payload(*arrays), None)
+        vote.pending = True
+        try:
+            part = self.payload(*arrays)
+        except BaseException as error:
+            vote.fail(error)                   # the others wait in the vote: the same error
+            raise
+        return self.result(arrays[0], part, vote.ride(self.comm, part))
+
+
 def call_lane(memo: Repeats, declared, arrays: tuple, args: tuple, kwargs: dict, make):
     """A repeated collective call ``declared(*arrays, *args, **kwargs)``:
     its prepared path from ``memo`` -- on the first call, ``make(agreed)``
     with what the declared call yields gives its work (``work(vote,
-    *arrays)``), or None where these arguments do not take the path -- run;
-    ``NotImplemented``: the caller takes the declared path."""
-    x = arrays[0]
+    *arrays)``, or ``Rides`` where its one message is the vote), or None
+    where these arguments do not take the path -- run; ``NotImplemented``:
+    the caller takes the declared path."""
     if _agreement._DEBUG or getattr(_TLS, "depth", 0):     # fast_lane(), inlined
         return NotImplemented
-    if not args and not kwargs:             # x.sum(), vecdot(x, y): the arrays alone
-        try:
-            key = (id(x.distribution), id(x.parts.info)) if len(arrays) == 1 else \
-                tuple(i for a in arrays for i in (id(a.distribution), id(a.parts.info)))
-        except AttributeError:
-            return NotImplemented
-        hit = memo._items.get(key)
-        if hit is not None and hit[0]:
-            return hit[0](x.distribution.comm, *arrays)
-    key = []
-    try:
-        for a in arrays:
-            key.append(id(a.distribution))
-            key.append(id(a.parts.info))
-        for v in args:
-            key.append(v if type(v) in _PLAIN else memo_key(v))
-        for k, v in kwargs.items():
-            key.append(k)
-            key.append(v if type(v) in _PLAIN else memo_key(v))
+    x = arrays[0]
+    try:                 # the arrays by the identity of their layouts (a loop's are kept)
+        if len(arrays) == 1:
+            key = (id(x.distribution), id(x.parts.info))
+        elif len(arrays) == 2:
+            y = arrays[1]
+            key = (id(x.distribution), id(x.parts.info), id(y.distribution), id(y.parts.info))
+        else:
+            key = tuple(i for a in arrays for i in (id(a.distribution), id(a.parts.info)))
+        if args or kwargs:
+            more = []
+            for v in args:
+                kind = type(v)
+                more.append(v if kind in _PLAIN else (int, v) if kind is int else memo_key(v))
+            for k, v in kwargs.items():
+                kind = type(v)
+                more.append(k)
+                more.append(v if kind in _PLAIN else (int, v) if kind is int else memo_key(v))
+            key += tuple(more)
     except (Unkeyed, AttributeError):
         return NotImplemented
-    key = tuple(key)
-    entry = memo.get(key)
-    if entry is None:
-        agreed = agreed_of(declared, *arrays, *args, **kwargs)
-        work = None if agreed is None else make(agreed)
-        entry = False if work is None else \
-            PreparedCall(prepare(declared.__xdap_contract__.name, agreed), work,
-                         x.distribution.comm, type(agreed) is moves_nothing)
-        memo.put(key, entry, *(a for a in arrays if hasattr(type(a), "__xdap_wrap__")))
-    return entry(x.distribution.comm, *arrays) if entry else NotImplemented
+    hit = memo._items.get(key)
+    entry = hit[0] if hit is not None else _call_entry(memo, key, declared, arrays, args,
+                                                        kwargs, make)
+    return entry(*arrays) if entry else NotImplemented
+
+
+def _call_entry(memo: Repeats, key, declared, arrays, args, kwargs, make):
+    """``memo``'s new entry for ``key``: the prepared path of ``declared``
+    on these arguments (``call_lane``), or False (the declared path)."""
+    agreed = agreed_of(declared, *arrays, *args, **kwargs)
+    work = None if agreed is None else make(agreed)
+    comm = arrays[0].distribution.comm
+    if work is None:
+        entry = False
+    else:
+        prepared = prepare(declared.__xdap_contract__.name, agreed)
+        local = type(agreed) is moves_nothing
+        if type(work) is Rides:
+            assert not local, "a call that moves nothing has no message to ride"
+            entry = RidingCall(prepared, work, comm)
+        else:
+            entry = PreparedCall(prepared, work, comm, local)
+    return memo.put(key, entry, *(a for a in arrays if hasattr(type(a), "__xdap_wrap__")))
 
 
 _PLAIN = (type(None), bool, str)      # keys as themselves: no other value equals them

@@ -235,7 +235,7 @@ def getitem(x, key):
     array of the same distribution and type -- takes its prepared path
     (``xdap.repeats``): the ledger entry and the plan kept from the
     first, a NumPy view of this rank's block, nothing checked again."""
-    out = view_lane(_VIEWS, x, key, lambda: _view(x, key))
+    out = view_lane(_VIEWS, x, key, _view)
     return _getitem(x, key) if out is None else out
 
 

@@ -136,7 +136,8 @@ def scalar_maker(x, dt):
     dtype ``dt`` like ``x``, its distribution and type made once."""
     d0 = Distribution((), x.comm)
     info = info_like(x, np.zeros((), dt))
-    return lambda x, value: x.__xdap_wrap__(d0, Parts(info, np.asarray(value, dt)), True)
+    dt = np.dtype(dt)
+    return lambda x, value: x.__xdap_plain__(d0, info, value, True, dt)
 
 
 def from_every_rank(x, value):

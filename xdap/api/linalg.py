@@ -50,10 +50,10 @@ from ..agreement import agreement
 from ..arraylike import is_distributed
 from ..contract import Repeats, collective
 from ..distribution import Distribution, make_distribution
-from ..movement.reduce import allreduce, counted_values, plain_dotter
+from ..movement.reduce import allreduce, counted_values, dot_parts
 from .layouts import (axes_whole, in_blocks, moved, owned, rows, scalar_array, scalar_maker,
                       wrap)
-from ..repeats import call_lane, plain
+from ..repeats import Rides, call_lane, plain
 
 __all__ = ["cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matrix_norm",
            "matrix_power", "matrix_rank", "outer", "pinv", "qr", "slogdet", "solve", "svd",
@@ -643,11 +643,16 @@ def _norm_lane(agreed):
     if not plain(x) or x.dtype.kind not in "fc" or agreed["keepdims"] or \
             agreed["ord"] != 2 or agreed["axis"] not in (None, tuple(range(x.ndim))):
         return None
-    run = plain_dotter(x.distribution, x.dtype)
+    partial, combine = dot_parts(x.distribution, x.dtype)
     real = np.empty(0, x.dtype).real.dtype
     finish = scalar_maker(x, real)
-    return lambda vote, x: finish(x, np.sqrt(run(vote, x.parts.values.reshape(-1),
-                                                 x.parts.values.reshape(-1)).real))
+    if x.ndim == 1:
+        payload = lambda x: partial(x.parts.values, x.parts.values)     # noqa: E731
+    else:
+        def payload(x):
+            values = x.parts.values.reshape(-1)
+            return partial(values, values)
+    return Rides(payload, lambda x, part, records: finish(x, np.sqrt(combine(part, records).real)))
 
 
 _NORMS = Repeats()

@@ -21,8 +21,8 @@ from ..contract import Repeats, collective, local
 from ..distribution import Distribution
 from ..maps import BlockMap
 from ..agreement import SETTLED
-from ..movement.reduce import allreduce, plain_dotter
-from ..repeats import call_lane, plain
+from ..movement.reduce import allreduce, dot_parts, plain_dotter
+from ..repeats import Rides, call_lane, plain
 from .layouts import moved, one_copy, owned, rows, wrap
 
 __all__ = ["matmul", "tensordot", "vecdot", "matrix_transpose", "transpose"]
@@ -321,11 +321,12 @@ def dot_lane(finisher):
         if not plain_dot(x1, x2):
             return None
         dt = x1.parts.info.numpy_dtype
-        run = plain_dotter(x1.distribution, dt)
+        dot, combine = dot_parts(x1.distribution, dt)
+        payload = lambda x1, x2: dot(x1.parts.values, x2.parts.values)     # noqa: E731
         if finisher is None:
-            return lambda vote, x1, x2: run(vote, x1.parts.values, x2.parts.values)
+            return Rides(payload, lambda x, part, records: combine(part, records))
         finish = finisher(x1, dt)
-        return lambda vote, x1, x2: finish(x1, run(vote, x1.parts.values, x2.parts.values))
+        return Rides(payload, lambda x, part, records: finish(x, combine(part, records)))
     return make
 
 

@@ -26,7 +26,7 @@ from ..movement.redistribute import move_agreed
 from ..dtypes import is_integer
 from ..maps import BlockMap
 from ..parts import Parts
-from ..repeats import call_lane, named_view, plain, prepared_view, view_lane
+from ..repeats import Rides, call_lane, named_view, plain, prepared_view, view_lane
 from .layouts import (axis_whole, broadcast, reshaped, reshaped_in_place, rows, scalar_array,
                       unit_dim, values_on, wrap)
 
@@ -65,9 +65,14 @@ def _permuted(x, axes):
 def permute_dims(x, /, axes):
     """``_permute_dims``; a repeated call takes its prepared path
     (``xdap.repeats``)."""
-    out = view_lane(_PERMUTES, x, ("permute_dims", axes),
-                    lambda: _permute_view("permute_dims", x, axes))
+    out = view_lane(_PERMUTES, x, ("permute_dims", axes), _permute_lane)
     return _permute_dims(x, axes) if out is None else out
+
+
+def _permute_lane(x, args):
+    """``view_lane``'s ``make`` of ``permute_dims``: ``args`` is
+    ``("permute_dims", axes)``."""
+    return _permute_view("permute_dims", x, args[1])
 
 
 def _permute_view(what, x, axes):
@@ -89,13 +94,16 @@ def _permute_view(what, x, axes):
 def transpose_view(what, x):
     """The transpose of ``x``'s last two dims (``a.T``, ``a.mT``) as a
     repeated call's prepared path, or None (the declared path)."""
-    def make():
-        if x.ndim < 2 or (what == "T" and x.ndim != 2):
-            return None
-        axes = list(range(x.ndim))
-        axes[-2], axes[-1] = axes[-1], axes[-2]
-        return _permute_view(what, x, tuple(axes))
-    return named_view(_PERMUTES, x, what, make)
+    return named_view(_PERMUTES, x, what, _transposed_view)
+
+
+def _transposed_view(x, what):
+    """``named_view``'s ``make`` of ``transpose_view``."""
+    if x.ndim < 2 or (what == "T" and x.ndim != 2):
+        return None
+    axes = list(range(x.ndim))
+    axes[-2], axes[-1] = axes[-1], axes[-2]
+    return _permute_view(what, x, tuple(axes))
 
 
 _PERMUTES = Repeats()
@@ -223,7 +231,7 @@ def reshape(x, /, shape, *, copy=None):
     """``_reshape``; a repeated reshape that is a view takes its prepared
     path (``xdap.repeats``)."""
     out = None if copy is not None else view_lane(_RESHAPES, x, shape,
-                                                  lambda: _reshape_view(x, shape))
+                                                  _reshape_view)
     return _reshape(x, shape, copy=copy) if out is None else out
 
 
@@ -298,7 +306,7 @@ def reshape_method(x, /, *shape, copy=None):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     out = None if copy is not None else view_lane(_RESHAPES, x, shape,
-                                                  lambda: _reshape_view(x, shape))
+                                                  _reshape_view)
     return _reshape_method(x, shape, copy=copy) if out is None else out
 
 
@@ -501,10 +509,15 @@ def _shift_lane(agreed):
             not shifts_by_blocks(x.distribution, axes[0]):
         return None
     k, axis, fill = shifts[0], axes[0], agreed.get("fill_value")
-    from ..movement.shift import shift_plan, shifted
+    from ..movement.shift import assembled, crossing, shift_plan, shifted
     d = x.distribution
     plan = shift_plan(d, axis, k, fill, x.parts.values.dtype.itemsize)
     # the result owns its buffer (fresh): a temporary of it lends it on
+    if plan.segments is not None and plan.moves is not None and d.comm.size > 1:
+        info = x.parts.info            # what crosses rides in the vote: one message
+        return Rides(lambda x: crossing(plan, x.parts.values),
+                     lambda x, part, records: x.__xdap_plain__(
+                         d, info, assembled(plan, x.parts.values, records, axis, fill), True))
     return lambda vote, x: x.__xdap_wrap__(d, shifted(d, x.parts, axis, k, fill, vote, plan),
                                            True)
 

@@ -23,8 +23,8 @@ from ..distribution import Distribution
 from ..maps import BlockMap
 from ..agreement import SETTLED
 from ..contract import Repeats
-from ..movement.reduce import check_reduction, is_total, plain_totaler, reduce_agreed, total
-from ..repeats import call_lane, plain
+from ..movement.reduce import check_reduction, is_total, reduce_agreed, total, total_parts
+from ..repeats import Rides, call_lane, plain
 from ..parts import Parts
 
 __all__ = ["sum", "prod", "min", "max", "mean", "count", "any", "all", "var", "std",
@@ -180,7 +180,8 @@ def _lane(op, declared):
         if not plain(x) or not is_total(x.parts.info, agreed["axis"]) or \
                 agreed.get("keepdims") or agreed.get("dtype") is not None:
             return None
-        return plain_totaler(x.distribution, x.parts.info, op)
+        partial, combine = total_parts(x.distribution, x.parts.info, op)
+        return Rides(lambda x: partial(x.parts.values), lambda x, part, records: combine(part, records))
 
     @functools.wraps(declared)
     def call(x, *args, **kwargs):

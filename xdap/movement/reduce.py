@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import operator
 
 import numpy as np
 from xnd import xnd
@@ -55,7 +56,7 @@ from ..agreement import SETTLED, agreed_on, capacity, payloads, records_of
 from .collectives import grid_team
 
 __all__ = ["reduce", "reduce_parts", "reduce_agreed", "total", "plain_total", "plain_totaler",
-           "plain_dotter",
+           "plain_dotter", "total_parts", "dot_parts", "combiner",
            "is_total",
            "check_reduction",
            "counted_values",
@@ -313,30 +314,49 @@ class _Holder:
         self.parts = parts
 
 
-def plain_totaler(d: Distribution, info, op: str):
-    """``plain_total`` for data of ``d`` and ``info``, made once: a
-    function ``(vote, values) -> NumPy scalar`` that a repeated reduction
-    keeps (``xdap.repeats``): every decision -- the accumulator, the
-    identity, where the partials sit in the vote's records -- taken here.
-    ``run(vote, x)``: ``x`` anything with ``parts`` of that type (a
-    DistArray, or the Parts' holder)."""
+def combiner(size: int, dt, op: str):
+    """``combine(part, records)``: every rank's partial of dtype ``dt``, in
+    a vote's records (``records_of``), combined by ``op`` in rank order --
+    the same value on every rank; ``part`` itself where ``records`` is None
+    (one rank).  A few float partials are added (or multiplied) as NumPy
+    scalars: a fifth of a ufunc reduce's cost."""
+    if size == 1:
+        return lambda part, records: part
+    partials = records_of(size, dt)
+    if dt.kind in "fc" and op in ("sum", "prod") and size <= 4:
+        binary = operator.add if op == "sum" else operator.mul
+        if size == 2:
+            return lambda part, records: binary(partials[0], partials[1])
+
+        def combine(part, records):
+            out = partials[0]
+            for r in range(1, size):
+                out = binary(out, partials[r])
+            return out
+        return combine
+    reduce = _NP_OP[op].reduce
+    return lambda part, records: reduce(partials)
+
+
+def total_parts(d: Distribution, info, op: str) -> tuple:
+    """``plain_total`` in two steps, made once for data of ``d`` and
+    ``info``: ``(partial, combine)`` -- ``partial(values)``, this rank's
+    NumPy scalar (the message's payload), and ``combine(part, records)``,
+    the total from every rank's (``combiner``; an empty ``mean``, ``min``
+    or ``max`` raises there, alike on every rank).  Every decision -- the
+    accumulator, the identity -- is taken here."""
     dt = info.numpy_dtype
     acc = _acc_dtype(op, dt)
     n = math.prod(d.global_shape)
     comm = d.comm
-    size = comm.size
-    # every rank's partial, where the vote's records hold them (one buffer a size:
-    # this view reads each vote's records as they arrive)
-    partials = records_of(size, acc)
     combine = _NP_OP["sum" if op == "mean" else op]
     if op in ("mean", "min", "max") and not n:
-        def empty(vote, values):
-            vote.cast()
+        def empty(part, records):
             raise agreed_on(comm, ValueError(
                 f"{op} of an empty selection (the reduced axes {tuple(range(d.ndim))} of "
                 f"global shape {d.global_shape} hold no values) is undefined; use optional "
                 "data to get NA"))
-        return empty
+        return (lambda values: acc.type(0)), empty
     if op in ("sum", "mean"):
         local = functools.partial(np.add.reduce, axis=None, dtype=acc)
     elif op == "prod":
@@ -347,35 +367,56 @@ def plain_totaler(d: Distribution, info, op: str):
         local = lambda values: combine.reduce(values != 0, axis=None)      # noqa: E731
     else:
         local = functools.partial(combine.reduce, axis=None, initial=_identity(op, dt))
-    scale = (lambda t: t / n) if op == "mean" else (lambda t: t)        # noqa: E731
+    total = combiner(comm.size, acc, "sum" if op == "mean" else op)
+    if op == "mean":
+        return (lambda values: acc.type(local(values))), \
+            (lambda part, records: total(part, records) / n)
+    return (lambda values: acc.type(local(values))), total
+
+
+def plain_totaler(d: Distribution, info, op: str):
+    """``plain_total`` for data of ``d`` and ``info``, made once: a
+    function ``run(vote, x) -> NumPy scalar`` (``x`` anything with
+    ``parts`` of that type: a DistArray, or the Parts' holder) -- this
+    rank's partial, carried with ``vote`` in one message, combined
+    (``total_parts``)."""
+    partial, combine = total_parts(d, info, op)
+    comm = d.comm
+    alone = comm.size == 1
 
     def run(vote, x):
-        part = acc.type(local(x.parts.values))
-        if size == 1:
+        part = partial(x.parts.values)
+        if alone:
             vote.cast()
-            return scale(part)
-        vote.ride(comm, part)
-        return scale(combine.reduce(partials))
+            return combine(part, None)
+        return combine(part, vote.ride(comm, part))
     return run
 
 
-def plain_dotter(d: Distribution, dt):
+def dot_parts(d: Distribution, dt) -> tuple:
     """The dot product of two plain 1-D arrays of ``d`` (``plain_totaler``'s
     conditions) and dtype ``dt`` (integer, float or complex: the first
-    conjugated), made once: ``(vote, v1, v2) -> NumPy scalar`` -- each
-    rank's BLAS dot, one message carrying ``vote``."""
+    conjugated) in two steps (``total_parts``): ``(partial, combine)`` --
+    ``partial(v1, v2)`` each rank's BLAS dot, ``np.dot`` or ``np.vdot``
+    (a NumPy scalar of ``dt``: theirs for two arrays of one numeric
+    dtype), ``combine(part, records)`` the sum of every rank's."""
+    return (np.vdot if dt.kind == "c" else np.dot), combiner(d.comm.size, dt, "sum")
+
+
+def plain_dotter(d: Distribution, dt):
+    """``dot_parts`` as one function, made once: ``(vote, v1, v2) ->
+    NumPy scalar`` -- each rank's BLAS dot, one message carrying
+    ``vote``."""
+    partial, combine = dot_parts(d, dt)
     comm = d.comm
-    size = comm.size
-    partials = records_of(size, dt)
-    dot = np.vdot if dt.kind == "c" else np.dot
+    alone = comm.size == 1
 
     def run(vote, v1, v2):
-        part = dt.type(dot(v1, v2))
-        if size == 1:
+        part = partial(v1, v2)
+        if alone:
             vote.cast()
             return part
-        vote.ride(comm, part)
-        return np.add.reduce(partials)
+        return combine(part, vote.ride(comm, part))
     return run
 
 

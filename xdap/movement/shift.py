@@ -33,7 +33,7 @@ from ..distribution import Distribution
 from ..parts import Parts
 from ..transport import NeighbourExchange
 
-__all__ = ["shifts_by_blocks", "shift_pieces", "shift_plan", "shifted"]
+__all__ = ["shifts_by_blocks", "shift_pieces", "shift_plan", "shifted", "crossing", "assembled"]
 
 
 def shifts_by_blocks(d: Distribution, axis: int) -> bool:
@@ -194,14 +194,28 @@ def shifted(d: Distribution, p: Parts, axis: int, k: int, fill=None, vote=SETTLE
         for target in plan.fills:
             out[target] = fill
         return Parts(p.info, out)
-    records = None
-    if plan.moves is not None:                  # what crosses rides in the vote's records
-        sends = plan.sends
-        payload = src[sends[0]] if len(sends) == 1 else \
-            np.concatenate([src[r].reshape(-1) for r in sends]) if sends else src[:0]
-        records = vote.ride(d.comm, np.ascontiguousarray(payload))
+    if plan.moves is None:                      # nothing crosses: no message
+        return Parts(p.info, assembled(plan, src, None, axis, fill))
+    return Parts(p.info, assembled(plan, src, vote.ride(d.comm, crossing(plan, src)), axis,
+                                   fill))
+
+
+def crossing(plan: _Plan, src: np.ndarray):
+    """What this rank sends of ``src`` under a ``plan`` whose crossing
+    cells ride in a vote (``plan.segments``): one contiguous buffer, the
+    plan's slabs in order (empty where this rank sends nothing)."""
+    sends = plan.sends
+    if len(sends) == 1:
+        return np.ascontiguousarray(src[sends[0]])
+    return np.concatenate([src[r].reshape(-1) for r in sends]) if sends else src[:0].copy()
+
+
+def assembled(plan: _Plan, src: np.ndarray, records, axis: int, fill) -> np.ndarray:
+    """This rank's shifted block (a new array) from its own ``src`` and
+    the cells that arrived in the vote's ``records`` (None where nothing
+    crosses), in ``plan.segments``' order: one concatenation."""
     pieces = []
-    for segment in plan.segments:               # the result in order: one concatenation
+    for segment in plan.segments:
         if segment[0] == 0:
             pieces.append(src[segment[1]])
         elif segment[0] == 1:
@@ -209,6 +223,5 @@ def shifted(d: Distribution, p: Parts, axis: int, k: int, fill=None, vote=SETTLE
                                         segment[1]).reshape(segment[3]))
         else:
             pieces.append(np.full(segment[1], fill, src.dtype))
-    out = np.concatenate(pieces, axis=axis) if len(pieces) > 1 else \
+    return np.concatenate(pieces, axis=axis) if len(pieces) > 1 else \
         pieces[0].copy() if pieces else np.empty_like(src)
-    return Parts(p.info, out)
