@@ -141,18 +141,51 @@ def check_global(got, want, what, *, dtype=False, tol=1e-13):
     np.testing.assert_allclose(g, want, rtol=tol, atol=tol, err_msg=str(what))
 
 
+class debug_mode:
+    """``with debug_mode():`` -- the block runs in xdap's debug mode (every
+    call votes, local ones too), whatever mode the launch runs in; the mode
+    before is restored.  ``debug_mode(False)``: the default mode.  The same
+    on every rank (it decides which calls vote)."""
+
+    def __init__(self, on: bool = True):
+        self.on = on
+
+    def __enter__(self):
+        import xdap.agreement
+        self.before = xdap.agreement.set_debug(self.on)
+        return self
+
+    def __exit__(self, *exc):
+        import xdap.agreement
+        xdap.agreement.set_debug(self.before)
+        return False
+
+
 def same_error(comm, call, cls=(ValueError, TypeError, IndexError), match=None,
                seconds: float = 60):
     """``call()`` raises one error of ``cls`` on every rank, the same one
     (under a watchdog: a hang fails); returns ``(class name, message)``.
-    ``match``: a regular expression the message must contain."""
+    ``match``: a regular expression the message must contain.
+
+    Outside debug mode a call that moves nothing (a view, a local call)
+    makes no MPI call: a check that failed on one rank, or an argument
+    that differs, is written in the ledger and raised by the next vote on
+    every rank (``xdap.ledger``) -- so, as the divergence fuzzer does, a
+    call that did not raise an agreed error is followed by one vote, and
+    its error is the outcome."""
+    import xdap.agreement
     with watchdog(seconds):
+        error = None
         try:
             call()
         except cls as e:
-            got = (type(e).__name__, str(e))
-        else:
-            got = None
+            error = e
+        if not xdap.agreement.debug() and getattr(error, "xdap_agreed", None) is None:
+            try:
+                xdap.agreement.agree(comm, None)     # the next vote carries the ledger
+            except cls as e:
+                error = e
+        got = None if error is None else (type(error).__name__, str(error))
         seen = comm.allgather(got)
     assert None not in seen, \
         f"ranks {[r for r, g in enumerate(seen) if g is None]} did not raise: {seen}"

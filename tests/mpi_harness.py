@@ -13,6 +13,8 @@ Environment:
                     it is killed as hung (default 120)
   XDAP_MPI_GRACE    seconds a rank whose test failed waits for the other ranks
                     before aborting the launch (default min(10, TIMEOUT/2))
+  XDAP_DEBUG        xdap's debug mode for every launch (1) or none (0); unset:
+                    debug mode on 3 ranks, the default mode on the others
 """
 import json
 import os
@@ -45,6 +47,14 @@ CHILD_ENV_DEFAULTS = {
 # Launcher state of an enclosing mpiexec would make our mpiexec's ranks talk
 # to the wrong process manager: xdap.launcher drops MPICH's and Open MPI's.
 from xdap.launcher import clean_environment, mpiexec_command  # noqa: E402
+
+
+def debug_mode_of(ranks: int) -> str:
+    """``XDAP_DEBUG`` of a launch of ``ranks`` ranks (``DEBUG_RANKS``)."""
+    return "1" if ranks in DEBUG_RANKS else "0"
+
+
+DEBUG_RANKS = (3,)       # the launches in debug mode; the others in the default mode
 
 
 def _timeout():
@@ -225,9 +235,14 @@ class _Launcher:
         env = clean_environment()
         for k, v in CHILD_ENV_DEFAULTS.items():
             env.setdefault(k, v)
-        # xdap's debug mode: a collective some ranks never reach is reported
-        # (which one, who is missing) well before the launch times out.
+        # the watchdog: a collective some ranks never reach is reported (which
+        # one, who is missing) well before the launch times out.
         env.setdefault("XDAP_DEBUG_HANGS", str(max(1, int(timeout * 0.5))))
+        # the mode users run -- local calls make no MPI call, repeated calls
+        # take their prepared paths, the ledger rides in the next vote -- on
+        # every rank count but 3, which runs in debug mode (every call votes):
+        # a test of 1-4 ranks tries both.  XDAP_DEBUG set: that mode for all.
+        env.setdefault("XDAP_DEBUG", debug_mode_of(n))
         env["XDAP_MPI_RANKS"] = str(n)   # what the test was declared for
         env["PYTHONPATH"] = os.pathsep.join(
             filter(None, [os.path.dirname(__file__), env.get("PYTHONPATH")]))

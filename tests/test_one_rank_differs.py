@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import xdap
-from helpers import same_error
+import xdap.agreement
+from helpers import debug_mode, same_error
 
 RANKS = (2, 3, 4)
 WATCHDOG = 30
@@ -130,6 +131,10 @@ CASES = {
     "kernel operand differs": lambda c: xdap.kernels.add(
         arr(c), arr(c, 13) if odd(c) else arr(c)),
     "kernel name differs": lambda c: (xdap.kernels.sin if odd(c) else xdap.kernels.cos)(arr(c)),
+    # default mode: the kernel is local; its result's type differs, and the next
+    # collective on it (its vote describes the operand) is one error
+    "kernel scalar type differs, then a reduction": lambda c: xdap.kernels.add(
+        xdap.from_global(np.arange(8), comm=c), 1.5 if odd(c) else 1).sum(),
     # -- save / load ---------------------------------------------------------------------
     "save path differs": lambda c: arr(c).save(os.path.join(_tmpdir(c), "x" if odd(c) else "y")),
     "load dist differs": lambda c: xdap.load(_saved(c), dist=("c",) if odd(c) else ("b",), comm=c),
@@ -179,5 +184,12 @@ def _saved(c):
 @pytest.mark.mpi(ranks=RANKS)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_one_rank_differs(comm, case):
-    message = expect_same_error(comm, lambda: CASES[case](comm))
+    # an elementwise kernel makes no MPI call in the default mode and writes no
+    # ledger entry (its fixed cost is NumPy's): another kernel, or a scalar of
+    # another type, on one rank is caught where it happens in debug mode
+    with debug_mode(True) if case in DEBUG_ONLY else debug_mode(xdap.agreement.debug()):
+        message = expect_same_error(comm, lambda: CASES[case](comm))
     assert message
+
+
+DEBUG_ONLY = {"kernel name differs", "kernel scalar type differs"}

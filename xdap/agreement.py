@@ -751,14 +751,17 @@ def settled(comm, what: str):
 
 def debug() -> bool:
     """Whether xdap runs in debug mode: ``XDAP_DEBUG=1``, or
-    ``XDAP_DEBUG_HANGS`` set (as ``make test`` does).  Then local operations
+    ``XDAP_DEBUG_HANGS`` set where ``XDAP_DEBUG`` is not (``XDAP_DEBUG=0``
+    keeps the default mode under the watchdog).  Then local operations
     vote like collectives (``local_check``), so ranks that diverge -- a
     different kernel, or another operand, on one rank -- are caught where
     they diverge, as PETSc's debug builds check collective calls."""
     return _DEBUG
 
 
-_DEBUG = os.environ.get("XDAP_DEBUG", "0") not in ("", "0") or bool(_watch.LIMIT)
+# XDAP_DEBUG, where it is set, decides; else the watchdog (XDAP_DEBUG_HANGS) implies it
+_DEBUG = os.environ["XDAP_DEBUG"] not in ("", "0") if "XDAP_DEBUG" in os.environ else \
+    bool(_watch.LIMIT)
 
 
 def set_debug(on: bool) -> bool:

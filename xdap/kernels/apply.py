@@ -156,11 +156,18 @@ def _apply_distributed(func, args, out, first):
         result = local_apply(func, locals_, target)
     if out is not None:
         return out
+    return results_like(first, d0, p0, result)
+
+
+def results_like(first, d, p0, result):
+    """A kernel's result -- a container, a tuple of them (several outputs),
+    or None (an in-place kernel that returns nothing) -- as arrays like
+    ``first`` (``_derived``: its distribution and rows)."""
     if isinstance(result, tuple):
-        return tuple(_derived(first, d0, p0, r) for r in result)
+        return tuple(_derived(first, d, p0, r) for r in result)
     if result is None:
         return None
-    return _derived(first, d0, p0, result)
+    return _derived(first, d, p0, result)
 
 
 def needs_broadcast(args, first) -> bool:

@@ -26,7 +26,7 @@ from .. import agreement as _agreement  # debug mode: every call goes through ap
 from .signature import parse
 from .allocate import AllocatingKernel
 from .apply import (_derived, _refuse_non_numeric, _scalar, apply, fast, local_apply,
-                    local_call)
+                    local_call, results_like)
 
 UNARY = ("fabs", "absolute", "negative", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
          "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
@@ -191,7 +191,9 @@ def _distributed_unary(state, name, x):
         result = state["fast"](c)
     except state["retry"]:          # another route, on this rank alone
         result = local_apply(state["gufunc"], [c])
-    return _derived(x, x.distribution, p, result)
+    if type(result) is _xnd:        # the common case: one output
+        return _derived(x, x.distribution, p, result)
+    return results_like(x, x.distribution, p, result)
 
 
 def _make_binary(name):
@@ -256,7 +258,10 @@ def _distributed(f, retry, x, y, out):
         cy = _scalar(y, info.dtype) if ty in _NUMBERS else \
             (y.parts.xnd if y.parts.xnd is not None else container(y.parts))
         if out is None:
-            return _derived(first, d, p, f(cx, cy))
+            result = f(cx, cy)
+            if type(result) is _xnd:
+                return _derived(first, d, p, result)
+            return results_like(first, d, p, result)
         if not out.parts.values.flags.writeable:
             return None
         f(cx, cy, out=out.parts.xnd if out.parts.xnd is not None else container(out.parts))

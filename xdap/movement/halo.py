@@ -48,11 +48,11 @@ from ..contract import Repeats, collective
 from ..arraylike import unwrap
 from ..bitmaps import pack_validity
 from ..rows import leaf_counts, leaf_ranges
-from ..repeats import call_lane
+from ..repeats import Rides, call_lane
 from ..transport import NeighbourExchange
 
 __all__ = ["HaloPlan", "halo_plan", "exchange", "accumulate", "exchange_halos",
-           "accumulate_halos", "bind_halos", "BoundHalos"]
+           "accumulate_halos", "bind_halos", "BoundHalos", "riding_halos", "RidingHalos"]
 
 _TAG_BASE = 0x4A10          # tags TAG_BASE + direction code (< 3**ndim)
 
@@ -329,12 +329,88 @@ def exchange_halos(a):
 
 
 def _halo_lane(agreed):
-    """The work of a repeated ``exchange_halos`` (``call_lane``'s ``make``)."""
+    """The work of a repeated ``exchange_halos`` (``call_lane``'s ``make``):
+    where every rank's cells to send fit in a vote's records, they ride in
+    it (``riding_halos``: one message, as ``bind_halos``' exchange is);
+    else the vote, then the exchange bound to the array's buffer."""
+    a = agreed["a"]
+    d, p = a.distribution, a.parts
+    ride = None if d.maps[0].ghosts_by_index or p.info.ragged else \
+        riding_halos(d, p.values.dtype)
+    if ride is not None:
+        return Rides(lambda a: ride.payload(a.parts.values),
+                     lambda a, part, records: ride.fill(a, records))
+
     def work(vote, a):
         vote.cast()                 # the messages go to neighbours: the vote first
         exchange_agreed(a.distribution, a.parts)
         return a
     return work
+
+
+class RidingHalos:
+    """A halo exchange whose messages ride in a vote's records: this
+    rank's send regions, in its plan's order, are its payload
+    (``payload``); ``fill`` copies each ghost region from the records of
+    the rank that sent it (at the offset that rank's own plan gives it)
+    and does the plan's local copies."""
+
+    __slots__ = ("sends", "arrivals", "copies", "dtype")
+
+    def __init__(self, sends, arrivals, copies, dtype):
+        self.sends, self.arrivals, self.copies, self.dtype = sends, arrivals, copies, dtype
+
+    def payload(self, values):
+        sends = self.sends
+        if len(sends) == 1:
+            return np.ascontiguousarray(values[sends[0]])
+        return np.concatenate([values[r].reshape(-1) for r in sends]) if sends else b""
+
+    def fill(self, a, records):
+        values = a.parts.values
+        for region, at, count, shape in self.arrivals:
+            values[region] = np.frombuffer(records, self.dtype, count, at).reshape(shape)
+        for ghost, source in self.copies:
+            values[ghost] = values[source]
+        return a
+
+
+def riding_halos(d, dtype) -> RidingHalos | None:
+    """The halo exchange of fixed data of ``dtype`` on ``d`` as a vote's
+    payload, or None where some rank's cells to send may not fit in one
+    (``xdap.agreement.capacity``).  Decided from a bound every rank
+    computes alike from ``d`` -- per direction, the widest padding across
+    and the largest local block along the other dims -- so every rank
+    takes the same path; the offsets of a neighbour's regions come from
+    that neighbour's plan (pure)."""
+    from ..agreement import HEADER, capacity, record_size
+    maps = d.maps
+    dtype = np.dtype(dtype)
+    widest = [max([w for pad in m.padding for w in pad] or [0]) for m in maps]
+    largest = [max(m.local_size(q) for q in range(m.grid_size)) for m in maps]
+    bound = 0
+    for delta in itertools.product((-1, 0, 1), repeat=len(maps)):
+        if any(delta):
+            cells = 1
+            for k, w, n in zip(delta, widest, largest):
+                cells *= n if k == 0 else w
+            bound += cells
+    size = d.comm.size
+    if bound * dtype.itemsize > capacity(size):
+        return None
+    plan = _plan(d)
+    record = record_size(size)
+    arrivals = []
+    for peer, tag, region in plan.recvs:
+        at = peer * record + HEADER
+        for _, their_tag, their in halo_plan(d, peer).sends:
+            cells = int(np.prod([s.stop - s.start for s in their]))
+            if their_tag == tag:
+                shape = tuple(r.stop - r.start for r in region)
+                arrivals.append((region, at, cells, shape))
+                break
+            at += cells * dtype.itemsize
+    return RidingHalos(tuple(r for _, _, r in plan.sends), tuple(arrivals), plan.copies, dtype)
 
 
 _EXCHANGES = Repeats()
