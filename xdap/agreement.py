@@ -34,7 +34,7 @@ from . import watch as _watch
 from .comm import resolve
 
 __all__ = ["agreement", "Agreement", "Agreed", "Vote", "PreparedVote", "SETTLED", "payloads",
-           "records_of",
+           "records_of", "records_buffer",
            "record_size",
            "capacity", "agree", "settled", "on_rank0", "agreed_on", "local_check", "debug", "set_debug", "USER_ERRORS"]
 
@@ -642,6 +642,13 @@ class PreparedVote:
 
 
 HEADER = _HEADER
+
+
+def records_buffer(size: int) -> bytearray:
+    """The buffer every vote on ``size`` ranks gathers its records into
+    (one a size, kept: a view made once reads each vote's records; votes
+    never nest)."""
+    return _geometry(size)[1]
 
 
 def records_of(size: int, dtype):

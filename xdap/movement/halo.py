@@ -338,8 +338,7 @@ def _halo_lane(agreed):
     ride = None if d.maps[0].ghosts_by_index or p.info.ragged else \
         riding_halos(d, p.values.dtype)
     if ride is not None:
-        return Rides(lambda a: ride.payload(a.parts.values),
-                     lambda a, part, records: ride.fill(a, records))
+        return Rides(ride.payload, ride.fill)
 
     def work(vote, a):
         vote.cast()                 # the messages go to neighbours: the vote first
@@ -353,23 +352,40 @@ class RidingHalos:
     rank's send regions, in its plan's order, are its payload
     (``payload``); ``fill`` copies each ghost region from the records of
     the rank that sent it (at the offset that rank's own plan gives it)
-    and does the plan's local copies."""
+    and does the plan's local copies.  Where the buffer is C-contiguous
+    and the records' offsets are whole elements, both are one NumPy call
+    over kept flat indices (``flat``: ``(send, ghost, source)``, the last
+    in elements of the records, read through ``received``: the vote's
+    buffer of this communicator size, which the envelope keeps, and a view
+    of it);
+    else region by region.  ``payload(a)`` and ``fill(a, part, records)``
+    are a ``Rides``' two steps."""
 
-    __slots__ = ("sends", "arrivals", "copies", "dtype")
+    __slots__ = ("sends", "arrivals", "copies", "dtype", "flat", "received")
 
-    def __init__(self, sends, arrivals, copies, dtype):
+    def __init__(self, sends, arrivals, copies, dtype, flat, received):
         self.sends, self.arrivals, self.copies, self.dtype = sends, arrivals, copies, dtype
+        self.flat, self.received = flat, received
 
-    def payload(self, values):
+    def payload(self, a):
+        values = a.parts.values
+        if self.flat is not None and values.flags.c_contiguous:
+            return values.reshape(-1).take(self.flat[0])
         sends = self.sends
         if len(sends) == 1:
             return np.ascontiguousarray(values[sends[0]])
         return np.concatenate([values[r].reshape(-1) for r in sends]) if sends else b""
 
-    def fill(self, a, records):
+    def fill(self, a, part, records):
         values = a.parts.values
-        for region, at, count, shape in self.arrivals:
-            values[region] = np.frombuffer(records, self.dtype, count, at).reshape(shape)
+        if self.flat is not None and values.flags.c_contiguous:
+            if len(self.flat[1]):
+                received = self.received[1] if records is self.received[0] else \
+                    np.frombuffer(records, self.dtype)
+                values.reshape(-1)[self.flat[1]] = received.take(self.flat[2])
+        else:
+            for region, at, count, shape in self.arrivals:
+                values[region] = np.frombuffer(records, self.dtype, count, at).reshape(shape)
         for ghost, source in self.copies:
             values[ghost] = values[source]
         return a
@@ -383,7 +399,7 @@ def riding_halos(d, dtype) -> RidingHalos | None:
     and the largest local block along the other dims -- so every rank
     takes the same path; the offsets of a neighbour's regions come from
     that neighbour's plan (pure)."""
-    from ..agreement import HEADER, capacity, record_size
+    from ..agreement import HEADER, capacity, record_size, records_buffer
     maps = d.maps
     dtype = np.dtype(dtype)
     widest = [max([w for pad in m.padding for w in pad] or [0]) for m in maps]
@@ -410,7 +426,18 @@ def riding_halos(d, dtype) -> RidingHalos | None:
                 arrivals.append((region, at, cells, shape))
                 break
             at += cells * dtype.itemsize
-    return RidingHalos(tuple(r for _, _, r in plan.sends), tuple(arrivals), plan.copies, dtype)
+    sends = tuple(r for _, _, r in plan.sends)
+    flat = None
+    if record % dtype.itemsize == 0 and HEADER % dtype.itemsize == 0:
+        cells = np.arange(int(np.prod(plan.shape)), dtype=np.intp).reshape(plan.shape)
+        pick = lambda regions: np.concatenate(          # noqa: E731
+            [cells[r].reshape(-1) for r in regions] + [np.empty(0, np.intp)])
+        flat = (pick(sends), pick([r for r, *_ in arrivals]),
+                np.concatenate([at // dtype.itemsize + np.arange(count, dtype=np.intp)
+                                for _, at, count, _ in arrivals] + [np.empty(0, np.intp)]))
+    buffer = records_buffer(size)
+    return RidingHalos(sends, tuple(arrivals), plan.copies, dtype, flat,
+                       (buffer, np.frombuffer(buffer, dtype)))
 
 
 _EXCHANGES = Repeats()
