@@ -27,7 +27,7 @@ RANKS  ?= 4
 # tetrahedra of the demo's mesh: keeps `make demo` well under a minute here
 TETS   ?= 100000
 
-.PHONY: env test demo bench wheels install-check clean distclean
+.PHONY: env test demo bench peers wheels install-check clean distclean
 
 env:
 	@bash tools/build_stack.sh
@@ -39,6 +39,17 @@ test: env
 demo: env
 	$(MPIEXEC) -n $(RANKS) $(PY) -m xdap demo mesh --tets $(TETS) --out build/demo-mesh
 	$(MPIEXEC) -n $(RANKS) $(PY) -m xdap demo
+
+# xdap side by side with mpi4py-fft (FFTW), PETSc, heat and h5py with MPI, on
+# the MPI on PATH (Debian's Open MPI, installed where missing): the peers
+# installed where they are missing (tools/peers_env.sh), the site venv built
+# (.venv-system: parallel HDF5, mpi4py-fft), then benchmarks/peers.py on 1, 2
+# and 4 ranks -- one table of ratios (PEERS_ARGS="--docs" writes docs/peers.md)
+PEERS_ARGS ?=
+peers:
+	@bash tools/peers_env.sh
+	@$(MAKE) --no-print-directory env MPI=system
+	XDAP_MPIEXEC="$$(tools/system_mpiexec.sh)" $(if $(filter 3.11,$(PYVER)),.venv-system,.venv-system-$(PYVER))/bin/python benchmarks/peers.py $(PEERS_ARGS)
 
 # pip-installable wheels of the patched stack and of xdap for $(PYTHON), in
 # wheelhouse/: then `pip install --find-links wheelhouse 'xdap[mesh]'` in any

@@ -6,6 +6,7 @@ padding, every norm, float32/complex64 kept -- in cyclic, 2-D grid and
 empty-rank layouts, with the result in the input's layout or the
 transposed one; frequencies born distributed; bad or one-rank-different
 arguments are one error on every rank."""
+import os
 import warnings
 
 import numpy as np
@@ -130,3 +131,49 @@ def test_one_rank_different_is_one_error_everywhere(comm):
         warnings.simplefilter("ignore")
         for call in calls:
             same_error(comm, call, (ValueError, TypeError), seconds=30)
+
+
+def _mpi4py_fft():
+    """mpi4py-fft, or a skip where this venv has none -- in the venv on the
+    MPI on PATH (``make test MPI=system``), where tools/site_stack.sh builds
+    it against FFTW, it must be there: the comparison is never lost."""
+    try:
+        import mpi4py_fft
+        return mpi4py_fft
+    except ImportError:
+        if os.environ.get("XDAP_MPI") == "system" and os.path.exists("/usr/include/fftw3.h"):
+            raise AssertionError("mpi4py-fft is missing from the MPI=system venv, where "
+                                 "tools/site_stack.sh builds it")
+        pytest.skip("mpi4py-fft is not installed (the site stack: make test MPI=system)")
+
+
+@pytest.mark.mpi(ranks=RANKS)
+@pytest.mark.parametrize("slab", [True, False], ids=["slabs", "pencils"])
+def test_fftn_equals_mpi4py_fft(comm, slab):
+    """The same forward and backward transform as mpi4py-fft's PFFT (on
+    FFTW), compared value by value where each puts its output, on uneven
+    sizes: xdap's layout="transposed" output in mpi4py-fft's own slices,
+    and both equal NumPy's on the whole array."""
+    mpi4py_fft = _mpi4py_fft()
+    shape = (9, 10, 7)
+    g = np.random.default_rng(3).standard_normal(shape) + 1j * np.random.default_rng(4) \
+        .standard_normal(shape)
+    fft = mpi4py_fft.PFFT(comm, shape, axes=(0, 1, 2), dtype=np.complex128, slab=slab,
+                          backend="fftw")
+    u = mpi4py_fft.newDistArray(fft, False)
+    u[...] = g[fft.local_slice(False)]
+    # NumPy's convention (mpi4py-fft's default scales the forward transform)
+    u_hat = fft.forward(u, mpi4py_fft.newDistArray(fft, True), normalize=False)
+    theirs = np.zeros(shape, complex)
+    theirs[fft.local_slice(True)] = np.asarray(u_hat)     # (its DistArray takes no ...)
+    theirs = comm.allreduce(theirs)
+    a = xdap.from_global(g, dist=("b",) if slab else ("b", "b"), comm=comm)
+    mine = xdap.array_api.fft.fftn(a, layout="transposed")
+    want = np.fft.fftn(g)
+    np.testing.assert_allclose(mine.to_numpy(), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(theirs, want, rtol=1e-12, atol=1e-12)
+    back = xdap.array_api.fft.ifftn(mine)
+    v = fft.backward(u_hat, mpi4py_fft.newDistArray(fft, False), normalize=True)
+    np.testing.assert_allclose(np.asarray(v), g[fft.local_slice(False)], rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(back.to_numpy(), g, rtol=1e-12, atol=1e-12)

@@ -130,3 +130,19 @@ def test_one_rank_different_is_one_error_everywhere(comm):
         same_error(comm, call, (ValueError, TypeError), seconds=30)
     with h5py.File(other, "r") as f:
         assert sorted(f.keys()) == ["g"]
+
+
+def test_parallel_hdf5_is_on_where_the_site_stack_builds_it():
+    """``make test MPI=system`` builds h5py with MPI where the HDF5 of the
+    MPI on PATH is installed (tools/site_stack.sh): the HDF5 tests then run
+    the collective writer -- checked here, so the path is never lost to a
+    silent fallback to the serial wheel."""
+    import shutil
+    import subprocess
+    if os.environ.get("XDAP_MPI") != "system" or not shutil.which("mpicc"):
+        pytest.skip("the venv on the MPICH wheel (make test): h5py is the serial wheel")
+    openmpi = subprocess.run(["mpicc", "-showme:version"], capture_output=True).returncode == 0
+    flavour = "hdf5-openmpi" if openmpi else "hdf5-mpich"
+    if subprocess.run(["pkg-config", "--exists", flavour]).returncode:
+        pytest.skip(f"no {flavour} on this machine: the site stack keeps the serial h5py")
+    assert h5py.get_config().mpi, "h5py is not built with MPI in the MPI=system venv"

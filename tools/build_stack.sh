@@ -38,7 +38,7 @@ case "$mpi" in
     system) command -v mpicc >/dev/null || die "XDAP_MPI=system needs the site's MPI with its compiler wrapper (mpicc) on PATH (Debian: apt-get install libopenmpi-dev openmpi-bin)" ;;
     *) die "XDAP_MPI must be 'wheel' or 'system', got '$mpi'" ;;
 esac
-stamp_inputs=$( (cat tools/build_stack.sh tools/build_wheels.sh tools/patch_stack.py tools/stack.sha256 tools/build-requirements.txt requirements.txt setup.py pyproject.toml; echo "$mpi $pyver") | sha256sum | cut -c1-16)
+stamp_inputs=$( (cat tools/build_stack.sh tools/build_wheels.sh tools/patch_stack.py tools/stack.sha256 tools/build-requirements.txt requirements.txt setup.py pyproject.toml tools/site_stack.sh tools/site-requirements.txt; echo "$mpi $pyver") | sha256sum | cut -c1-16)
 stamp="$venv/.xdap-env-$stamp_inputs"
 if [ -f "$stamp" ] && [ "${1:-}" != "--force" ]; then
     # Environment is current; only (re)build our own extensions if sources changed.
@@ -73,6 +73,8 @@ if [ "$mpi" = system ]; then
     echo "build_stack: building $mpi4py_pin against $(command -v mpicc) ($(mpiexec --version 2>&1 | head -1))"
     MPICC=$(command -v mpicc) "$vpy" -m pip install -q --disable-pip-version-check \
         --no-binary mpi4py --no-cache-dir "$mpi4py_pin"
+    # a cluster's stack on that MPI: parallel HDF5 (h5py with MPI), mpi4py-fft on FFTW
+    bash tools/site_stack.sh "$venv"
 else
     "$vpy" -m pip install -q --disable-pip-version-check -r requirements.txt
 fi

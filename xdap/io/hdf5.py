@@ -24,7 +24,7 @@ import os
 
 import numpy as np
 
-from ..agreement import agree, on_rank0
+from ..agreement import agree, on_rank0, settled
 from ..optional import need
 
 __all__ = ["describe", "read_rows", "write_rows", "check_dims", "attach_dims", "VALID_ATTR"]
@@ -125,22 +125,29 @@ def _write(comm, h5py, path, sets, what, mode, final) -> None:
     if h5py.get_config().mpi:
         error = None
         try:
+            # every step inside the file is collective: its metadata (the same
+            # on every rank), then each rank's selection and buffer made and
+            # agreed (a rank that failed there never enters a collective write
+            # the others wait in), then the writes; the file is closed
+            # collectively whatever happened, and the outcome agreed after it
             with h5py.File(path, mode, driver="mpio", comm=comm) as f:
                 for name in final:
                     if name in f:
                         raise ValueError(f"{what}: {path!r} already holds {name!r}")
-                for (name, shape, dtype, attrs), (_, rows, first, total, _) in zip(shapes, sets):
-                    ds = f.create_dataset(name, shape, dtype)
-                    ds.attrs.update(attrs)
-                    with ds.collective:
-                        if total is None:
-                            ds[()] = rows
-                        else:
-                            ds[first:first + len(rows)] = rows
+                datasets = []
+                for name, shape, dtype, attrs in shapes:
+                    datasets.append(f.create_dataset(name, shape, dtype))
+                    datasets[-1].attrs.update(attrs)
+                with settled(comm, f"{what}: cannot write {path!r}"):
+                    slabs = [selected_rows(h5py, ds, first, rows, total)
+                             for ds, (_, rows, first, total, _) in zip(datasets, sets)]
+                for ds, slab in zip(datasets, slabs):
+                    write_selection(ds.id, *slab)
         except ValueError as e:
             error = e
         except Exception as e:
-            error = ValueError(f"{what}: cannot write {path!r}: {type(e).__name__}: {e}")
+            error = ValueError(f"{what}: cannot write {path!r}: {type(e).__name__}: {e} "
+                               f"(rank {comm.rank})")
         agree(comm, error)
         return
 
@@ -169,6 +176,39 @@ def _write(comm, h5py, path, sets, what, mode, final) -> None:
         comm.send(failed, dest=comm.rank + 1, tag=77)
     # the failing rank and every one after it hold the error: agree makes it everyone's
     agree(comm, ValueError(f"{what}: cannot write {path!r}: {failed}") if failed else None)
+
+
+def selected_rows(h5py, ds, first: int, rows: np.ndarray, total) -> tuple:
+    """``(memory space, file space, buffer, transfer list)`` of a
+    collective ``H5Dwrite`` of ``rows`` into ``ds[first:first + len(rows)]``
+    (``total`` None: the 0-d dataset, every rank writing the same value):
+    a rank without rows selects nothing but still writes -- h5py's own
+    ``ds[...] = rows`` returns before writing an empty selection, and that
+    rank would leave the others waiting in the collective write (parallel
+    HDF5 only)."""
+    h5s = h5py.h5s
+    dxpl = h5py.h5p.create(h5py.h5p.DATASET_XFER)
+    dxpl.set_dxpl_mpio(h5py.h5fd.MPIO_COLLECTIVE)
+    fspace = ds.id.get_space()
+    if total is None:
+        data = np.ascontiguousarray(rows)
+        return h5s.create(h5s.SCALAR), fspace, data, dxpl
+    if rows.size:
+        fspace.select_hyperslab((first,) + (0,) * (rows.ndim - 1), rows.shape)
+        data = np.ascontiguousarray(rows)
+        return h5s.create_simple(data.shape), fspace, data, dxpl
+    fspace.select_none()
+    data = np.empty((1,) * max(rows.ndim, 1), rows.dtype)
+    mspace = h5s.create_simple(data.shape)
+    mspace.select_none()
+    return mspace, fspace, data, dxpl
+
+
+def write_selection(dataset_id, mspace, fspace, data, dxpl) -> None:
+    """One collective ``H5Dwrite`` (``selected_rows``' selection): where
+    it fails, it fails on the ranks HDF5 reports it on, after every rank
+    took part -- the writer agrees on it once the file is closed."""
+    dataset_id.write(mspace, fspace, data, dxpl=dxpl)
 
 
 def _with_file(h5py, path, mode, work):

@@ -427,17 +427,18 @@ def riding_halos(d, dtype) -> RidingHalos | None:
                 break
             at += cells * dtype.itemsize
     sends = tuple(r for _, _, r in plan.sends)
-    flat = None
-    if record % dtype.itemsize == 0 and HEADER % dtype.itemsize == 0:
+    flat = received = None
+    buffer = records_buffer(size)
+    if record % dtype.itemsize == 0 and HEADER % dtype.itemsize == 0 and \
+            len(buffer) % dtype.itemsize == 0:
         cells = np.arange(int(np.prod(plan.shape)), dtype=np.intp).reshape(plan.shape)
         pick = lambda regions: np.concatenate(          # noqa: E731
             [cells[r].reshape(-1) for r in regions] + [np.empty(0, np.intp)])
         flat = (pick(sends), pick([r for r, *_ in arrivals]),
                 np.concatenate([at // dtype.itemsize + np.arange(count, dtype=np.intp)
                                 for _, at, count, _ in arrivals] + [np.empty(0, np.intp)]))
-    buffer = records_buffer(size)
-    return RidingHalos(sends, tuple(arrivals), plan.copies, dtype, flat,
-                       (buffer, np.frombuffer(buffer, dtype)))
+        received = (buffer, np.frombuffer(buffer, dtype))
+    return RidingHalos(sends, tuple(arrivals), plan.copies, dtype, flat, received)
 
 
 _EXCHANGES = Repeats()
