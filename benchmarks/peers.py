@@ -358,8 +358,14 @@ def main():
         xdap_side(args.out, sizes)
         return
     ranks = [int(r) for r in args.ranks.split(",")]
-    if not os.environ.get("XDAP_MPIEXEC", "").strip() and \
-            not os.path.exists(os.path.join(os.path.dirname(sys.executable), "mpiexec")):
+    if os.path.exists(os.path.join(os.path.dirname(sys.executable), "mpiexec")) and \
+            not os.environ.get("XDAP_MPIEXEC", "").strip():
+        # the venv on the MPICH wheel (make bench): PETSc and heat run on the MPI
+        # on PATH, and mpi4py-fft and parallel HDF5 live in the venv built on it
+        print("peers.py runs the peers on the MPI on PATH, in .venv-system: `make peers` "
+              "(skipped in this venv, whose MPI is the mpich wheel's)")
+        return
+    if not os.environ.get("XDAP_MPIEXEC", "").strip():
         # the venv on the MPI on PATH: its launcher, with the flags this machine needs
         os.environ["XDAP_MPIEXEC"] = subprocess.run(
             ["bash", os.path.join(ROOT, "tools", "system_mpiexec.sh")], capture_output=True,

@@ -104,3 +104,16 @@ def test_searchsorted_matches_numpy(comm):
         s = xdap.sort(xdap.from_global(x[::-1].copy(), comm=comm))
         np.testing.assert_array_equal(xdap.searchsorted(s, q), np.searchsorted(x, q))
     check()
+
+
+def test_stable_argsort_is_numpys_stable_argsort():
+    """The quick path (no ties) and every tie it must see: equal values,
+    two NaNs, -0.0 and 0.0, ints; against NumPy's stable argsort."""
+    from xdap.movement.sort import stable_argsort
+    rng = np.random.default_rng(8)
+    cases = [rng.random(1000), rng.random(1000).round(2), np.array([np.nan, 1.0, np.nan, 0.0]),
+             np.array([0.0, -0.0, 1.0, -0.0]), np.array([2.0, np.nan, 1.0]),
+             rng.integers(0, 5, 100), rng.random(1000).astype(np.float32), np.array([3.0]),
+             np.array([], float)]
+    for v in cases:
+        np.testing.assert_array_equal(stable_argsort(v), np.argsort(v, kind="stable"))
