@@ -117,17 +117,27 @@ def _stage(x, axes, transform):
 
 def _stages(x, plan):
     """Run ``plan`` -- ``[(axes, transform)]`` -- stage by stage. A stage
-    over every axis of an array of 2+ dims splits in two (all but the first
-    axis, then the first: a slab decomposition); one over the single axis
-    of a distributed 1-D array runs ``_line``."""
+    over every axis of an array of 2+ dims splits in two: all but the first
+    axis, then the first (a slab decomposition: a forward transform's
+    "transposed" output has axis 0 whole, as mpi4py-fft's forward output;
+    a real transform's real axis comes first) -- but a complex inverse of
+    an array with some axes whole transforms those first, in place, then
+    the others after one move: the inverse of a "transposed" result goes
+    back to its slabs in one exchange, as mpi4py-fft's backward does. One
+    over the single axis of a distributed 1-D array runs ``_line``."""
     for axes, transform in plan:
         if len(axes) == x.ndim and not all(x.distribution.maps[a].whole for a in axes):
             if x.ndim == 1:
                 x = _line(x, transform)
                 continue
-            first, rest = axes[0], tuple(a for a in axes if a != axes[0])
-            x = _stage(x, rest, transform.on(rest))
-            x = _stage(x, (first,), transform.on((first,)))
+            whole = tuple(a for a in axes if x.distribution.maps[a].whole)
+            if whole and transform.complex_to_complex and transform.inverse:
+                first, then = whole, tuple(a for a in axes if a not in whole)
+            else:
+                then = (axes[0],)
+                first = tuple(a for a in axes if a != axes[0])
+            x = _stage(x, first, transform.on(first))
+            x = _stage(x, then, transform.on(then))
         else:
             x = _stage(x, axes, transform)
     return x

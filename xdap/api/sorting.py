@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import arguments
 from ..contract import collective
+from ..movement.sort import stable_argsort
 from ..parts import Parts
 
 __all__ = ["sort", "argsort"]
@@ -83,6 +84,8 @@ def _sorted(x, axis, descending, want_indices):
         if descending:
             n = v.shape[axis]
             idx = n - 1 - np.flip(np.argsort(np.flip(v, axis), axis=axis, kind="stable"), axis)
+        elif v.ndim == 1:                 # SIMD quicksort where no two values tie
+            idx = stable_argsort(v)
         else:
             idx = np.argsort(v, axis=axis, kind="stable")
         return x.__xdap_wrap__(d, Parts.of_array(np.ascontiguousarray(idx)), False, True)
