@@ -379,10 +379,16 @@ def setitem(x, key, value):
         arguments.numeric("a[mask] = v", x)
         if not x.parts.values.flags.writeable:
             raise ValueError("a[mask] = v: the array is read-only")
-        kind, mask = _mask_key(x, key)
-        if is_distributed(value) and value.ndim or np.ndim(value):
-            raise TypeError("a[mask] = v: v must be one value (a scalar or a 0-d array)")
-        v = arguments.value_of("a[mask] = v", "v", value, x.parts.values.dtype)
+        # a NumPy mask (the same on every rank) may cover the leading dims only
+        kind, mask = _mask_key(x, key, leading=not is_distributed(key))
+        if is_distributed(value) and value.ndim:
+            raise TypeError("a[mask] = v: v must be one value (a scalar or a 0-d array), or a "
+                            "NumPy array of the selection's shape; a DistArray v is not "
+                            "supported (write v.to_numpy(), or use xp.where)")
+        if np.ndim(value):
+            v = _selection_values(x, kind, mask, value)
+        else:
+            v = arguments.value_of("a[mask] = v", "v", value, x.parts.values.dtype)
         yield dict(x=x, key=(kind, mask), value=v)
         if kind != "empty":
             _assign_where(x, kind, mask, v)
@@ -399,10 +405,47 @@ def setitem(x, key, value):
     return None
 
 
+def _selection_values(x, kind, mask, value):
+    """The values of ``x[mask] = value`` where ``value`` is an array: it
+    must broadcast to the selection's shape, ``(selected,) + x.shape[k:]``
+    for a mask of ``x``'s first k dims (NumPy's rule), under the same-kind
+    rule; a NumPy mask only (each rank finds where its selected elements
+    fall in the selection's order from the mask itself).  The array of the
+    selection's shape (a read-only view where it broadcasts)."""
+    if kind not in ("numpy mask", "leading", "empty"):
+        raise TypeError("a[mask] = v: an array v takes a NumPy mask (the same on every rank); "
+                        "with a DistArray mask v must be one value (a scalar or a 0-d array)")
+    v = np.asarray(value)
+    if v.dtype.kind not in "biufc":
+        raise TypeError(f"a[mask] = v: v holds {v.dtype} values, not numbers")
+    _index._same_kind(v.dtype, x.parts.values.dtype)
+    # "empty": _mask_key gives the selection's shape itself
+    shape = mask if kind == "empty" else \
+        (int(np.count_nonzero(mask)),) + tuple(x.shape[mask.ndim:])
+    try:
+        return np.broadcast_to(v.astype(x.parts.values.dtype, copy=False), shape)
+    except ValueError:
+        raise ValueError(f"a[mask] = v: v of shape {v.shape} does not broadcast to the "
+                         f"selection's shape {shape}") from None
+
+
 def _assign_where(x, kind, mask, value):
     """``x[mask] = value`` of agreed arguments: local work (a DistArray
-    mask distributed otherwise is moved to ``x``'s distribution first)."""
+    mask distributed otherwise is moved to ``x``'s distribution first).
+    A NumPy mask (of ``x``'s shape or of its leading dims) and an array
+    ``value`` of the selection's shape: each rank's selected elements take
+    their places in the selection's C order, found from the mask's running
+    count at the global indices the rank holds -- any layout."""
     d = x.distribution
+    if kind in ("numpy mask", "leading") and (np.ndim(value) or kind == "leading"):
+        lead = mask.ndim
+        at = [np.asarray(d.global_indices(k)) for k in range(d.ndim)]
+        local = mask[np.ix_(*at[:lead])]
+        if np.ndim(value):
+            order = (np.cumsum(mask, axis=None) - 1).reshape(mask.shape)[np.ix_(*at[:lead])]
+            value = value[np.ix_(order[local], *at[lead:])]
+        x.parts.values[local] = value
+        return
     if kind == "mask":
         if mask.distribution != d:
             from ..movement.redistribute import move_agreed
