@@ -27,7 +27,7 @@ RANKS  ?= 4
 # tetrahedra of the demo's mesh: keeps `make demo` well under a minute here
 TETS   ?= 100000
 
-.PHONY: env test demo bench peers wheels install-check clean distclean
+.PHONY: env test demo bench peers conformance wheels install-check clean distclean
 
 env:
 	@bash tools/build_stack.sh
@@ -50,6 +50,17 @@ peers:
 	@bash tools/peers_env.sh
 	@$(MAKE) --no-print-directory env MPI=system
 	XDAP_MPIEXEC="$$(tools/system_mpiexec.sh)" $(if $(filter 3.11,$(PYVER)),.venv-system,.venv-system-$(PYVER))/bin/python benchmarks/peers.py $(PEERS_ARGS)
+
+# the Array API suite at depth: every layout on 2 and 3 ranks at EXAMPLES
+# examples a test (tools/array_api_suite/conformance.py; hours on 2 cores).
+# SUITE: a checkout of data-apis/array-api-tests with its array-api submodule
+# (not on the package index). CONFORMANCE_ARGS="--docs" writes docs/array_api.md
+SUITE ?=
+EXAMPLES ?= 1000
+CONFORMANCE_ARGS ?=
+conformance: env
+	@test -n "$(SUITE)" || { echo "make conformance SUITE=path/to/array-api-tests (git clone --recursive https://github.com/data-apis/array-api-tests)"; exit 2; }
+	$(PY) tools/array_api_suite/conformance.py $(SUITE) --max-examples $(EXAMPLES) $(CONFORMANCE_ARGS)
 
 # pip-installable wheels of the patched stack and of xdap for $(PYTHON), in
 # wheelhouse/: then `pip install --find-links wheelhouse 'xdap[mesh]'` in any

@@ -2,6 +2,7 @@
 
     .venv/bin/python tools/array_api_suite/run.py SUITE [-n RANKS] [--max-examples 100]
                      [--extra-path DIR] [--out DIR] [--timeout SECONDS] [--split]
+                     [--layout default|split|cyclic|block-cyclic|grid|empty|random]
                      [PYTEST ARGS]
 
 PYTEST ARGS that name test files (``array_api_tests/test_set_functions.py``)
@@ -42,13 +43,19 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=pathlib.Path, default=None)
     ap.add_argument("--timeout", type=int, default=3600)
     ap.add_argument("--split", action="store_true",
-                    help="spread every array of 2+ elements over all ranks (test-only)")
+                    help="spread every array of 2+ elements over all ranks (test-only); "
+                         "--layout split")
+    ap.add_argument("--layout", default=None,
+                    choices=("default", "split", "cyclic", "block-cyclic", "grid", "empty",
+                             "random"),
+                    help="how the creation functions lay out every array of 2+ elements "
+                         "(test-only; xdap_suite_plugin.py says each)")
     ap.add_argument("pytest_args", nargs="*")
-    args = ap.parse_args(argv)
+    args = ap.parse_intermixed_args(argv)
     out = args.out or pathlib.Path(tempfile.mkdtemp(prefix="xdap-array-api-suite-"))
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, ARRAY_API_TESTS_MODULE="xdap.array_api", XDAP_SUITE_OUT=str(out),
-               XDAP_SUITE_SPLIT="1" if args.split else "0",
+               XDAP_SUITE_LAYOUT=args.layout or ("split" if args.split else "default"),
                PYTHONPATH=os.pathsep.join(p for p in (str(HERE), args.extra_path,
                                                        str(ROOT)) if p))
     # test paths among the pytest args run instead of the whole suite
@@ -100,10 +107,20 @@ def report(out, ranks, hung, code) -> int:
           f"({100.0 * passed / max(1, len(counted)):.1f}%)")
     arrays = [json.loads((out / f"arrays.{r}").read_text()) if (out / f"arrays.{r}").exists()
               else None for r in range(ranks)]
+    laid = {}
     if arrays[0]:
+        laid = arrays[0].pop("layouts", {})
         total = sum(arrays[0].values())
         print(f"arrays the creation functions handed out (rank 0): {total}; " + ", ".join(
             f"{k} {v} ({100.0 * v / max(1, total):.0f}%)" for k, v in arrays[0].items()))
+        if laid:
+            print("laid out (rank 0): " + ", ".join(f"{k} {v}" for k, v in sorted(laid.items())))
+    skipped = sum(per_rank[0][t][0] == "skipped" for t in tests)
+    (out / "summary.json").write_text(json.dumps({
+        "ranks": ranks, "tests": len(tests), "passed": passed, "failed": len(failed),
+        "skipped": skipped, "agree": len(tests) - len(differ), "differ": differ, "hung": hung,
+        "failures": {t: per_rank[0][t][1][:200] for t in failed}, "arrays": arrays[0],
+        "layouts": laid}))
     for t in failed:
         print(f"  FAILED {t}\n         {per_rank[0][t][1][:200]}")
     if hung:
