@@ -55,8 +55,12 @@ ROWS = [
     ("fftn slab", "mpi4py-fft estimate", None,
      "the same against FFTW's quickest plans (FFTW_ESTIMATE)"),
     ("fftn pencil", "mpi4py-fft", 1.0, "fftn + ifftn of N^3 complex128 in pencils"),
-    ("redistribute", "mpi4py-fft", 1.0, "rows in blocks -> columns in blocks, N^2 float64"),
-    ("redistribute", "petsc", 1.0, "rows in blocks -> columns in blocks, N^2 float64"),
+    ("redistribute", "mpi4py-fft", 1.0,
+     "rows in blocks -> columns in blocks, N^2 float64, a plan bound once"),
+    ("redistribute", "petsc", 1.0,
+     "rows in blocks -> columns in blocks, N^2 float64, a plan bound once"),
+    ("redistribute new", "mpi4py-fft", None,
+     "the same by a.redistribute (a new array each call)"),
     ("halo", "petsc", 1.0, "ghost cells of an N^2 grid, 1 cell (DMDA globalToLocal)"),
     ("cg 10^3", "petsc", None, "CG a step, 2-D 5-point, 10^3 unknowns a rank (KSPCG)"),
     ("cg 10^5", "petsc", 1.5, "CG a step, 2-D 5-point, 10^5 unknowns a rank (KSPCG)"),
@@ -70,12 +74,48 @@ ROWS = [
     ("concat", "heat", 1.0, "two n-a-rank float64 arrays, end to end"),
     ("argsort", "heat", 1.0, "argsort of n float64 a rank"),
     ("percentile", "heat", 1.0, "the 90th percentile of n float64 a rank"),
-    ("to_hdf5", "h5py", 1.1, "write B float64 collectively (parallel HDF5)"),
+    ("to_hdf5", "h5py", 1.1, "write B float64 collectively (parallel HDF5), fsync'ed"),
     ("from_hdf5", "h5py", 1.1, "read them back, each rank its rows"),
 ]
 
-# why xdap is slower where it is (filled from what the runs showed; docs/peers.md)
-NOTES: dict = {}
+# why xdap is slower where it is, and what would close it: what the runs
+# showed, each looked into (docs/peers.md)
+NOTES = {
+    "fftn (slab, pencil)": (
+        "two causes, measured apart. (1) Local transforms: xdap calls NumPy's pocketfft, "
+        "mpi4py-fft FFTW (planned once; FFTW_ESTIMATE's plans are as fast here, so the "
+        "planner is not the difference): pocketfft is 2-3x FFTW on the same complex "
+        "N^3 slab on one core. (2) Fresh memory: each xdap call allocates its stages' "
+        "outputs, mpi4py-fft writes into arrays it keeps; on this VM first touches of "
+        "fresh huge pages stall (one stage 0.1 s with NUMPY_MADVISE_HUGEPAGE=0, up to "
+        "1.1 s with it) and the oversubscribed 4-rank column shows it most. To close: a "
+        "bound transform (as bind_redistribute) that keeps its stage buffers, and FFTW "
+        "(pyfftw) for the local transforms where it is installed."),
+    "redistribute new": (
+        "a.redistribute makes a new array each call (allocation and first touch of "
+        "N^2/P float64); the peers' idiom, a plan bound once into a kept output, is "
+        "xdap's bind_redistribute -- the `redistribute` rows, at the peers' speed."),
+    "cg 10^3": (
+        "the namespace's CG runs a Python call per vector operation (about 8 a step, "
+        "~2-6 us each: benchmarks/call_cost.py) where KSPCG's whole step is one C loop; "
+        "the hand-written mpi4py CG pays the same (benchmarks/solvers.py: xdap within "
+        "1.2-1.4x of it at 10^3, 1.0-1.1x at 10^5). At 10^5 a rank the work dominates and "
+        "xdap is at PETSc's speed."),
+    "dot, norm": (
+        "the same BLAS call (NumPy's OpenBLAS against PETSc's: 15.8 vs 14.9 us at 10^5 "
+        "alone) and one Allreduce; what is left is xdap's vote riding in the Allreduce "
+        "(1 KiB up to 4 ranks, against PETSc's 8 B): on the oversubscribed 4-rank "
+        "column the larger message waits on a descheduled rank."),
+    "unique": (
+        "on one rank xdap calls np.unique (a sort of the whole block); heat's "
+        "torch.unique on a CPU hashes. From 2 ranks xdap's distributed path is faster."),
+    "to_hdf5": (
+        "xdap writes a partial file and renames it into place when every rank wrote "
+        "(a writer that fails leaves what was there: docs/exchange.md) -- one more "
+        "file create, rename and directory entry than h5py's write over the old file. "
+        "Both writers are timed to the disk (fsync) so the page cache's writeback of "
+        "the previous repeat does not land on the next."),
+}
 
 
 def field(i, j):
@@ -114,8 +154,8 @@ def xdap_side(out, sizes):
         a = xdap.from_function(lambda i, j, k: np.sin(i * 0.1 + j * 0.03) + 1j * np.cos(k * 0.07),
                                (n, n, n), type="complex128", dist=dist, comm=COMM)
 
-        def mine():
-            return xp.fft.ifftn(xp.fft.fftn(a, layout="transposed"))
+        def mine():        # back where it started, as mpi4py-fft's backward lands
+            return xp.fft.ifftn(xp.fft.fftn(a, layout="transposed"), layout="transposed")
         back = mine()
         check = total(np.vdot(back.local_numpy(), back.local_numpy()).real)
         fns = [mine]
@@ -154,10 +194,12 @@ def xdap_side(out, sizes):
     n = sizes["redistribute"]
     a = xdap.from_function(lambda i, j: field(i, j), (n, n), type="float64", dist=("b", "n"),
                            comm=COMM)
-    moved = a.redistribute(dist=("n", "b"))
-    loc = moved.local_numpy()
+    # the peers' idiom is a plan made once, moving into an output it keeps
+    # (mpi4py-fft's Transfer, PETSc's VecScatter): xdap's is bind_redistribute
+    bound = a.bind_redistribute(dist=("n", "b"))
+    loc = bound().local_numpy()
     check = total(np.dot(loc.ravel(), np.arange(loc.size) % 7))
-    fns = [lambda: a.redistribute(dist=("n", "b"))]
+    fns = [bound, lambda: a.redistribute(dist=("n", "b"))]
     try:
         from mpi4py_fft.pencil import Pencil, Subcomm
         p0 = Pencil(Subcomm(COMM, [0, 1]), (n, n), axis=1)
@@ -172,8 +214,10 @@ def xdap_side(out, sizes):
         transfer = None
     med, _, _ = bench(fns, budget=2.0, min_reps=5, block=1)
     put("redistribute", "xdap", med[0], check)
+    put("redistribute new", "xdap", med[1], check)
     if transfer is not None:
-        put("redistribute", "mpi4py-fft", med[1], their_check)
+        put("redistribute", "mpi4py-fft", med[2], their_check)
+        put("redistribute new", "mpi4py-fft", med[2], their_check)
 
     # -- halos of a 2-D grid ----------------------------------------------------
     n = sizes["halo"]
@@ -233,14 +277,25 @@ def xdap_side(out, sizes):
     mine, theirs = os.path.join(tmp, "xdap.h5"), os.path.join(tmp, "hand.h5")
     local = h.local_numpy()
 
+    def durable(path):
+        # both writers end on the disk: without it the time is the page
+        # cache's writeback of the previous repeat, which varied 3x run to run
+        if RANK == 0:
+            fd = os.open(path, os.O_RDONLY)
+            os.fsync(fd)
+            os.close(fd)
+        COMM.Barrier()
+
     def write_mine():
         h.to_hdf5(mine, "x", mode="w")
+        durable(mine)
 
     def write_theirs():
         with h5py.File(theirs, "w", driver="mpio", comm=COMM) as f:
             ds = f.create_dataset("x", (per * P,), np.float64)
             with ds.collective:
                 ds[RANK * per:(RANK + 1) * per] = local
+        durable(theirs)
 
     def read_mine():
         return xdap.from_hdf5(mine, "x", comm=COMM)
@@ -350,6 +405,8 @@ def main():
     ap.add_argument("--ranks", default="1,2,4")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--docs", action="store_true")
+    ap.add_argument("--rows", help="the table (and docs) from a run's rows (build/peers-rows.jsonl), "
+                                   "measuring nothing")
     ap.add_argument("--side", choices=("xdap",), help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -358,6 +415,11 @@ def main():
         xdap_side(args.out, sizes)
         return
     ranks = [int(r) for r in args.ranks.split(",")]
+    if args.rows:
+        rows = [json.loads(line) for line in open(args.rows)]
+        report(rows, sorted({r["ranks"] for r in rows if "ranks" in r}), args,
+               [w for w in ("petsc", "heat") if not any(r.get("impl") == w for r in rows)])
+        return
     if os.path.exists(os.path.join(os.path.dirname(sys.executable), "mpiexec")) and \
             not os.environ.get("XDAP_MPIEXEC", "").strip():
         # the venv on the MPICH wheel (make bench): PETSc and heat run on the MPI
@@ -388,10 +450,17 @@ def main():
         if heat:
             launch(p, heat_python, os.path.join(HERE, "_peers_heat.py"), [out, sizes_file])
     rows = [json.loads(line) for line in open(out)] if os.path.exists(out) else []
-    text, verdicts = table(rows, ranks, absent + [
+    with open(os.path.join(ROOT, "build", "peers-rows.jsonl"), "w") as f:   # --rows reads it
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    report(rows, ranks, args, absent + [
         name for name, module in (("mpi4py-fft", "mpi4py_fft"), ("mpi4py-fft estimate", "mpi4py_fft"),
                                   ("h5py", "h5py"))
         if not _has(sys.executable, module)])
+
+
+def report(rows, ranks, args, absent):
+    """Print the table and its verdicts; ``--docs``: docs/peers.md too."""
+    text, verdicts = table(rows, ranks, absent)
     versions = {}
     for r in rows:
         versions.update(r.get("versions", {}))
@@ -399,7 +468,7 @@ def main():
     for line in verdicts:
         print(line)
     for name in absent:
-        print(f"absent: {name} ({WHERE[name]}) -- its rows say so")
+        print(f"absent: {name} ({WHERE.get(name, 'not installed')}) -- its rows say so")
     if args.docs:
         write_docs(text, versions, ranks, absent, args.quick)
 
@@ -412,7 +481,7 @@ def write_docs(text, versions, ranks, absent, quick):
         "hdf5": f"{sizes['hdf5'] * 8 / 2 ** 30:.2g} GiB"}), text, "",
              "Versions (this run):", ""]
     lines += [f"- {k}: {v}" for k, v in sorted(versions.items())]
-    lines += [f"- absent: {name} ({WHERE[name]})" for name in absent]
+    lines += [f"- absent: {name} ({WHERE.get(name, 'not installed')})" for name in absent]
     if NOTES:
         lines += ["", "## Where xdap is slower, and what would close it", ""]
         lines += [f"- **{k}**: {v}" for k, v in NOTES.items()]
