@@ -350,7 +350,9 @@ def setitem(x, key, value):
     """``x[key] = value`` in place: basic keys (ints, slices, ``...``,
     ``None``) with a scalar, a NumPy array (the same on every rank,
     broadcast as NumPy does) or a DistArray of the selection's shape; a
-    boolean mask of the array's shape with one value.  Collective: the key
+    boolean mask of the array's shape or of its leading dims with one
+    value, or (a NumPy mask) with a NumPy array of the selection's shape
+    (broadcast as NumPy does).  Collective: the key
     and the value are checked and agreed on every rank -- whatever it holds
     of the selection -- before anything is written.  A scalar or NumPy
     value is then local work; a DistArray value moves to the selection
@@ -410,23 +412,14 @@ def _selection_values(x, kind, mask, value):
     must broadcast to the selection's shape, ``(selected,) + x.shape[k:]``
     for a mask of ``x``'s first k dims (NumPy's rule), under the same-kind
     rule; a NumPy mask only (each rank finds where its selected elements
-    fall in the selection's order from the mask itself).  The array of the
-    selection's shape (a read-only view where it broadcasts)."""
+    fall in the selection's order from the mask itself)."""
     if kind not in ("numpy mask", "leading", "empty"):
         raise TypeError("a[mask] = v: an array v takes a NumPy mask (the same on every rank); "
                         "with a DistArray mask v must be one value (a scalar or a 0-d array)")
-    v = np.asarray(value)
-    if v.dtype.kind not in "biufc":
-        raise TypeError(f"a[mask] = v: v holds {v.dtype} values, not numbers")
-    _index._same_kind(v.dtype, x.parts.values.dtype)
     # "empty": _mask_key gives the selection's shape itself
     shape = mask if kind == "empty" else \
         (int(np.count_nonzero(mask)),) + tuple(x.shape[mask.ndim:])
-    try:
-        return np.broadcast_to(v.astype(x.parts.values.dtype, copy=False), shape)
-    except ValueError:
-        raise ValueError(f"a[mask] = v: v of shape {v.shape} does not broadcast to the "
-                         f"selection's shape {shape}") from None
+    return _index.numpy_value("a[mask] = v", value, x.parts.values.dtype, shape)
 
 
 def _assign_where(x, kind, mask, value):

@@ -354,18 +354,26 @@ def check_assignment(d: Distribution, p: Parts, steps, value):
         return "array", value
     if isinstance(value, (np.ndarray, list, tuple)):
         v = np.asarray(value)
-        if v.dtype.kind not in "biufc":
-            raise TypeError(f"a[...] = v: v holds {v.dtype} values, not numbers")
-        if v.ndim == 0:
+        if v.ndim == 0 and v.dtype.kind in "biufc":
             return "scalar", arguments.value_of("a[...] = v", "v", v[()], dt)
-        _same_kind(v.dtype, dt)
-        try:
-            v = np.broadcast_to(v, shape)
-        except ValueError:
-            raise ValueError(f"a[...] = v: could not broadcast a value of shape {v.shape} "
-                             f"into the selection's shape {shape}") from None
-        return "numpy", v.astype(dt)
+        return "numpy", numpy_value("a[...] = v", v, dt, shape)
     return "scalar", arguments.value_of("a[...] = v", "v", value, dt)
+
+
+def numpy_value(what: str, value, dt, shape):
+    """A NumPy ``value`` (the same on every rank) for a selection of
+    ``shape`` in an array of dtype ``dt``: numbers, converted under NumPy's
+    same-kind rule, broadcast to ``shape`` (a read-only view of one
+    converted copy; no copy where ``value`` has ``dt`` already)."""
+    v = np.asarray(value)
+    if v.dtype.kind not in "biufc":
+        raise TypeError(f"{what}: v holds {v.dtype} values, not numbers")
+    _same_kind(v.dtype, dt)
+    try:
+        return np.broadcast_to(v.astype(dt, copy=False), shape)
+    except ValueError:
+        raise ValueError(f"{what}: v of shape {v.shape} does not broadcast to the "
+                         f"selection's shape {shape}") from None
 
 
 def _same_kind(src, dst):
