@@ -32,6 +32,11 @@ from .api.indexing import take, take_along_axis
 from .api.linear_algebra import matmul, matrix_transpose, tensordot, vecdot
 from .api.numpy_statistics import (bincount, corrcoef, cov, histogram, median, percentile,
                                    quantile)
+from .api.nan_functions import (nanargmax, nanargmin, nancumprod, nancumsum, nanmax, nanmean,
+                                nanmedian, nanmin, nanpercentile, nanprod, nanquantile, nanstd,
+                                nansum, nanvar)
+from .api.numpy_manipulation import pad, sliding_window_view
+from .api.einsum import einsum
 from .api.manipulation import (broadcast_arrays, broadcast_to, concat, expand_dims, flip,
                                moveaxis, permute_dims, repeat, reshape, roll, shift, squeeze,
                                stack, tile, unstack)
@@ -100,5 +105,8 @@ __all__ = ["DistArray", "Distribution", "make_distribution",
            "matrix_transpose", "tensordot", "vecdot",
            # NumPy's statistics beyond the standard
            "histogram", "bincount", "cov", "corrcoef", "quantile", "percentile", "median",
+           "nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmin", "nanmax", "nanargmin",
+           "nanargmax", "nanmedian", "nanquantile", "nanpercentile", "nancumsum", "nancumprod",
+           "pad", "sliding_window_view", "einsum",
            # data movement, partitions, printing and pictures
            "Scatter", "Partition", "CartesianPartition", "print", "plot", "__version__"]

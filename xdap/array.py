@@ -394,6 +394,15 @@ class DistArray:
     __setitem__ = indexing.setitem
     field = indexing.field
     copy = creation.copy
+
+    def __copy__(self):
+        """``copy.copy(a)``: a new array over the same values (local work)."""
+        return self.__xdap_wrap__(self.distribution, self.parts, True, fresh=False)
+
+    def __deepcopy__(self, memo):
+        """``copy.deepcopy(a)`` (xarray's deep copies): ``a.copy()`` -- each
+        rank copies its part, local work."""
+        return creation.copy(self)
     astype = data_types.astype
     local_numpy = exchange.local_numpy
     __array__ = exchange.numpy_array
@@ -479,11 +488,11 @@ class DistArray:
 
     def __array_function__(self, func, types, args, kwargs):
         """NumPy's functions that xdap implements on distributed data
-        (``np.histogram``, ``np.bincount``, ``np.cov``, ``np.corrcoef``:
-        ``xdap.api.numpy_statistics``) run as xdap's; any other behaves as
+        (``np.histogram``, ``np.nanmean``, ``np.pad``, ...:
+        ``xdap.api.numpy_functions``) run as xdap's; any other behaves as
         without this hook (``np.sum(a)`` calls ``a.sum``, and a function that
         needs the values as one NumPy array refuses, naming ``to_numpy``)."""
-        from .api.numpy_statistics import NUMPY_FUNCTIONS
+        from .api.numpy_functions import NUMPY_FUNCTIONS
         handler = NUMPY_FUNCTIONS.get(func)
         if handler is None:
             return func._implementation(*args, **kwargs)

@@ -555,3 +555,17 @@ from .api import fft, linalg  # noqa: E402
 linalg.matmul, linalg.tensordot, linalg.vecdot = matmul, tensordot, vecdot
 linalg.matrix_transpose = matrix_transpose
 __all__ += ["fft", "linalg"]
+
+# -- beyond the standard: what xarray looks up in an array's namespace ------------------
+# xarray's reductions with skipna (on for floats) call ``xp.nanmean`` and the
+# others, its cumulative ones ``xp.cumsum``, its quantile ``xp.transpose``,
+# shift and rolling ``xp.pad`` and ``xp.lib.stride_tricks.sliding_window_view``,
+# xr.dot and weighted ``xp.einsum``:
+# NumPy's names, on distributed data (xdap.api.nan_functions).  Not in
+# __all__, which stays the standard's.
+from .api.nan_functions import (cumprod, cumsum, nanargmax, nanargmin, nancumprod,  # noqa: E402
+                                nancumsum, nanmax, nanmean, nanmedian, nanmin, nanpercentile,
+                                nanprod, nanquantile, nanstd, nansum, nanvar)
+from .api.numpy_manipulation import lib, pad  # noqa: E402
+from .api.einsum import einsum  # noqa: E402
+transpose = permute_dims

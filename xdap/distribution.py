@@ -109,6 +109,14 @@ class Distribution:
     def __setattr__(self, name, value):
         raise AttributeError("a Distribution is immutable")
 
+    # immutable, and holding its communicator: a copy is itself (copy.deepcopy of
+    # an array -- xarray's deep copies -- shares the distribution, as NumPy the dtype)
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
     def require_dims(self, operation: str) -> None:
         """Refuse an operation that needs a dimension on a 0-d array (one
         element that every rank holds): ValueError, alike on every rank."""

@@ -177,10 +177,34 @@ def _key(x, key):
             raise IndexError("a[index array]: a 0-d array has no axis to index")
         return "take", _take_indices("a[index array]", x.shape[0], key)
     if isinstance(key, tuple) and any(_integer_array(k) for k in key):
-        return "points", _points(x, key)
+        along = _one_array_among_slices(x, key)
+        return ("take along", along) if along is not None else ("points", _points(x, key))
     raise IndexError(f"only integers, slices (:), ellipsis (...), None, boolean arrays and "
                      f"integer arrays are valid indices, got {type(key).__name__} "
                      f"{arguments._shown(key)}")
+
+
+def _one_array_among_slices(x, key):
+    """``(axis, indices, steps)`` of a key of slices and ``...`` with one
+    1-D integer array (``a[:, idx, ...]``, xarray's outer indexing):
+    NumPy's result is ``take`` along that axis of ``x[steps]`` (the key
+    with ``:`` for the array).  None for any other key (several arrays,
+    ints or None beside an array: ``_points``)."""
+    at = [j for j, k in enumerate(key) if _integer_array(k)]
+    if len(at) != 1 or not all(isinstance(k, slice) or k is Ellipsis
+                               for j, k in enumerate(key) if j != at[0]):
+        return None
+    idx = key[at[0]]
+    if (idx.ndim if is_distributed(idx) else np.ndim(idx)) != 1:
+        return None
+    arguments.numeric("a[index array]", x)
+    steps = _index.normalize_key(key[:at[0]] + (slice(None),) + key[at[0] + 1:],
+                                 x.distribution.global_shape)
+    # the array's dim: the slices before it, an ellipsis there counting its dims
+    axis = at[0] if not any(k is Ellipsis for k in key[:at[0]]) else \
+        x.ndim - (len(key) - at[0])
+    n = _index.selection_shape(steps)[axis]
+    return axis, _take_indices("a[index array]", n, idx), steps
 
 
 def _points(x, key):
@@ -226,6 +250,8 @@ def _points(x, key):
 def _described(kind, norm):
     if kind == "basic":
         return kind, _index.canonical(norm)
+    if kind == "take along":
+        return kind, (norm[0], norm[1], _index.canonical(norm[2]))
     return kind, norm
 
 
@@ -316,6 +342,9 @@ def _selected(x, kind, norm):
         return _leading_mask(x, norm)
     if kind == "take":
         return _take(x, norm, 0)
+    if kind == "take along":
+        axis, indices, steps = norm
+        return _take(_selected(x, "basic", steps), indices, axis)
     return _take_points(x, norm)
 
 

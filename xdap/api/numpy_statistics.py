@@ -511,10 +511,10 @@ def _check_weights(comm, name, w):
                                          "zero."))
 
 
-def _quantiles(name, a, q, axis, method, keepdims, median=False, weights=None):
+def _quantiles(name, a, q, axis, method, keepdims, median=False, weights=None, nan=False):
     comm = a.distribution.comm
     if axis is not None and a.ndim > 1:
-        return _quantiles_along(name, a, q, axis, method, keepdims, median, weights)
+        return _quantiles_along(name, a, q, axis, method, keepdims, median, weights, nan)
     v, _ = counted_values(a.distribution, a.parts)
     w = None if weights is None else counted_values(weights.distribution, weights.parts)[0]
     if w is not None:
@@ -540,11 +540,12 @@ def _quantiles(name, a, q, axis, method, keepdims, median=False, weights=None):
     return result
 
 
-def _quantiles_along(name, a, q, axis, method, keepdims, median, weights=None):
+def _quantiles_along(name, a, q, axis, method, keepdims, median, weights=None, nan=False):
     """Along one axis of an array of 2 or more dims: that axis made whole
     on every rank (one redistribution; none when it is already), then
     NumPy's quantile of each rank's block -- a DistArray of the other dims
-    (after q's), blocks of the first other one."""
+    (after q's), blocks of the first other one.  ``nan``: NumPy's
+    ``nanquantile`` / ``nanmedian`` per rank (all-NaN slices: NaN, quietly)."""
     from .layouts import wrap
     comm = a.distribution.comm
     other = [k for k in range(a.ndim) if k != axis]
@@ -552,7 +553,12 @@ def _quantiles_along(name, a, q, axis, method, keepdims, median, weights=None):
     dist[other[0]] = "b"
     whole = make_distribution(a.shape, tuple(dist), comm=comm)
     values = values_on(a, whole)
-    if median:
+    if nan:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            local = np.nanmedian(values, axis=axis, keepdims=keepdims) if median else \
+                np.nanquantile(values, q, axis=axis, method=method, keepdims=keepdims)
+    elif median:
         local = np.median(values, axis=axis, keepdims=keepdims)
     elif weights is not None:
         w = values_on(weights, whole)

@@ -336,4 +336,6 @@ def where(condition, x1, x2, /):
     vals = [a.parts.values if is_distributed(a) else a for a in args]
     out = np.where(vals[0].astype(bool) if isinstance(vals[0], np.ndarray) else bool(vals[0]),
                    vals[1], vals[2])
-    return wrap(dists[0], d, np.broadcast_to(out, d.local_shape))
+    if out.shape != d.local_shape:        # a result written later (a /= b): its own memory
+        out = np.broadcast_to(out, d.local_shape).copy()
+    return wrap(dists[0], d, out)
