@@ -547,6 +547,12 @@ PARAMS = {
     "s": choice(None, (2,), (3, 2), (0,), (-1,), "x"), "d": choice(1.0, 0.5, 2, "x"),
     "upper": s_flag, "full_matrices": s_flag, "rtol": choice(None, 1e-3, 0.5, "x", True),
     "offset": choice(0, 1, -1, 2.5), "ord": choice(2, 1, -1, "fro", "nuc", float("inf"), 0, "x"),
+    # NumPy's functions beyond the standard that xarray calls (pad, einsum, windows)
+    "array": s_array, "pad_width": choice(0, 1, (1, 2), ((1, 0),), ((0, 2), (1, 1)), -1, "x", 2.5),
+    "window_shape": choice(1, 2, (2,), (1, 1), 0, -1, "x"), "subok": s_flag,
+    "writeable": s_flag, "operands": s_array_list, "optimize": choice(False, True, "greedy", "x"),
+    "subscripts": choice("i->", "i->i", "ij->ji", "ij,j->i", "...->...", "i,i->", "ii->", "x"),
+    "memo": s_none,
 }
 
 

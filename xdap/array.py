@@ -30,6 +30,7 @@ from .agreement import agreement
 from .api import (creation, data_types, elementwise, exchange, indexing, linear_algebra,
                   manipulation, statistical)
 from .contract import Contract, collective, contract_of, inside, normalized, state
+from .contract import local as local_call   # the class has a property named local
 from .directory import prefix_sums
 from .distribution import Distribution
 from .dtypes import is_integer
@@ -395,13 +396,19 @@ class DistArray:
     field = indexing.field
     copy = creation.copy
 
+    @local_call
     def __copy__(self):
-        """``copy.copy(a)``: a new array over the same values (local work)."""
+        """``copy.copy(a)``: a new array over the same values (local work,
+        no copy of the data)."""
+        yield dict(self=self)
         return self.__xdap_wrap__(self.distribution, self.parts, True, fresh=False)
 
-    def __deepcopy__(self, memo):
+    @local_call
+    def __deepcopy__(self, memo=None):
         """``copy.deepcopy(a)`` (xarray's deep copies): ``a.copy()`` -- each
-        rank copies its part, local work."""
+        rank copies its part, local work.  ``memo`` (copy's bookkeeping) is
+        not read: the array holds no references for it to share."""
+        yield dict(self=self, memo=None)
         return creation.copy(self)
     astype = data_types.astype
     local_numpy = exchange.local_numpy

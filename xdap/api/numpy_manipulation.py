@@ -205,7 +205,7 @@ def _window_args(x, window_shape, axis):
                              f"{len(axes)} axes")
     shape = list(x.shape)
     for a, w in zip(axes, windows):
-        if not 0 <= w <= shape[a] + 1 or w < 0:
+        if not 0 <= w <= shape[a]:                     # NumPy's rule
             raise ValueError(f"sliding_window_view: window_shape {w} is larger than dim "
                              f"{a} ({shape[a]})" if w > 0 else
                              "sliding_window_view: window_shape cannot be negative")
