@@ -68,6 +68,28 @@ def test_nan_reductions_match_numpy(comm):
 
 
 @pytest.mark.mpi(ranks=RANKS)
+def test_quantiles_along_an_axis_with_fewer_slices_than_ranks(comm):
+    """Quantiles along one axis split the other over the ranks: with 2
+    slices on 3 or 4 ranks some hold none, and their empty blocks keep the
+    result's shape (NumPy's nanquantile of an empty block does not)."""
+    g = G[:, :2].copy()
+    for kw in (dict(dist=("b", "n")), dict(dist=("n", "b")), dict(dist=("c", "n"))):
+        a = xdap.from_global(g, comm=comm, **kw)
+        for q in (0.9, [0.9], [0.1, 0.5]):
+            for name in ("nanquantile", "quantile"):
+                for keepdims in (False, True):
+                    want = numpy_quietly(getattr(np, name), g, q, axis=0, keepdims=keepdims)
+                    got = getattr(np, name)(a, q, axis=0, keepdims=keepdims)
+                    assert got.parts.values.ndim == np.ndim(want), (name, q, kw, keepdims)
+                    check_global(got, want, (name, q, kw, keepdims), dtype=True)
+        check_global(np.nanmedian(a, axis=0), numpy_quietly(np.nanmedian, g, axis=0), kw)
+        w = xdap.from_global(np.ones_like(g), comm=comm, **kw)
+        check_global(xdap.quantile(a, 0.5, axis=0, method="inverted_cdf", weights=w),
+                     np.quantile(g, 0.5, axis=0, method="inverted_cdf", weights=np.ones_like(g)),
+                     ("weights", kw))
+
+
+@pytest.mark.mpi(ranks=RANKS)
 def test_integers_and_float32_reduce_as_numpy(comm):
     i = np.arange(35, dtype=np.int32).reshape(7, 5)
     f = G.astype(np.float32)

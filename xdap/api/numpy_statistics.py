@@ -553,6 +553,19 @@ def _quantiles_along(name, a, q, axis, method, keepdims, median, weights=None, n
     dist[other[0]] = "b"
     whole = make_distribution(a.shape, tuple(dist), comm=comm)
     values = values_on(a, whole)
+    shape = tuple(np.shape(q)) + tuple(1 if k == axis else a.shape[k] for k in range(a.ndim)
+                                       if keepdims or k != axis)
+    first = len(np.shape(q)) + (other[0] if keepdims else 0)
+    out_dist = ["n"] * len(shape)
+    out_dist[first] = "b"
+    out = make_distribution(shape, tuple(out_dist), comm=comm)
+    empty = values.shape[other[0]] == 0
+    if empty:
+        # a rank with no slices: NumPy's nanquantile of an empty block loses
+        # its shape (it answers nanmean's), so NumPy answers one slice of
+        # zeros and the result keeps none of it -- its dtype is NumPy's
+        values = np.zeros(values.shape[:other[0]] + (1,) + values.shape[other[0] + 1:],
+                          values.dtype)
     if nan:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -563,17 +576,16 @@ def _quantiles_along(name, a, q, axis, method, keepdims, median, weights=None, n
     elif weights is not None:
         w = values_on(weights, whole)
         _check_weights(comm, name, w)
+        if empty:
+            w = np.ones(values.shape, w.dtype)
         local = np.quantile(values, q, axis=axis, method=method, keepdims=keepdims, weights=w) \
             if values.size else np.quantile(values, q, axis=axis, method=method,
                                             keepdims=keepdims)
     else:
         local = np.quantile(values, q, axis=axis, method=method, keepdims=keepdims)
-    shape = tuple(np.shape(q)) + tuple(1 if k == axis else a.shape[k] for k in range(a.ndim)
-                                       if keepdims or k != axis)
-    first = len(np.shape(q)) + (other[0] if keepdims else 0)
-    out_dist = ["n"] * len(shape)
-    out_dist[first] = "b"
-    return wrap(a, make_distribution(shape, tuple(out_dist), comm=comm), local)
+    if empty:
+        local = np.take(local, [], axis=first)
+    return wrap(a, out, local)
 
 
 @collective
