@@ -432,6 +432,22 @@ def s_dataarray(data, ctx, P):
     return np.arange(n)
 
 
+def s_dataset(data, ctx, P):
+    """A Dataset each rank builds alike around a DistArray (to_netcdf's
+    input), or one with NumPy data only, or not xarray at all."""
+    import xarray
+    spec = arrays(data, P)
+    kind = data.draw(st.sampled_from(["distributed", "numpy", "other"]))
+
+    def make(comm, spec=spec, kind=kind):
+        if kind == "other":
+            return spec.numpy()
+        a = spec.build(comm) if kind == "distributed" else spec.numpy()
+        dims = tuple(f"d{k}" for k in range(np.ndim(spec.numpy())))
+        return xarray.Dataset({"v": (dims, a)})
+    return Fresh(make, f"Dataset[{kind}]({spec!r})")
+
+
 def s_dist(data, ctx, P):
     return data.draw(st.sampled_from([None, ("b",), ("c",), ("n",), "b", ("u",), ("b", "c"),
                                       ("x",)]))
@@ -553,6 +569,9 @@ PARAMS = {
     "writeable": s_flag, "operands": s_array_list, "optimize": choice(False, True, "greedy", "x"),
     "subscripts": choice("i->", "i->i", "ij->ji", "ij,j->i", "...->...", "i,i->", "ii->", "x"),
     "memo": s_none,
+    # xarray datasets (xdap.open_dataset, xdap.to_netcdf)
+    "engine": choice(None, "h5netcdf", "zarr", "nope", 3),
+    "drop_variables": choice(None, "v", ["v", "w"], [3]), "ds": s_dataset,
 }
 
 

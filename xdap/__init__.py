@@ -24,6 +24,7 @@ from .api.creation import (arange, copy, empty, empty_like, eye, from_function, 
                            from_local, full, full_like, linspace, meshgrid, ones, ones_like,
                            tril, triu, zeros, zeros_like)
 from .api.data_types import astype
+from .api.datasets import open_dataset, to_netcdf
 from .api.elementwise import clip, imag, real
 from .api.exchange import (from_arrow, from_awkward, from_csv, from_distarray, from_hdf5,
                            from_npy, from_partitioned, from_xarray, from_zarr, load, to_global,
@@ -91,7 +92,7 @@ __all__ = ["DistArray", "Distribution", "make_distribution",
            # exchange and the whole array
            "from_distarray", "from_partitioned", "from_arrow", "from_awkward", "load",
            "from_hdf5", "from_zarr", "from_xarray", "from_npy", "from_csv",
-           "to_global", "to_numpy",
+           "to_global", "to_numpy", "open_dataset", "to_netcdf",
            # elementwise, data types
            "clip", "real", "imag", "astype",
            # indexing, manipulation
