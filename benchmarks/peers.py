@@ -91,6 +91,11 @@ NOTES = {
         "1.1 s with it) and the oversubscribed 4-rank column shows it most. To close: a "
         "bound transform (as bind_redistribute) that keeps its stage buffers, and FFTW "
         "(pyfftw) for the local transforms where it is installed."),
+    "redistribute": (
+        "against PETSc on one rank only (1.27; 0.75 and 0.55 from 2 ranks): there the move "
+        "is a local transpose of the whole N^2 float64, NumPy's strided copy, where "
+        "PETSc's sequential VecScatter copies through its index arrays; not yet measured "
+        "apart. To close: a cache-blocked local transpose for the one-rank case."),
     "redistribute new": (
         "a.redistribute makes a new array each call (allocation and first touch of "
         "N^2/P float64); the peers' idiom, a plan bound once into a kept output, is "
