@@ -97,8 +97,12 @@ def open_dataset(path, dim=None, dist="b", comm=None, engine=None, sizes=None,
         engine = "zarr"
     elif engine is None:
         engine = "h5netcdf"
-    ds = xarray.open_dataset(path, engine=engine, drop_variables=drop_variables,
-                             **({"consolidated": None} if engine == "zarr" else {}))
+    try:
+        ds = xarray.open_dataset(path, engine=engine, drop_variables=drop_variables,
+                                 **({"consolidated": None} if engine == "zarr" else {}))
+    except Exception as e:      # a file xarray cannot read, as any reader says it
+        raise ValueError(f"open_dataset: rank {comm.rank} cannot open {path!r} with engine "
+                         f"{engine!r}: {type(e).__name__}: {e}") from None
     if dim is None:
         big = sorted(((v.size, name) for name, v in ds.data_vars.items() if v.ndim),
                      reverse=True)
@@ -200,8 +204,7 @@ def to_netcdf(ds, path, mode="w"):
         ds.drop_vars(list(split)).to_netcdf(staging, engine="h5netcdf")
 
     def attributes():
-        import h5py
-        with h5py.File(staging, "r+") as f:
+        with need("h5py").File(staging, "r+") as f:
             for name, a in split.items():
                 f[name].attrs.update({k: v for k, v in ds[name].attrs.items()})
 
