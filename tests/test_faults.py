@@ -325,3 +325,162 @@ def test_a_call_refused_at_its_vote_leaves_the_plan_stores_alike(comm):
     unchanged = comm.allgather(keys() == before)
     assert all(unchanged), f"the refused calls changed the store of ranks " \
         f"{[r for r, u in enumerate(unchanged) if not u]}"
+
+
+# -- LAPACK and FFT inside the linalg and fft extensions --------------------------
+
+class Faults:
+    """The ``k``-th call into any of ``targets`` (``[(owner, name)]``) on
+    this rank raises ``error`` (k None: none does; counted either way)."""
+
+    def __init__(self, targets, error, k=None):
+        self.error, self.k, self.calls = error, k, 0
+        self.reals = [(owner, name, getattr(owner, name)) for owner, name in targets]
+
+    def __enter__(self):
+        for owner, name, real in self.reals:
+            def wrapped(*args, _real=real, **kwargs):
+                self.calls += 1
+                if self.calls == self.k:
+                    raise self.error
+                return _real(*args, **kwargs)
+            setattr(owner, name, wrapped)
+        return self
+
+    def __exit__(self, *exc):
+        for owner, name, real in self.reals:
+            setattr(owner, name, real)
+
+
+LAPACK = [(np.linalg, n) for n in ("solve", "qr", "cholesky", "eigh", "eigvalsh", "svd", "inv",
+                                   "det", "slogdet", "lstsq", "pinv", "matrix_rank")]
+FFTS = [(np.fft, n) for n in ("fft", "ifft", "rfft", "irfft", "fftn", "ifftn", "rfftn", "irfftn",
+                              "hfft", "ihfft")]
+NUMERIC_BOUNDARIES = {
+    "LAPACK": (LAPACK, np.linalg.LinAlgError("Singular matrix")),
+    "FFT": (FFTS, MemoryError("cannot allocate the transform's output")),
+}
+
+
+def _numeric_cases(comm):
+    """name -> (boundary, call): the extensions' calls on split matrices
+    (TSQR, the gathered and the stacked paths) and split transforms (slabs,
+    the six-step line, a local axis)."""
+    import xdap.array_api as xp
+    rng = np.random.default_rng(7)
+    tall = rng.standard_normal((37, 5))
+    sq = rng.standard_normal((6, 6)) + 6 * np.eye(6)
+    spd = sq @ sq.T
+    c = rng.standard_normal((16, 12))
+
+    def A(g, dist=None):
+        return xdap.from_global(g, comm=comm, dist=dist)
+    la, fft = xp.linalg, xp.fft
+    return {
+        "qr (TSQR)": ("LAPACK", lambda: la.qr(A(tall))),
+        "svd": ("LAPACK", lambda: la.svd(A(tall))),
+        "svdvals": ("LAPACK", lambda: la.svdvals(A(tall))),
+        "pinv": ("LAPACK", lambda: la.pinv(A(tall))),
+        "matrix_rank": ("LAPACK", lambda: la.matrix_rank(A(tall))),
+        "matrix_norm ord=2": ("LAPACK", lambda: la.matrix_norm(A(tall), ord=2)),
+        "cholesky": ("LAPACK", lambda: la.cholesky(A(spd))),
+        "solve": ("LAPACK", lambda: la.solve(A(sq), A(tall[:6].copy()))),
+        "inv": ("LAPACK", lambda: la.inv(A(sq))),
+        "det of a stack": ("LAPACK", lambda: la.det(A(np.stack([sq] * 5)))),
+        "eigh": ("LAPACK", lambda: la.eigh(A(spd))),
+        "fft along the split axis": ("FFT", lambda: fft.fft(A(c), axis=0)),
+        "fft along a whole axis": ("FFT", lambda: fft.fft(A(c), axis=1)),
+        "fft of a split line (six-step)": ("FFT", lambda: fft.fft(A(c.ravel() + 0j))),
+        "fftn (slabs)": ("FFT", lambda: fft.fftn(A(c))),
+        "rfftn": ("FFT", lambda: fft.rfftn(A(c))),
+        "irfft": ("FFT", lambda: fft.irfft(A(c + 0j), axis=0)),
+    }
+
+
+def _flushed_outcome(comm, call, faults):
+    """The call's outcome on this rank, then the next collective's (a vote:
+    it carries the ledger, where a rank whose last step failed after the
+    call's last message wrote so) -- under a watchdog; every rank's."""
+    with watchdog(60):
+        try:
+            with faults:
+                call()
+            got = ("ok", None)
+        except (ValueError, TypeError, MemoryError, OSError, np.linalg.LinAlgError) as e:
+            got = (type(e).__name__, str(e))
+        try:
+            xdap.agreement.agree(comm, None)
+        except ValueError as e:
+            if got == ("ok", None):
+                got = (type(e).__name__, str(e))
+        return got, comm.allgather(got)
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+@pytest.mark.parametrize("debug", [False, True], ids=["default", "debug"])
+def test_a_lapack_or_fft_failure_on_one_rank_is_one_error_everywhere(comm, monkeypatch, debug):
+    """Every call into LAPACK (NumPy's linalg) or an FFT that the extensions
+    make on one rank, failed in turn on the last rank (and at k = 1 on rank
+    0): one error on every rank -- LinAlgError stays LinAlgError -- naming
+    the failing rank, no hang, and a later call works."""
+    monkeypatch.setattr(xdap.agreement, "_DEBUG", debug)
+    runs = {}
+    for case, (boundary, call) in _numeric_cases(comm).items():
+        targets, error = NUMERIC_BOUNDARIES[boundary]
+        probe = Faults(targets, error)
+        got, seen = _flushed_outcome(comm, call, probe)
+        assert all(s == ("ok", None) for s in seen), (case, seen)
+        reached = comm.allgather(probe.calls)
+        assert max(reached) > 0, (case, reached)          # the case reaches its boundary
+        n = 0
+        for k in range(1, max(reached) + 1):
+            for failing in sorted({comm.size - 1} | ({0} if k == 1 else set())):
+                faults = Faults(targets, error, k if comm.rank == failing else None)
+                got, seen = _flushed_outcome(comm, call, faults)
+                n += 1
+                assert len(set(seen)) == 1, (case, k, failing, seen)
+                if reached[failing] >= k:
+                    assert got[0] != "ok" and f"rank {failing}" in got[1], (case, k, failing,
+                                                                            got)
+                    if boundary == "LAPACK" and got[0] != "ValueError":
+                        assert got[0] == "LinAlgError", (case, got)
+                b = xdap.from_global(np.arange(12.0), comm=comm, dist=("c",))
+                assert float(b.sum()) == 66.0
+        runs[case] = (max(reached), n)
+    if comm.rank == 0:
+        print(f"\nLAPACK/FFT fault injection ({comm.size} ranks, "
+              f"{'debug' if debug else 'default'}): {len(runs)} calls, "
+              f"{sum(n for _, n in runs.values())} runs: " +
+              "; ".join(f"{c}: {k} calls" for c, (k, _) in runs.items()))
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+def test_a_repeated_call_that_cannot_prepare_on_one_rank_is_one_error(comm):
+    """A reduction's prepared path (``xdap.repeats``) is made on each rank
+    before any vote; an allocation failing there on one rank used to leave
+    it raising alone while the others waited in the vote.  Now that rank
+    takes the declared path, whose vote carries any failure of its own: one
+    outcome on every rank, the sum or one error naming the rank."""
+    import xdap.array_api as xp
+    g = np.arange(40.0) + 1j
+    failing = comm.size - 1
+    clean = Faults([(np, "zeros"), (np, "empty")], None)
+    fresh = xdap.from_global(g, comm=comm, dist=("c",))
+    with clean:                                       # how many a first call makes
+        xp.sum(fresh)
+    assert max(comm.allgather(clean.calls)) > 0       # the preparation allocates: injected
+    for k in range(1, max(comm.allgather(clean.calls)) + 1):
+        a = xdap.from_global(g, comm=comm, dist=("c",))       # a new layout: prepared anew
+        faults = Faults([(np, "zeros"), (np, "empty")], MemoryError("cannot allocate"),
+                        k if comm.rank == failing else None)
+        kept = []
+        got, seen = _flushed_outcome(comm, lambda: kept.append(xp.sum(a)), faults)
+        assert len(set(seen)) == 1, (k, seen)
+        # the failed preparation is not retried in the call: the declared path
+        # may then succeed (its own allocations are later ones) -- the sum,
+        # everywhere -- or fail at the k-th: one error naming the rank
+        if got[0] == "ok":
+            assert complex(kept[0]) == g.sum()
+        else:
+            assert got[0] == "ValueError" and f"rank {failing}" in got[1], (k, got)
+    assert complex(xp.sum(xdap.from_global(g, comm=comm, dist=("c",)))) == g.sum()

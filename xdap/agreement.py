@@ -36,7 +36,7 @@ from .comm import resolve
 __all__ = ["agreement", "Agreement", "Agreed", "Vote", "PreparedVote", "SETTLED", "payloads",
            "records_of", "records_buffer",
            "record_size",
-           "capacity", "agree", "settled", "on_rank0", "agreed_on", "local_check", "debug", "set_debug", "USER_ERRORS"]
+           "capacity", "agree", "settled", "Held", "on_rank0", "agreed_on", "local_check", "debug", "set_debug", "USER_ERRORS"]
 
 
 _COLLECTIVE = "the collective"     # the name under which the entry points are compared
@@ -437,6 +437,11 @@ class Agreement:
             where = f"local call {i + 1} since the last collective"
             if first is not None and first[0] is None or other is not None and other[0] is None:
                 break                            # past the kept entries
+            worked = [q for q, e in enumerate(entries) if e is not None and "its work" in e[2]]
+            if worked:                           # a collective's last step failed there alone
+                q = worked[0]
+                raise ValueError(f"{entries[q][0]} failed on rank {q} after its last message: "
+                                 f"{entries[q][2]['its work'][1]}")
             if first is None or other is None or first[0] != other[0]:
                 said = lambda e: "a collective call" if e is None else \
                     f"{e[0]} (a local call)"        # noqa: E731
@@ -739,17 +744,69 @@ def settled(comm, what: str):
     ...     print(e)
     from_npy: cannot read 'a.npy': OSError: truncated (rank 0)
     """
-    error = None
-    try:
+    with Held(what) as held:
         yield
-    except Exception as e:
-        if isinstance(e, (ValueError, TypeError)) and str(e).startswith(what.split(":")[0] + ":"):
-            error = e                        # xdap's own clear error, naming its call
-        else:                                # the outside world's: named, and what it said
-            kind = type(e) if type(e) in (ValueError, TypeError) else ValueError
-            error = kind(f"{what}: {type(e).__name__}: {e}")
-            error.__cause__ = e
-    agree(comm, error)
+    agree(comm, held.error)
+
+
+def _named(what: str, e: Exception) -> Exception:
+    """``e`` as the error every rank raises: xdap's own clear error (a
+    ValueError or TypeError naming its call) as it is, the outside world's
+    as ``"<what>: <its class>: <its message>"``."""
+    if isinstance(e, (ValueError, TypeError)) and str(e).startswith(what.split(":")[0] + ":"):
+        return e
+    kind = type(e) if type(e) in (ValueError, TypeError) else ValueError
+    named = kind(f"{what}: {type(e).__name__}: {e}")
+    named.__cause__ = e
+    return named
+
+
+class Held:
+    """A local step's failure, held until the next message the call sends
+    anyway: ``with Held(what) as held:`` catches it (named as ``settled``
+    names it), the message carries ``held.failed`` (a poisoned count:
+    ``xdap.linalg.gather.allgather_rows``, ``xdap.transport.exchange_counts``),
+    and where any rank's was poisoned every rank calls ``held.settle(comm)``:
+    one more message, on the failure path only, and the same error
+    everywhere, naming the lowest failing rank.  What ``settled`` does in
+    one message of its own, at no message more where nothing fails.
+
+    >>> from mpi4py import MPI
+    >>> with Held("tsqr: this rank's rows") as held:
+    ...     raise MemoryError("out of memory")
+    >>> held.failed
+    True
+    >>> try:
+    ...     held.settle(MPI.COMM_SELF)
+    ... except ValueError as e:
+    ...     print(e)
+    tsqr: this rank's rows: MemoryError: out of memory (rank 0)
+    """
+
+    __slots__ = ("what", "error")
+
+    def __init__(self, what: str):
+        self.what, self.error = what, None
+
+    def __enter__(self) -> "Held":
+        return self
+
+    def __exit__(self, kind, error, tb) -> bool:
+        if error is None or not isinstance(error, Exception):
+            return False
+        self.error = _named(self.what, error)
+        return True
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+    def settle(self, comm) -> None:
+        """Some rank's message was poisoned: every rank raises the same
+        error (this rank's, or the failing rank's)."""
+        agree(comm, self.error)
+        raise AssertionError("a poisoned message with no failure behind it")  # pragma: no cover
+
 
 
 # --------------------------------------------------------------------------

@@ -171,14 +171,14 @@ def prepare(what: str, agreed: dict) -> Prepared:
     return Prepared(what, digest, same, shown, errors)
 
 
-def _record(comm, name, agreed, error=None) -> None:
+def _record(comm, name, agreed, error=None, stage="its checks") -> None:
     """This rank's ledger entry of a call that moves nothing: ``name`` and
     the digest of its agreed values (as a vote would compare them), or of
-    the error its checks raised here."""
+    the error its checks (``stage``: or a collective's work) raised here."""
     if error is not None:
         text = f"raised {type(error).__name__}: {error}"
         _ledger.record(comm, name, _agreement._digest((name, "failed", text)),
-                       (("its checks", text, text),))
+                       ((stage, text, text),))
         return
     try:
         key = (name,) + tuple((k, memo_key(v)) for k, v in agreed.items())
@@ -582,6 +582,16 @@ def collective(fn=None, *, name: str | None = None, over: str | None = None, own
         _TLS.depth = getattr(_TLS, "depth", 0) + 1
         try:
             return _rest(gen, what, vote)
+        except Exception as error:
+            if _TLS.depth == 1 and getattr(error, "xdap_agreed", None) is None:
+                # the work failed here alone after its last message (a rank's
+                # own last step: its transform, its copy out): the others
+                # returned; this rank's ledger says it raised, the next vote
+                # names it on every rank
+                comm = _comm_of(args, kwargs, *at)
+                if comm.size > 1:
+                    _record(comm, what, None, error, "its work")
+            raise
         finally:
             _TLS.depth -= 1
 
@@ -643,7 +653,7 @@ def local(fn=None, *, name: str | None = None, ledger: bool = True, fast=None):
         _record(comm, what, agreed)
         try:
             return _rest(gen, what)
-        except _agreement.USER_ERRORS as error:
+        except Exception as error:
             # raised by the work here, not by a vote inside it: the ledger's
             # values are not compared yet, so neither is this error -- this
             # rank's entry says it raised, and the next vote names it

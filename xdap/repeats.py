@@ -258,12 +258,18 @@ def _call_entry(memo: Repeats, key, declared, arrays, args, kwargs, make):
     """``memo``'s new entry for ``key``: the prepared path of ``declared``
     on these arguments (``call_lane``), or False (the declared path)."""
     agreed = agreed_of(declared, *arrays, *args, **kwargs)
-    work = None if agreed is None else make(agreed)
+    try:
+        work = None if agreed is None else make(agreed)
+        prepared = None if work is None else prepare(declared.__xdap_contract__.name, agreed)
+    except Exception:
+        # this rank could not prepare (out of memory, say) before any vote: the
+        # declared path runs this call, and its vote carries the failure; nothing
+        # is kept, so the next call tries again
+        return False
     comm = arrays[0].distribution.comm
     if work is None:
         entry = False
     else:
-        prepared = prepare(declared.__xdap_contract__.name, agreed)
         local = type(agreed) is moves_nothing
         if type(work) is Rides:
             assert not local, "a call that moves nothing has no message to ride"

@@ -41,6 +41,7 @@ import warnings
 import numpy as np
 
 from .. import arguments
+from ..agreement import settled
 from ..contract import collective
 from ..distribution import make_distribution
 from .layouts import axes_whole, moved, reshaped, with_axis, wrap
@@ -107,12 +108,20 @@ def _stage(x, axes, transform):
     """``transform(block, axes)`` of every rank's block, ``axes`` made
     whole first: a DistArray whose transformed axes take their new lengths."""
     x = axes_whole(x, axes)
-    out = transform(np.asarray(x.parts.values), axes)
+    out = _transformed(x.comm, transform, np.asarray(x.parts.values), axes)
     d = x.distribution
     for a in axes:
         if out.shape[a] != d.global_shape[a]:
             d = with_axis(d, a, out.shape[a])
     return wrap(x, d, out)
+
+
+def _transformed(comm, transform, block, *args):
+    """``transform(block, *args)``: NumPy's FFT of this rank's block, which
+    may fail on this rank alone (memory): one verdict, so the others never
+    wait in the next exchange for a rank that left."""
+    with settled(comm, "fft: this rank's block"):
+        return transform(block, *args)
 
 
 def _stages(x, plan):
@@ -219,7 +228,8 @@ def _line(x, transform):
                       stacklevel=5)
     sizes = [n] + [0] * (x.comm.size - 1)
     one = moved(x, make_distribution((n,), ("b",), comm=x.comm, sizes=(sizes,)))
-    out = transform(np.asarray(one.parts.values), (0,)) if x.comm.rank == 0 else None
+    out = _transformed(x.comm, lambda v, axes: transform(v, axes) if x.comm.rank == 0 else None,
+                       np.asarray(one.parts.values), (0,))
     m = x.comm.bcast(None if out is None else (out.shape[0], out.dtype.str), root=0)
     if out is None:
         out = np.empty(0, np.dtype(m[1]))
@@ -244,8 +254,11 @@ def _six_step(x, n1, n2, inverse, norm):
     d = a.distribution
     j2 = np.asarray(d.global_indices(1), np.float64)
     k1 = np.arange(n1, dtype=np.float64)
-    b = dft(np.asarray(a.parts.values), 0)
-    b = b * np.exp(sign * 2j * np.pi * np.outer(k1, j2) / n).astype(b.dtype, copy=False)
+
+    def columns(v):
+        b = dft(v, 0)
+        return b * np.exp(sign * 2j * np.pi * np.outer(k1, j2) / n).astype(b.dtype, copy=False)
+    b = _transformed(x.comm, columns, np.asarray(a.parts.values))
     c = _stage(wrap(a, d, b), (1,), lambda v, axes: dft(v, 1))   # rows in blocks
     out = reshaped(_permuted(c, (1, 0)), (n,))
     scale = {"backward": 1.0 / n if inverse else 1.0, "ortho": 1.0 / math.sqrt(n),

@@ -348,7 +348,8 @@ def _split_singular_values(name, x):
     its tall side, then those of the small R."""
     y, _ = _tall(x)
     r = _tsqr(name, y, want_q=False)[1]
-    return np.linalg.svd(r, compute_uv=False)
+    # the same R on every rank, but memory is each rank's own: one verdict
+    return _lapack(name, x.comm, lambda a: np.linalg.svd(a, compute_uv=False), r)
 
 
 def _rtol(name, x, rtol):

@@ -16,15 +16,25 @@ from mpi4py.util.dtlib import from_numpy_dtype
 __all__ = ["allgather_rows"]
 
 
-def allgather_rows(comm, rows, width: int, index=None):
+def allgather_rows(comm, rows, width: int, index=None, held=None):
     """``(stack, index, first)``: every rank's ``rows`` (``k_r x width``;
     a rank with none may pass any empty array) stacked in rank order, the
     ``index`` each rank gave its rows (one int64 a row; None when not
     given), and where this rank's rows start in the stack. Collective; the
-    same dtype on every rank."""
-    rows = np.ascontiguousarray(rows).reshape(rows.shape[0], width)
+    same dtype on every rank.  ``held``: an ``xdap.agreement.Held`` around
+    the step that made ``rows`` -- where it failed on any rank, its count
+    comes poisoned (-1) and every rank raises that rank's error (no
+    message more where nothing failed)."""
+    if held is not None and held.failed:
+        count = -1
+    else:
+        rows = np.ascontiguousarray(rows).reshape(rows.shape[0], width)
+        count = rows.shape[0]
     counts = np.empty(comm.Get_size(), np.int64)
-    comm.Allgather(np.array([rows.shape[0]], np.int64), counts)
+    comm.Allgather(np.array([count], np.int64), counts)
+    if counts.min() < 0:
+        from ..agreement import agree
+        agree(comm, held.error if held is not None else None)
     displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
     stack = np.empty((int(counts.sum()), width), rows.dtype)
     comm.Allgatherv(rows, [stack, counts * width, displs * width, from_numpy_dtype(rows.dtype)])

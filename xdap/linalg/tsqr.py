@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..agreement import Held
 from .gather import allgather_rows
 
 __all__ = ["tsqr"]
@@ -34,11 +35,15 @@ def tsqr(comm, a, want_q: bool = True):
     every rank. Collective."""
     a = np.ascontiguousarray(a)
     m_r, n = a.shape
-    if m_r:
-        q, r = np.linalg.qr(a) if want_q else (None, np.linalg.qr(a, mode="r"))
-    else:
-        q, r = np.zeros((0, 0), a.dtype), np.zeros((0, n), a.dtype)
-    stack, _, first = allgather_rows(comm, r, n)
+    q = r = None
+    # this rank's factorization may fail alone (LAPACK, memory): its count to
+    # the gather comes poisoned, and every rank raises its error there
+    with Held("tsqr: this rank's rows") as held:
+        if m_r:
+            q, r = np.linalg.qr(a) if want_q else (None, np.linalg.qr(a, mode="r"))
+        else:
+            q, r = np.zeros((0, 0), a.dtype), np.zeros((0, n), a.dtype)
+    stack, _, first = allgather_rows(comm, r, n, held=held)
     if want_q:
         q2, big_r = np.linalg.qr(stack)
         rows = q2[first:first + r.shape[0]]
