@@ -179,3 +179,34 @@ def test_interp_is_refused_the_same_way_everywhere(comm):
     _, message = same_error(comm, lambda: x.interp(y=[15.0, 25.0]), TypeError, "whole",
                             seconds=60)
     assert "to_numpy" in message or "gather" in message, message
+
+
+@pytest.mark.mpi(ranks=(1, 2))
+def test_rolling_on_a_sub_communicator(comm):
+    """xarray's rolling fills with a 0-d value it makes through the
+    namespace (``xp.asarray``: on COMM_WORLD) and calls ``where`` with it
+    and a variable on another communicator: a 0-d array, whose one value
+    every rank holds, joins any communicator (as the operators take it);
+    two arrays of data on different communicators are still refused."""
+    import pandas as pd
+    import xarray as xr
+    from mpi4py import MPI
+    import xdap.array_api as xp
+    sub = comm.Split(comm.rank % 2, comm.rank)
+    g = np.random.default_rng(3).random((40, 3)).astype(np.float32)
+    g[5, 1] = np.nan
+    t = pd.date_range("2000-01-01", periods=40, freq="5D")
+    plain = xr.DataArray(g, dims=("time", "y"), coords={"time": t})
+    ours = xr.DataArray(xdap.from_global(g, comm=sub), dims=("time", "y"), coords={"time": t})
+    want = plain.rolling(time=7, center=True).mean()
+    got = ours.rolling(time=7, center=True).mean()
+    np.testing.assert_allclose(got.data.to_numpy(), want.values, rtol=1e-5, equal_nan=True)
+    a = xdap.from_global(g, comm=sub)
+    w = xp.where(a > 0.5, a, xp.asarray(np.float32(-1.0)))
+    assert w.comm is sub
+    np.testing.assert_array_equal(w.to_numpy(), np.where(g > 0.5, g, np.float32(-1.0)))
+    if comm.size > 1:
+        b = xdap.from_global(g, comm=comm)
+        with pytest.raises(ValueError, match="different communicators"):
+            xp.where(a > 0.5, a, b)
+    sub.Free()

@@ -77,8 +77,14 @@ def numeric(name: str, x, what: str = "x", optional: bool = False):
 
 
 def same_comm(name: str, arrays) -> None:
-    """The DistArrays among ``arrays`` live on one communicator."""
-    comms = [a.distribution.comm for a in arrays if is_distributed(a)]
+    """The DistArrays among ``arrays`` live on one communicator -- but a
+    0-d one, whose one value every rank holds, joins any (as the
+    operators take it: ``xp.asarray(0.0)``, made on COMM_WORLD, with an
+    array on a sub-communicator; xarray makes such fill values)."""
+    distributed = [a for a in arrays if is_distributed(a)]
+    if any(a.ndim for a in distributed):
+        distributed = [a for a in distributed if a.ndim]
+    comms = [a.distribution.comm for a in distributed]
     for c in comms[1:]:
         if c is not comms[0] and c != comms[0]:
             raise ValueError(f"{name}: the arrays live on different communicators")
