@@ -28,6 +28,7 @@ exits 0.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -103,8 +104,8 @@ def run_dask(path, out, P, how):
         from distributed import Client, LocalCluster
         cluster = LocalCluster(n_workers=P, threads_per_worker=1, processes=True,
                                dashboard_address=None)
-        client = Client(cluster)
-        config = dask.config.set({})
+        client = Client(cluster)             # the default scheduler from here on
+        config = contextlib.nullcontext()
     else:
         config = dask.config.set(scheduler="threads", num_workers=P)
     with config:
@@ -152,7 +153,8 @@ def main():
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     d = tempfile.mkdtemp(prefix="xdap-xarray-bench-")
     print("climate workflow: open -> monthly climatology -> anomaly -> 7-day rolling mean "
-          "-> p90 over time -> save (NetCDF-4), xdap on P ranks / xarray + dask + flox, P threads or P processes")
+          "-> p90 over time -> save (NetCDF-4), xdap on P ranks / xarray + dask + flox, "
+          "P threads or P processes")
     for label, shape in SIZES.items():
         src = os.path.join(d, f"{label}.nc")
         make_file(src, shape)
@@ -175,6 +177,7 @@ def main():
                   f"rank / dask {k['seconds']:.3f} s ({how}; {other}), peak "
                   f"{k['peak_mib']:.0f} MiB a process; equal results: {ok}; target <= 1.0) "
                   f"{verdict}", flush=True)
+
 
 if __name__ == "__main__":
     warnings.simplefilter("ignore", RuntimeWarning)

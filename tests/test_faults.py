@@ -19,6 +19,7 @@ it).  Run at the default and in debug mode, on 2 and 3 ranks.
 Besides the injected ones, damaged files: a corrupt Zarr chunk, a ``.npy``
 piece cut after its header, a CSV with a bad line in one rank's share.
 """
+import contextlib
 import os
 
 import numpy as np
@@ -34,34 +35,32 @@ zarr = pytest.importorskip("zarr")
 h5py = pytest.importorskip("h5py")
 
 
-class Fault:
-    """The ``k``-th call of ``owner.name`` on this rank raises ``error``
-    (k None: none does; the calls are counted either way); ``after``: it
-    raises once the real call returned (a collective write that took part,
-    then reported an error on this rank)."""
+class Faults:
+    """The ``k``-th call into any of ``targets`` (``[(owner, name)]``) on
+    this rank raises ``error`` (k None: none does; the calls are counted
+    either way); ``after``: it raises once the real call returned (a
+    collective write that took part, then reported an error on this rank)."""
 
-    def __init__(self, owner, name, error, k=None, after=False):
-        self.owner, self.name, self.error, self.k, self.after = owner, name, error, k, after
-        self.calls = 0
-        self.real = getattr(owner, name)
+    def __init__(self, targets, error, k=None, after=False):
+        self.error, self.k, self.after, self.calls = error, k, after, 0
+        self.reals = [(owner, name, getattr(owner, name)) for owner, name in targets]
 
     def __enter__(self):
-        real = self.real
-
-        def wrapped(*args, **kwargs):
-            self.calls += 1
-            if self.calls == self.k and not self.after:
-                raise self.error
-            out = real(*args, **kwargs)
-            if self.calls == self.k:
-                raise self.error
-            return out
-        setattr(self.owner, self.name, wrapped)
+        for owner, name, real in self.reals:
+            def wrapped(*args, _real=real, **kwargs):
+                self.calls += 1
+                if self.calls == self.k and not self.after:
+                    raise self.error
+                out = _real(*args, **kwargs)
+                if self.calls == self.k:
+                    raise self.error
+                return out
+            setattr(owner, name, wrapped)
         return self
 
     def __exit__(self, *exc):
-        setattr(self.owner, self.name, self.real)
-
+        for owner, name, real in self.reals:
+            setattr(owner, name, real)
 
 # boundary -> (owner, attribute, the error a real failure there raises)
 BOUNDARIES = {
@@ -190,15 +189,25 @@ def _cases(comm, tmp):
     return cases
 
 
-def _outcome(comm, call):
-    """``("ok", None)`` or ``(class, message)`` of ``call()`` on this rank,
-    under a watchdog, and every rank's."""
+def _outcome(comm, call, faults=contextlib.nullcontext(), flush=False):
+    """``("ok", None)`` or ``(class, message)`` of ``call()`` on this rank
+    (``faults`` on around it alone), under a watchdog, and every rank's.
+    ``flush``: the outcome is read after the next collective too (a vote:
+    it carries the ledger, where a rank whose last step failed after the
+    call's last message wrote so)."""
     with watchdog(60):
         try:
-            call()
+            with faults:
+                call()
             got = ("ok", None)
-        except (ValueError, TypeError, MemoryError, OSError) as e:
+        except (ValueError, TypeError, MemoryError, OSError) as e:   # LinAlgError: a ValueError
             got = (type(e).__name__, str(e))
+        if flush:
+            try:
+                xdap.agreement.agree(comm, None)
+            except ValueError as e:
+                if got == ("ok", None):
+                    got = (type(e).__name__, str(e))
         seen = comm.allgather(got)
     return got, seen
 
@@ -214,7 +223,7 @@ def _inject(comm, case, call, check, boundary, counts):
         # it, on a rank that took part: the injected error follows the real write
         from xdap.io import hdf5 as writer
         owner, name, after = writer, "write_selection", True
-    with Fault(owner, name, error) as probe:         # a clean run: how many calls
+    with Faults([(owner, name)], error) as probe:    # a clean run: how many calls
         got, seen = _outcome(comm, call)
     assert all(s == ("ok", None) for s in seen), (case, boundary, seen)
     if check:
@@ -223,7 +232,7 @@ def _inject(comm, case, call, check, boundary, counts):
     runs = 0
     for k in range(1, max(reached) + 1):
         for failing in sorted({comm.size - 1} | ({0} if k == 1 else set())):
-            fault = Fault(owner, name, error, k if comm.rank == failing else None, after)
+            fault = Faults([(owner, name)], error, k if comm.rank == failing else None, after)
             with fault:
                 got, seen = _outcome(comm, call)
             runs += 1
@@ -329,29 +338,6 @@ def test_a_call_refused_at_its_vote_leaves_the_plan_stores_alike(comm):
 
 # -- LAPACK and FFT inside the linalg and fft extensions --------------------------
 
-class Faults:
-    """The ``k``-th call into any of ``targets`` (``[(owner, name)]``) on
-    this rank raises ``error`` (k None: none does; counted either way)."""
-
-    def __init__(self, targets, error, k=None):
-        self.error, self.k, self.calls = error, k, 0
-        self.reals = [(owner, name, getattr(owner, name)) for owner, name in targets]
-
-    def __enter__(self):
-        for owner, name, real in self.reals:
-            def wrapped(*args, _real=real, **kwargs):
-                self.calls += 1
-                if self.calls == self.k:
-                    raise self.error
-                return _real(*args, **kwargs)
-            setattr(owner, name, wrapped)
-        return self
-
-    def __exit__(self, *exc):
-        for owner, name, real in self.reals:
-            setattr(owner, name, real)
-
-
 LAPACK = [(np.linalg, n) for n in ("solve", "qr", "cholesky", "eigh", "eigvalsh", "svd", "inv",
                                    "det", "slogdet", "lstsq", "pinv", "matrix_rank")]
 FFTS = [(np.fft, n) for n in ("fft", "ifft", "rfft", "irfft", "fftn", "ifftn", "rfftn", "irfftn",
@@ -397,25 +383,6 @@ def _numeric_cases(comm):
     }
 
 
-def _flushed_outcome(comm, call, faults):
-    """The call's outcome on this rank, then the next collective's (a vote:
-    it carries the ledger, where a rank whose last step failed after the
-    call's last message wrote so) -- under a watchdog; every rank's."""
-    with watchdog(60):
-        try:
-            with faults:
-                call()
-            got = ("ok", None)
-        except (ValueError, TypeError, MemoryError, OSError, np.linalg.LinAlgError) as e:
-            got = (type(e).__name__, str(e))
-        try:
-            xdap.agreement.agree(comm, None)
-        except ValueError as e:
-            if got == ("ok", None):
-                got = (type(e).__name__, str(e))
-        return got, comm.allgather(got)
-
-
 @pytest.mark.mpi(ranks=(2, 3))
 @pytest.mark.parametrize("debug", [False, True], ids=["default", "debug"])
 def test_a_lapack_or_fft_failure_on_one_rank_is_one_error_everywhere(comm, monkeypatch, debug):
@@ -428,7 +395,7 @@ def test_a_lapack_or_fft_failure_on_one_rank_is_one_error_everywhere(comm, monke
     for case, (boundary, call) in _numeric_cases(comm).items():
         targets, error = NUMERIC_BOUNDARIES[boundary]
         probe = Faults(targets, error)
-        got, seen = _flushed_outcome(comm, call, probe)
+        got, seen = _outcome(comm, call, probe, flush=True)
         assert all(s == ("ok", None) for s in seen), (case, seen)
         reached = comm.allgather(probe.calls)
         assert max(reached) > 0, (case, reached)          # the case reaches its boundary
@@ -436,7 +403,7 @@ def test_a_lapack_or_fft_failure_on_one_rank_is_one_error_everywhere(comm, monke
         for k in range(1, max(reached) + 1):
             for failing in sorted({comm.size - 1} | ({0} if k == 1 else set())):
                 faults = Faults(targets, error, k if comm.rank == failing else None)
-                got, seen = _flushed_outcome(comm, call, faults)
+                got, seen = _outcome(comm, call, faults, flush=True)
                 n += 1
                 assert len(set(seen)) == 1, (case, k, failing, seen)
                 if reached[failing] >= k:
@@ -474,7 +441,7 @@ def test_a_repeated_call_that_cannot_prepare_on_one_rank_is_one_error(comm):
         faults = Faults([(np, "zeros"), (np, "empty")], MemoryError("cannot allocate"),
                         k if comm.rank == failing else None)
         kept = []
-        got, seen = _flushed_outcome(comm, lambda: kept.append(xp.sum(a)), faults)
+        got, seen = _outcome(comm, lambda: kept.append(xp.sum(a)), faults, flush=True)
         assert len(set(seen)) == 1, (k, seen)
         # the failed preparation is not retried in the call: the declared path
         # may then succeed (its own allocations are later ones) -- the sum,

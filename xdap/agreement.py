@@ -765,8 +765,8 @@ class Held:
     """A local step's failure, held until the next message the call sends
     anyway: ``with Held(what) as held:`` catches it (named as ``settled``
     names it), the message carries ``held.failed`` (a poisoned count:
-    ``xdap.linalg.gather.allgather_rows``, ``xdap.transport.exchange_counts``),
-    and where any rank's was poisoned every rank calls ``held.settle(comm)``:
+    ``xdap.linalg.gather.allgather_rows``), and where any rank's was
+    poisoned every rank calls ``held.settle(comm)``:
     one more message, on the failure path only, and the same error
     everywhere, naming the lowest failing rank.  What ``settled`` does in
     one message of its own, at no message more where nothing fails.
@@ -806,7 +806,6 @@ class Held:
         error (this rank's, or the failing rank's)."""
         agree(comm, self.error)
         raise AssertionError("a poisoned message with no failure behind it")  # pragma: no cover
-
 
 
 # --------------------------------------------------------------------------

@@ -52,6 +52,9 @@ __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "
 NORMS = ("backward", "ortho", "forward")
 WARN_LINE = 1 << 16      # a line transformed on one rank: a warning from this length
 LAYOUTS = ("input", "transposed")
+# a rank's local transform may fail there alone (memory): each ends in one
+# verdict under this name, so the others never wait in the next exchange
+_BLOCK = "fft: this rank's block"
 
 
 # -- the checks ---------------------------------------------------------------------
@@ -108,20 +111,13 @@ def _stage(x, axes, transform):
     """``transform(block, axes)`` of every rank's block, ``axes`` made
     whole first: a DistArray whose transformed axes take their new lengths."""
     x = axes_whole(x, axes)
-    out = _transformed(x.comm, transform, np.asarray(x.parts.values), axes)
+    with settled(x.comm, _BLOCK):
+        out = transform(np.asarray(x.parts.values), axes)
     d = x.distribution
     for a in axes:
         if out.shape[a] != d.global_shape[a]:
             d = with_axis(d, a, out.shape[a])
     return wrap(x, d, out)
-
-
-def _transformed(comm, transform, block, *args):
-    """``transform(block, *args)``: NumPy's FFT of this rank's block, which
-    may fail on this rank alone (memory): one verdict, so the others never
-    wait in the next exchange for a rank that left."""
-    with settled(comm, "fft: this rank's block"):
-        return transform(block, *args)
 
 
 def _stages(x, plan):
@@ -228,8 +224,8 @@ def _line(x, transform):
                       stacklevel=5)
     sizes = [n] + [0] * (x.comm.size - 1)
     one = moved(x, make_distribution((n,), ("b",), comm=x.comm, sizes=(sizes,)))
-    out = _transformed(x.comm, lambda v, axes: transform(v, axes) if x.comm.rank == 0 else None,
-                       np.asarray(one.parts.values), (0,))
+    with settled(x.comm, _BLOCK):
+        out = transform(np.asarray(one.parts.values), (0,)) if x.comm.rank == 0 else None
     m = x.comm.bcast(None if out is None else (out.shape[0], out.dtype.str), root=0)
     if out is None:
         out = np.empty(0, np.dtype(m[1]))
@@ -254,11 +250,9 @@ def _six_step(x, n1, n2, inverse, norm):
     d = a.distribution
     j2 = np.asarray(d.global_indices(1), np.float64)
     k1 = np.arange(n1, dtype=np.float64)
-
-    def columns(v):
-        b = dft(v, 0)
-        return b * np.exp(sign * 2j * np.pi * np.outer(k1, j2) / n).astype(b.dtype, copy=False)
-    b = _transformed(x.comm, columns, np.asarray(a.parts.values))
+    with settled(x.comm, _BLOCK):
+        b = dft(np.asarray(a.parts.values), 0)
+        b = b * np.exp(sign * 2j * np.pi * np.outer(k1, j2) / n).astype(b.dtype, copy=False)
     c = _stage(wrap(a, d, b), (1,), lambda v, axes: dft(v, 1))   # rows in blocks
     out = reshaped(_permuted(c, (1, 0)), (n,))
     scale = {"backward": 1.0 / n if inverse else 1.0, "ortho": 1.0 / math.sqrt(n),

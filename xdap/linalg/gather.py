@@ -32,9 +32,8 @@ def allgather_rows(comm, rows, width: int, index=None, held=None):
         count = rows.shape[0]
     counts = np.empty(comm.Get_size(), np.int64)
     comm.Allgather(np.array([count], np.int64), counts)
-    if counts.min() < 0:
-        from ..agreement import agree
-        agree(comm, held.error if held is not None else None)
+    if counts.min() < 0:                   # only callers that hold poison: every rank's held
+        held.settle(comm)
     displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
     stack = np.empty((int(counts.sum()), width), rows.dtype)
     comm.Allgatherv(rows, [stack, counts * width, displs * width, from_numpy_dtype(rows.dtype)])
