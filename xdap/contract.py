@@ -171,6 +171,25 @@ def prepare(what: str, agreed: dict) -> Prepared:
     return Prepared(what, digest, same, shown, errors)
 
 
+def _in_call(error: Exception, what: str) -> None:
+    """An error an engine's step told without the public call's name (the
+    transport's verdict on a rank's buffers: "exchange: ..."), named as the
+    call it leaves: "sort: ..." -- the same on every rank."""
+    if error.args and isinstance(error.args[0], str) and error.args[0].startswith("exchange: "):
+        error.args = (f"{what}: {error.args[0][len('exchange: '):]}",) + error.args[1:]
+
+
+def failed(comm, what: str, error: Exception) -> None:
+    """A public collective ``what`` whose work raised ``error`` here: named
+    as the call (``_in_call``); where it raised on this rank alone -- after
+    its last message (a rank's own last step: its transform, its copy out),
+    the others returned -- this rank's ledger says so, and the next vote
+    names it on every rank."""
+    _in_call(error, what)
+    if getattr(error, "xdap_agreed", None) is None and comm.size > 1:
+        _record(comm, what, None, error, "its work")
+
+
 def _record(comm, name, agreed, error=None, stage="its checks") -> None:
     """This rank's ledger entry of a call that moves nothing: ``name`` and
     the digest of its agreed values (as a vote would compare them), or of
@@ -583,14 +602,8 @@ def collective(fn=None, *, name: str | None = None, over: str | None = None, own
         try:
             return _rest(gen, what, vote)
         except Exception as error:
-            if _TLS.depth == 1 and getattr(error, "xdap_agreed", None) is None:
-                # the work failed here alone after its last message (a rank's
-                # own last step: its transform, its copy out): the others
-                # returned; this rank's ledger says it raised, the next vote
-                # names it on every rank
-                comm = _comm_of(args, kwargs, *at)
-                if comm.size > 1:
-                    _record(comm, what, None, error, "its work")
+            if _TLS.depth == 1:
+                failed(_comm_of(args, kwargs, *at), what, error)
             raise
         finally:
             _TLS.depth -= 1

@@ -24,7 +24,7 @@ from __future__ import annotations
 from . import agreement as _agreement
 from . import ledger as _ledger
 from .agreement import SETTLED
-from .contract import _TLS, Repeats, Unkeyed, memo_key, moves_nothing, prepare
+from .contract import _TLS, Repeats, Unkeyed, failed, memo_key, moves_nothing, prepare
 
 __all__ = ["PreparedView", "view_lane", "named_view", "prepared_view", "keyed", "agreed_of", "PreparedCall",
            "Rides", "RidingCall", "call_lane", "plain", "plain_values"]
@@ -172,6 +172,8 @@ class PreparedCall:
             out = self.work(vote, *args)
         except BaseException as error:
             vote.fail(error)           # the others wait in the vote: the same error there
+            if isinstance(error, Exception):      # after the vote: as the declared path tells it
+                failed(self.comm, self.prepared.what, error)
             raise
         if vote.pending:
             vote.cast()
@@ -199,10 +201,11 @@ class RidingCall:
     payload that raises on one rank is the vote's failure, the same error
     on every rank."""
 
-    __slots__ = ("payload", "result", "vote", "comm")
+    __slots__ = ("payload", "result", "vote", "comm", "prepared_what")
 
     def __init__(self, prepared, rides: Rides, comm):
         self.payload, self.result, self.comm = rides.payload, rides.result, comm
+        self.prepared_what = prepared.what
         self.vote = None if comm.size == 1 else prepared.vote(comm)
 
     def __call__(self, *arrays):
@@ -215,7 +218,12 @@ class RidingCall:
         except BaseException as error:
             vote.fail(error)                   # the others wait in the vote: the same error
             raise
-        return self.result(arrays[0], part, vote.ride(self.comm, part))
+        records = vote.ride(self.comm, part)
+        try:
+            return self.result(arrays[0], part, records)
+        except Exception as error:      # after the one message: the next vote names it
+            failed(self.comm, self.prepared_what, error)
+            raise
 
 
 def call_lane(memo: Repeats, declared, arrays: tuple, args: tuple, kwargs: dict, make):

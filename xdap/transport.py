@@ -47,13 +47,14 @@ import weakref
 import numpy as np
 
 from . import exchange
+from .agreement import Held, agree, settled
 from .comm import MPI
 from .bitmaps import pack_validity
-from .packing import pack, unpack
+from .packing import Form, pack, unpack
 from .parts import Parts
 from .rows import take_rows
 
-__all__ = ["Route", "move", "RowExchange", "BlockExchange", "NeighbourExchange",
+__all__ = ["gather_row", "STEP", "BUFFERS", "Route", "move", "RowExchange", "BlockExchange", "NeighbourExchange",
            "exchange_counts", "send_lists", "group_order", "Transfer", "runs", "positions",
            "index_len", "compress", "METHODS"]
 
@@ -151,13 +152,26 @@ class Route:
         counts[root] = len(rows)
         return cls(comm, rows, counts)
 
-    def with_recv_counts(self) -> "Route":
+    @classmethod
+    def nothing(cls, comm) -> "Route":
+        """No rows to any rank, the receivers to learn their counts: the
+        stand-in route of a rank whose step before a move failed (``move``'s
+        ``held``).
+
+        >>> from mpi4py import MPI
+        >>> Route.nothing(MPI.COMM_SELF).n_send
+        0
+        """
+        return cls(comm, np.zeros(0, _I64), np.zeros(comm.size, _I64))
+
+    def with_recv_counts(self, held: Held | None = None) -> "Route":
         """This route with ``recv_counts`` learned from the senders
-        (collective: one ``Alltoall`` of counts)."""
+        (collective: one ``Alltoall`` of counts; ``held``: as
+        ``exchange_counts`` takes it -- this route a stand-in where it failed)."""
         if self.recv_counts is not None:
             return self
         return Route(self.comm, self.rows, self.send_counts, exchange_counts(
-            self.comm, self.send_counts), send_starts=self.send_starts, order=self.order)
+            self.comm, self.send_counts, held), send_starts=self.send_starts, order=self.order)
 
     def reversed(self) -> "Route":
         """The way back: what arrived (in arrival order, before ``order``)
@@ -181,25 +195,68 @@ class Route:
 # the executor
 # --------------------------------------------------------------------------
 
-def exchange_counts(comm, counts) -> np.ndarray:
+# a rank's failure to make its buffers for an exchange (its memory: one rank
+# runs out alone), told on every rank; the contract puts the public call's
+# name in place of "exchange" where the error leaves it ("sort: ...")
+BUFFERS = "exchange: this rank's buffers"
+# ... and an engine's local step between two messages, held (``Held(STEP)``)
+STEP = "exchange: this rank's local step"
+
+
+def exchange_counts(comm, counts, held: Held | None = None) -> np.ndarray:
     """Every rank's ``counts[q]`` for rank q -> the counts this rank gets
     from each rank (collective: one ``Alltoall``).  ``counts`` may be 2-d:
-    a row of several counts per rank.
+    a row of several counts per rank.  ``held``: the step that made them;
+    where it failed on any rank, that rank's counts come poisoned (-1: its
+    ``counts`` need only have the shape) and every rank raises its error.
 
     >>> from mpi4py import MPI
     >>> exchange_counts(MPI.COMM_SELF, [[4, 5]]).tolist()
     [[4, 5]]
     """
     counts = np.ascontiguousarray(counts, _I64)
+    if held is not None and held.failed:
+        counts = np.full_like(counts, -1)
     out = np.empty_like(counts)
     comm.Alltoall(counts, out)
+    if held is not None and out.size and out.min() < 0:
+        held.settle(comm)               # one more message, on the failure path only
     return out
+
+
+def gather_row(comm, row, dtype, n: int, held: Held | None = None) -> np.ndarray:
+    """Every rank's ``row`` (``n`` items of ``dtype``, the same on every
+    rank: a size, a rank's first and last value) on every rank, as a
+    ``(comm.size, n)`` array: one ``Allgather``.  ``held``: the step that
+    made the row; where it failed on any rank (then ``row`` may be None
+    there), that rank's row comes poisoned and every rank raises its error
+    -- no message more where nothing failed.
+
+    >>> from mpi4py import MPI
+    >>> gather_row(MPI.COMM_SELF, [3, 4], np.int64, 2).tolist()
+    [[3, 4]]
+    """
+    dtype = np.dtype(dtype)
+    record = np.zeros(_ROW_STATUS + n * dtype.itemsize, np.uint8)
+    if held is not None and held.failed:
+        record[0] = 1
+    else:
+        record[_ROW_STATUS:] = np.ascontiguousarray(row, dtype).reshape(n).view(np.uint8)
+    got = np.empty((comm.size, len(record)), np.uint8)
+    comm.Allgather(record, got)
+    if got[:, 0].any():                 # one more message, on the failure path only
+        (held if held is not None else Held(BUFFERS)).settle(comm)
+    return got[:, _ROW_STATUS:].copy().view(dtype)
+
+
+_ROW_STATUS = 8                  # a gathered row's status bytes (8: its items stay aligned)
 
 
 def send_lists(comm, lists: dict) -> dict:
     """Send ``lists[q]`` (1-d int64) to rank q; returns ``{source rank: the
     list it sent}`` for every rank that sent this one anything (collective:
-    one ``Alltoall`` of lengths, one ``Alltoallv``)."""
+    one ``Alltoall`` of lengths, a verdict on the receive buffer, one
+    ``Alltoallv``)."""
     counts = np.zeros(comm.size, _I64)
     for q, v in lists.items():
         counts[q] = len(v)
@@ -207,45 +264,67 @@ def send_lists(comm, lists: dict) -> dict:
     flat = np.concatenate([np.asarray(lists[q], _I64) for q in ranks]) if ranks else \
         np.zeros(0, _I64)
     got = exchange_counts(comm, counts)
-    recv = np.empty(int(got.sum()), _I64)
+    with settled(comm, BUFFERS):
+        recv = np.empty(int(got.sum()), _I64)
     _alltoallv_items(comm, flat, _starts(counts), counts, recv, _starts(got), got)
     at = _starts(got)
     return {int(r): recv[at[r]:at[r] + got[r]] for r in np.flatnonzero(got)}
 
 
-def move(route: Route, *parts: Parts) -> list:
+def move(route: Route, *parts: Parts, held: Held | None = None) -> list:
     """The rows of every Parts in ``parts`` moved along ``route`` (all of
     the same rows, e.g. a mesh's cells and their fields): a list of the
     arrived Parts, in ``route.order`` (collective; copies).
 
-    Fixed rows whose receivers know their counts: one collective.  Ragged
-    rows, or receivers that do not know how many rows come: one
-    ``Alltoall`` of item counts first.  Every rank must pass Parts of the
-    same forms (agreed by the caller)."""
-    packs = [pack(p, route.rows) for p in parts]
+    Fixed rows whose receivers know their counts: one collective for the
+    data.  Ragged rows, or receivers that do not know how many rows come:
+    one ``Alltoall`` of item counts first.  Before the data moves, one
+    verdict (a small ``Allgather``, ``xdap.agreement.agree``) says every
+    rank made its buffers: a rank that runs out of memory packing or
+    allocating is the same error on every rank, never a rank left waiting
+    in the exchange.  ``held``: the engine's step before this move, whose
+    failure on this rank rides the move's first message (then ``route``
+    and ``parts`` are stand-ins of the same kinds: ``Route.nothing``,
+    ``packing.no_rows``).  Every rank must pass Parts of the same forms
+    (agreed by the caller)."""
     comm = route.comm
-    forms = [pk.form for pk in packs]
+    forms = [Form.of(p) for p in parts]
+    dtypes = [dt for f in forms for dt in f.dtypes]
     first = route.send_starts
     last = first + route.send_counts
-    # per buffer of every pack: the items each rank gets, and where they start
-    send_at, send_n = [], []
-    for pk in packs:
-        for lo, hi in zip(pk.bounds(first), pk.bounds(last)):
-            send_at.append(lo)
-            send_n.append(hi - lo)
+    held = held if held is not None else Held(BUFFERS)
+    # this rank's packing and receive buffers, where its memory can fail
+    # alone: held until the move's first message (counts) or its verdict
+    packs, send_at, send_n = [], [], []
+    if not held.failed:
+        with held:
+            packs = [pack(p, route.rows) for p in parts]
+            # per buffer of every pack: the items each rank gets, and where they start
+            for pk in packs:
+                for lo, hi in zip(pk.bounds(first), pk.bounds(last)):
+                    send_at.append(lo)
+                    send_n.append(hi - lo)
+    if held.failed:                     # nothing to send: every rank stops before the data
+        send_n = [np.zeros(comm.size, _I64)] * len(dtypes)
     recv_rows = route.recv_counts
     if recv_rows is None or not all(f.sized_by_rows for f in forms):
         table = np.stack([route.send_counts] + send_n, axis=1) if send_n else \
             route.send_counts[:, None]
+        if held.failed:
+            table[:, 0] = -1            # poisoned: the receivers learn it here
         got = exchange_counts(comm, table)
+        if (got[:, 0] < 0).any():
+            held.settle(comm)           # one more message, on the failure path only
         recv_rows, recv_n = got[:, 0], [got[:, 1 + b] for b in range(len(send_n))]
-        if route.recv_counts is None:       # learned: the route's next move needs no table
-            route.recv_counts = recv_rows.copy()
     else:
         recv_n = [recv_rows * f.row_size for f in forms for _ in f.dtypes]
+    if not held.failed:
+        with held:
+            recvs = [np.empty(int(n.sum()), dt) for n, dt in zip(recv_n, dtypes)]
+    agree(comm, held.error)             # the verdict: every rank's buffers are made
+    if route.recv_counts is None:       # learned: the route's next move needs no table
+        route.recv_counts = recv_rows.copy()
     sends = [b for pk in packs for b in pk.buffers]
-    recvs = [np.empty(int(n.sum()), dt) for n, dt in
-             zip(recv_n, [dt for f in forms for dt in f.dtypes])]
     _send_buffers(comm, sends, send_at, send_n, recvs, [_starts(n) for n in recv_n], recv_n)
     nrows = int(recv_rows.sum())
     out, b = [], 0
@@ -768,6 +847,7 @@ class BlockExchange:
         self._types: dict = {}
         self._packed = None
         self._own = None
+        self._moved: set = set()            # element sizes whose buffers are made
 
     def choose(self, method: str, itemsize: int) -> str:
         if method != "auto":
@@ -782,8 +862,10 @@ class BlockExchange:
         """Move ``values`` (this rank's source buffer, C-contiguous; None
         outside the source) and ``mask`` (its validity bytes, or None);
         returns ``(target values, target mask)`` (None outside the target).
-        Copies into new arrays -- the values into ``out`` when given."""
-        return self.prepare(values, dtype, method, mask, out)()
+        Copies into new arrays -- the values into ``out`` when given.
+        ``prepare``'s buffers are made under a verdict (``_made``)."""
+        return self._made(lambda: self.prepare(values, dtype, method, mask, out),
+                          np.dtype(dtype), mask is not None, False)()
 
     def prepare(self, values: np.ndarray | None, dtype, method: str = "auto", mask=None,
                 out=None):
@@ -814,12 +896,38 @@ class BlockExchange:
         return go
 
     def run_parts(self, p: Parts | None, info, method: str = "auto",
-                  out: Parts | None = None) -> Parts | None:
+                  out: Parts | None = None, kept: bool = False,
+                  held: Held | None = None) -> Parts | None:
         """``run`` on this rank's source Parts (None outside the source;
         ``info``: the agreed type), validity included: the target's Parts
         (None outside the target) -- written into ``out`` (Parts of the
-        target's layout, C-contiguous values) when given."""
-        return self.prepare_parts(p, info, method, out)()
+        target's layout, C-contiguous values) when given.  ``kept``: every
+        rank of the target passes its kept ``out`` (a bound redistribution,
+        the same on every rank): then a move of fixed values that made its
+        buffers once makes none, and needs no verdict.  ``held``: the
+        caller's step before it, whose failure rides the verdict (then
+        ``p`` and ``out`` are not looked at)."""
+        return self._made(lambda: self.prepare_parts(p, info, method, out),
+                          info.numpy_dtype, info.optional, kept, held)()
+
+    def _made(self, prepare, dtype, mask: bool, kept: bool, held: Held | None = None):
+        """``prepare()``, its buffers made where a rank can run out of memory
+        alone: a verdict (one small message) before the exchange, so that
+        a rank's failure (or ``held``'s, the caller's step before) is the
+        same error everywhere -- unless nothing is made and nothing held
+        (decided from agreed values only: ``kept``, validity, an element
+        size moved before)."""
+        makes = held is not None or not kept or mask or dtype.itemsize not in self._moved
+        self._moved.add(dtype.itemsize)
+        if not makes:
+            return prepare()
+        held = held if held is not None else Held(BUFFERS)
+        go = None
+        if not held.failed:
+            with held:
+                go = prepare()
+        agree(self.comm, held.error)
+        return go
 
     def prepare_parts(self, p: Parts | None, info, method: str = "auto",
                       out: Parts | None = None):

@@ -19,13 +19,14 @@ import numpy as np
 
 from .. import arguments
 from ..arraylike import is_distributed
-from ..agreement import SETTLED
+from ..agreement import SETTLED, Held
 from ..contract import Repeats, collective, contract_of, local, moves_nothing
 from ..distribution import Distribution, make_distribution
 from ..movement.redistribute import move_agreed
 from ..dtypes import is_integer
 from ..maps import BlockMap
 from ..parts import Parts
+from ..transport import STEP
 from ..repeats import Rides, call_lane, named_view, plain, prepared_view, view_lane
 from .layouts import (axis_whole, broadcast, reshaped, reshaped_in_place, rows, scalar_array,
                       unit_dim, values_on, wrap)
@@ -427,14 +428,20 @@ def _concat(arrays, axis):
     local copy)."""
     from .data_types import astype
     dtype = np.result_type(*[a.dtype for a in arrays])
-    arrays = [a if a.dtype == dtype else astype(a, dtype) for a in arrays]
+    # this rank's conversions and its result's buffer are held: a failure
+    # (its memory) rides the first move's verdict, the same error everywhere
+    with Held(STEP) as held:
+        arrays = [a if a.dtype == dtype else astype(a, dtype) for a in arrays]
     shape = list(arrays[0].shape)
     shape[axis] = sum(a.shape[axis] for a in arrays)
     shape = tuple(shape)
     target = make_distribution(shape, ("b",) + ("n",) * (len(shape) - 1), comm=arrays[0].comm)
     bounds = np.asarray(target.maps[0].bounds, np.int64)
     info = arrays[0].parts.info
-    values = np.empty(target.local_shape, info.numpy_dtype)
+    values = None
+    with held:
+        if not held.failed:
+            values = np.empty(target.local_shape, info.numpy_dtype)
     row = at = 0                              # axis 0: each input straight into its rows
     pieces = []
     for a in arrays:
@@ -443,18 +450,24 @@ def _concat(arrays, axis):
         maps = [BlockMap(a.shape[0], target.maps[0].grid_size, bounds=first)] + \
             [BlockMap(k, 1) for k in a.shape[1:]]
         piece = Distribution(maps, a.comm, target.rank_coords)
+        moves = a.distribution != piece            # agreed: the same on every rank
+        if moves and held.failed:                   # this rank stops, every rank with it
+            move_agreed(a.distribution, a.parts, piece, held=held)
         if axis == 0:
             k = piece.local_shape[0]
-            into = Parts(info.with_shape(piece.local_shape), values[row:row + k])
-            if a.distribution == piece:
-                into.values[...] = a.parts.values
-            else:
-                move_agreed(a.distribution, a.parts, piece, into)
+            if not held.failed:
+                into = Parts(info.with_shape(piece.local_shape), values[row:row + k])
+                if not moves:
+                    into.values[...] = a.parts.values
+                else:
+                    move_agreed(a.distribution, a.parts, piece, into, held=held)
             row += k
-        else:
-            pieces.append(a.parts.values if a.distribution == piece else
-                          move_agreed(a.distribution, a.parts, piece)[1].values)
+        elif not held.failed:
+            pieces.append(move_agreed(a.distribution, a.parts, piece, held=held)[1].values
+                          if moves else a.parts.values)
         at += n
+    if held.failed:             # nothing moved after the failure: the next vote names it
+        raise held.error
     if axis:
         np.concatenate(pieces, axis=axis, out=values)
     return arrays[0].__xdap_wrap__(target, Parts(info.with_shape(values.shape), values),

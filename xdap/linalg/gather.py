@@ -13,6 +13,9 @@ from __future__ import annotations
 import numpy as np
 from mpi4py.util.dtlib import from_numpy_dtype
 
+from ..agreement import settled
+from ..transport import BUFFERS
+
 __all__ = ["allgather_rows"]
 
 
@@ -35,11 +38,13 @@ def allgather_rows(comm, rows, width: int, index=None, held=None):
     if counts.min() < 0:                   # only callers that hold poison: every rank's held
         held.settle(comm)
     displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    stack = np.empty((int(counts.sum()), width), rows.dtype)
-    comm.Allgatherv(rows, [stack, counts * width, displs * width, from_numpy_dtype(rows.dtype)])
     where = None
+    with settled(comm, BUFFERS):           # every rank's receive buffers made: a verdict
+        stack = np.empty((int(counts.sum()), width), rows.dtype)
+        if index is not None:
+            where = np.empty(int(counts.sum()), np.int64)
+    comm.Allgatherv(rows, [stack, counts * width, displs * width, from_numpy_dtype(rows.dtype)])
     if index is not None:
-        where = np.empty(int(counts.sum()), np.int64)
         comm.Allgatherv(np.ascontiguousarray(index, np.int64),
                         [where, counts, displs, from_numpy_dtype(np.int64)])
     return stack, where, int(displs[comm.Get_rank()])

@@ -9,8 +9,9 @@ broadcasts its rows of the panel along each grid row, the grid row that
 holds it of B broadcasts its columns along each grid column, and every
 rank adds the product of the two pieces it got into its block of C (one
 ``Bcast`` on the row and one on the column communicator a panel; the
-communicators are made once and kept with the grid). Memory: the three
-blocks and two panels a rank -- O(mk + kn + mn) / P.
+communicators are made once and kept with the grid; every buffer is made
+before the first panel, under one verdict). Memory: the three blocks, two
+panels and one product a rank -- O(mk + kn + mn) / P.
 
 >>> import numpy as np
 >>> from mpi4py import MPI
@@ -23,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import plans
+from ..agreement import settled
+from ..transport import BUFFERS
 
 __all__ = ["summa", "grid_comms"]
 
@@ -51,26 +54,33 @@ def summa(comm, grid, coords, a, b, a_col_bounds, b_row_bounds):
     i, j = coords
     row, col = grid_comms(comm, grid, coords) if pr * pc > 1 else (comm, comm)
     dtype = np.result_type(a.dtype, b.dtype)
-    c = np.zeros((a.shape[0], b.shape[1]), dtype)
     cuts = np.union1d(np.asarray(a_col_bounds), np.asarray(b_row_bounds))
+    widest = int(np.diff(cuts).max(initial=0))
+    m, n = a.shape[0], b.shape[1]
+    # every buffer made before the first panel moves, under one verdict (a
+    # rank out of memory is the same error everywhere, never a rank missing
+    # from a broadcast): C, one panel of each side (contiguous, for Bcast),
+    # and the product of two panels
+    with settled(comm, BUFFERS):
+        c = np.zeros((m, n), dtype)
+        room_a, room_b = np.empty(m * widest, dtype), np.empty(widest * n, dtype)
+        product = np.empty((m, n), dtype)
     for k0, k1 in zip(cuts[:-1], cuts[1:]):
         if k1 == k0:
             continue
+        w = int(k1 - k0)
         owner_c = int(np.searchsorted(a_col_bounds, k0, side="right") - 1)   # A's grid column
         owner_r = int(np.searchsorted(b_row_bounds, k0, side="right") - 1)   # B's grid row
+        panel_a, panel_b = room_a[:m * w].reshape(m, w), room_b[:w * n].reshape(w, n)
         if j == owner_c:
             lo = k0 - a_col_bounds[owner_c]
-            panel_a = np.ascontiguousarray(a[:, lo:lo + (k1 - k0)], dtype)
-        else:
-            panel_a = np.empty((a.shape[0], k1 - k0), dtype)
+            panel_a[...] = a[:, lo:lo + w]
         if i == owner_r:
             lo = k0 - b_row_bounds[owner_r]
-            panel_b = np.ascontiguousarray(b[lo:lo + (k1 - k0)], dtype)
-        else:
-            panel_b = np.empty((k1 - k0, b.shape[1]), dtype)
+            panel_b[...] = b[lo:lo + w]
         if pc > 1:
             row.Bcast(panel_a, root=owner_c)
         if pr > 1:
             col.Bcast(panel_b, root=owner_r)
-        c += panel_a @ panel_b
+        c += np.matmul(panel_a, panel_b, out=product)
     return c

@@ -213,13 +213,16 @@ def to_layout(d: Distribution, p: Parts, target: Distribution):
     return (d, p) if d == target else move_agreed(d, p, target)
 
 
-def move_agreed(d: Distribution, p: Parts, target: Distribution, out: Parts | None = None):
+def move_agreed(d: Distribution, p: Parts, target: Distribution, out: Parts | None = None,
+                held=None):
     """``(d, p)`` moved to ``target`` -- a distribution of ``d``'s shape on
     ``d.comm`` that every rank computed from agreed values (an engine's own
     layout change): no vote, the exchange alone.  ``out``: fixed Parts of
     the target's local layout (C-contiguous) written in place, nothing
-    allocated."""
-    return _moving(d, p, target, None, None, None, "auto", {})(p, out)
+    allocated.  ``held`` (an ``xdap.agreement.Held``): the engine's step
+    before, whose failure on this rank rides the exchange's verdict (then
+    ``p`` and ``out`` are not looked at)."""
+    return _moving(d, p, target, None, None, None, "auto", {})(p, out, held=held)
 
 
 def _target_args(d, p, dist, grid, comm, method, per_dim):
@@ -306,11 +309,11 @@ class _Move:
     def __init__(self, mover, target, inside, method):
         self.mover, self.target, self.inside, self.method = mover, target, inside, method
 
-    def __call__(self, p: Parts, out: Parts | None = None):
+    def __call__(self, p: Parts, out: Parts | None = None, kept: bool = False, held=None):
         if p.info.ragged:
-            moved, = move_rows(self.mover, p)
+            moved, = move_rows(self.mover, p, held=held)
         else:
-            moved = self.mover.run_parts(p, p.info, self.method, out=out)
+            moved = self.mover.run_parts(p, p.info, self.method, out=out, kept=kept, held=held)
         return (self.target, moved) if self.inside else None
 
 
@@ -329,10 +332,10 @@ class BoundRedistribution:
     def __call__(self):
         p = self._source.parts
         if self.target is None:
-            self._move(p)
+            self._move(p, kept=True)
             return None
         out = None if p.info.ragged else self.target.parts
-        pair = self._move(p, out)
+        pair = self._move(p, out, kept=True)
         if p.info.ragged:         # rows: new offsets every time, a new array
             self.target = wrap_like(self._source, *pair, agreed=True)
         return self.target

@@ -51,13 +51,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import comm as _comm
-from ..agreement import agreement
+from ..agreement import Held, agree, agreement
 from ..arraylike import is_distributed, unwrap
 from ..contract import Contract
 from ..directory import owners_of
 from ..distribution import Distribution
 from ..parts import Parts
-from ..transport import Route, RowExchange, move
+from ..transport import STEP, Route, RowExchange, move
 
 __all__ = ["Scatter", "BoundForward", "MODES"]
 
@@ -133,17 +133,26 @@ class Scatter:
                 raise ValueError(f"Scatter: needed index {bad} out of range [0, {n})")
         self.distribution, self.comm = d, comm
         self.n_needed = len(needed)
-        # one request per distinct index; `inverse` restores needed's order
-        uniq, self._inverse = np.unique(needed, return_inverse=True)
-        self._n_uniq = len(uniq)
+        # this rank's steps are held: a failure (its memory) rides the next
+        # message, poisoned, and is the same error on every rank
+        with Held(STEP) as held:
+            # one request per distinct index; `inverse` restores needed's order
+            uniq, self._inverse = np.unique(needed, return_inverse=True)
+        self._n_uniq = 0 if held.failed else len(uniq)
         # the owners: computed for a complete map, asked of the directory of a
         # distributed one (one all-to-all of queries, one of answers)
-        grank, local = owners_of(d, 0, uniq) if owners is None else owners
-        owner = d.ranks_along(0)[grank]
-        self.owner_ranks = owner       # the rank answering for each distinct needed index
-        # the requests travel to the owners: which of their positions we want
-        ask = Route.to_ranks(comm, owner).with_recv_counts()
-        self._send_local = move(ask, Parts.of_array(local))[0].values
+        if owners is None and not d.maps[0].complete:
+            agree(comm, held.error)                # the directory's messages come next
+        ask, local = Route.nothing(comm), np.zeros(0, np.int64)
+        with held:
+            if not held.failed:
+                grank, local = owners_of(d, 0, uniq) if owners is None else owners
+                owner = d.ranks_along(0)[grank]
+                self.owner_ranks = owner   # the rank answering for each distinct needed index
+                # the requests travel to the owners: which of their positions we want
+                ask = Route.to_ranks(comm, owner)
+        ask = ask.with_recv_counts(held)
+        self._send_local = move(ask, Parts.of_array(np.asarray(local, np.int64)))[0].values
         self._row_shape = tuple(d.local_shape[1:])
         self._copies = None            # the refresh plan, built on first use
         # needed distinct, ascending and owners in rank order (a ghost layer

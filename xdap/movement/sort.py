@@ -39,8 +39,9 @@ import numpy as np
 
 from ..distribution import Distribution, make_distribution
 from ..maps import BlockMap
+from ..agreement import Held, settled
 from ..parts import Parts
-from ..transport import Route, move
+from ..transport import STEP, Route, gather_row, move
 
 __all__ = ["sort_parts", "stable_argsort", "unique_parts", "SAMPLES"]
 
@@ -89,28 +90,40 @@ def sort_parts(d: Distribution, p: Parts, indices: bool = False):
         gidx = np.asarray(d.global_indices(0))[owned]
         order = stable_argsort(own) if in_order else np.lexsort((gidx, own))
         return own[order], gidx[order]
-    values, gidx = by_value_and_index() if indices else (np.sort(own), None)
-    all_values, all_weights, all_gidx = _all_samples(comm, values, gidx)
+    # each local step is held; its failure on one rank rides the step's next
+    # message (a poisoned count), so no rank waits for one that left
+    values = gidx = None
+    with Held(STEP) as held:                # 1. what this rank owns, sorted
+        values, gidx = by_value_and_index() if indices else (np.sort(own), None)
+    all_values, all_weights, all_gidx = _all_samples(comm, values, gidx, own.dtype, held)
     n_total = d.global_shape[0]
     P = comm.size
-    ties = _heavy(all_values, all_weights, n_total / P)
-    if ties and gidx is None:       # equal values must spread: cut by (value, index)
-        values, gidx = by_value_and_index()
-        all_values, all_weights, all_gidx = _all_samples(comm, values, gidx)
-    cuts = _cuts(values, gidx if ties else None, all_values, all_weights, all_gidx, P, ties)
-    counts = np.diff(np.concatenate([[0], cuts, [len(values)]]))
-    route = Route(comm, None, counts)
-    payload = [Parts.of_array(values)] + ([Parts.of_array(gidx)] if indices else [])
-    arrived = move(route, *payload)
-    merged = arrived[0].values
-    if indices:
-        order = np.argsort(merged, kind="stable") if in_order else \
-            np.lexsort((arrived[1].values, merged))
-        merged, moved_idx = merged[order], arrived[1].values[order]
-    else:
-        merged = np.sort(merged, kind="stable")      # P sorted runs: timsort merges them
-    sizes = np.empty(P, np.int64)
-    comm.Allgather(np.array([len(merged)], np.int64), sizes)
+    with settled(comm, STEP):               # 2. the splitters: the branch below is agreed
+        ties = _heavy(all_values, all_weights, n_total / P)
+    if ties and not indices:                # equal values must spread: cut by (value, index)
+        with held:
+            if not held.failed:
+                values, gidx = by_value_and_index()
+        all_values, all_weights, all_gidx = _all_samples(comm, values, gidx, own.dtype, held)
+    route, payload = Route.nothing(comm), [Parts.of_array(own[:0])] + \
+        ([Parts.of_array(np.zeros(0, np.int64))] if indices else [])
+    with held:                              # 3. cut at the splitters, sent to their ranks
+        if not held.failed:
+            cuts = _cuts(values, gidx if ties else None, all_values, all_weights, all_gidx, P,
+                         ties)
+            counts = np.diff(np.concatenate([[0], cuts, [len(values)]]))
+            route = Route(comm, None, counts)
+            payload = [Parts.of_array(values)] + ([Parts.of_array(gidx)] if indices else [])
+    arrived = move(route, *payload, held=held)
+    with held:                              # 4. the P sorted runs merged
+        merged = arrived[0].values
+        if indices:
+            order = np.argsort(merged, kind="stable") if in_order else \
+                np.lexsort((arrived[1].values, merged))
+            merged, moved_idx = merged[order], arrived[1].values[order]
+        else:
+            merged = np.sort(merged, kind="stable")      # P sorted runs: timsort merges them
+    sizes = gather_row(comm, None if held.failed else [len(merged)], np.int64, 1, held)[:, 0]
     result = Distribution([BlockMap(n_total, P, bounds=np.concatenate([[0], np.cumsum(sizes)]))],
                           comm)
     out = (result, Parts(p.info.with_shape(merged.shape), merged))
@@ -119,12 +132,16 @@ def sort_parts(d: Distribution, p: Parts, indices: bool = False):
     return out
 
 
-def _all_samples(comm, values, gidx):
+def _all_samples(comm, values, gidx, dtype, held):
     """Every rank's samples (``_samples``) on every rank: values, weights,
-    global indices (one gather through the transport; O(P) each)."""
-    sample, weight, sample_gidx = _samples(values, gidx)
-    got = move(Route.gather(comm, np.arange(len(sample))),
-               *[Parts.of_array(x) for x in (sample, weight, sample_gidx)])
+    global indices (one gather through the transport; O(P) each).  Where
+    ``held`` failed here: none from this rank, and every rank raises."""
+    route, sample = Route.nothing(comm), (np.zeros(0, dtype), np.zeros(0), np.zeros(0, np.int64))
+    with held:
+        if not held.failed:
+            sample = _samples(values, gidx)
+            route = Route.gather(comm, np.arange(len(sample[0])))
+    got = move(route, *[Parts.of_array(x) for x in sample], held=held)
     return tuple(g.values for g in got)
 
 
@@ -194,9 +211,9 @@ def unique_parts(d: Distribution, p: Parts, counts: bool = False):
     rank's owned elements form one 1-D irregular block (one allgather of
     sizes), a sample sort orders them, each rank drops its repeats and a
     value its left neighbour already ends with, and adds the counts of that
-    value on the ranks after it (one allgather of each rank's first and last
-    value and first count), and one more allgather of sizes gives the
-    result's blocks."""
+    value on the ranks after it (one allgather of a record a rank: its first
+    and last value and first count), and one more allgather of sizes gives
+    the result's blocks."""
     comm = d.comm
     P = comm.size
     own = p.values[tuple(m.owned_local_slice(c) for m, c in zip(d.maps, d.coords))] \
@@ -213,36 +230,41 @@ def unique_parts(d: Distribution, p: Parts, counts: bool = False):
         result = Distribution([BlockMap(len(mine), 1)], comm)
         return (result, values, Parts.of_array(got[1].astype(np.int64, copy=False))) \
             if counts else (result, values)
-    sizes = np.empty(P, np.int64)
-    comm.Allgather(np.array([flat.size], np.int64), sizes)
+    sizes = gather_row(comm, [flat.size], np.int64, 1)[:, 0]
     line = Distribution([BlockMap(int(sizes.sum()), P, bounds=np.concatenate([[0], np.cumsum(sizes)]))],
                         comm)
     sd, sp = sort_parts(line, Parts(p.info.with_shape(flat.shape), flat))
-    mine, cnt = _runs(sp.values)
     dt = sp.values.dtype
-    ends = np.zeros((P, 2), dt)                    # each rank's first and last value
-    first_count = np.zeros(P, np.int64)
-    has = np.empty(P, np.int64)
-    comm.Allgather(np.array([len(mine)], np.int64), has)
-    comm.Allgather(np.array([mine[0], mine[-1]] if len(mine) else np.zeros(2, dt), dt), ends)
-    comm.Allgather(np.array([cnt[0] if len(cnt) else 0], np.int64), first_count)
+    # each rank's count of distinct values, its first value's count, its
+    # first and last value: one record a rank, in one allgather
+    record = np.dtype([("has", np.int64), ("first_count", np.int64), ("ends", dt, (2,))])
+    mine = cnt = row = None
+    with Held(STEP) as held:
+        mine, cnt = _runs(sp.values)
+        row = np.zeros(1, record)
+        row["has"] = len(mine)
+        if len(mine):
+            row["first_count"], row["ends"] = cnt[0], (mine[0], mine[-1])
+    got = gather_row(comm, row, record, 1, held)[:, 0]
+    has, first_count, ends = got["has"], got["first_count"], got["ends"]
 
     def same(a, b):                                 # NaN == NaN here
         return a == b or (a != a and b != b)
-    if len(mine):
-        cnt = cnt.astype(np.int64)
-        for q in range(comm.rank + 1, P):           # my last value, continued after me
-            if not has[q]:
-                continue
-            if not same(ends[q, 0], mine[-1]):
-                break
-            cnt[-1] += first_count[q]
-            if has[q] > 1:
-                break
-        before = [q for q in range(comm.rank) if has[q]]
-        if before and same(mine[0], ends[before[-1], 1]):    # counted where it starts
-            mine, cnt = mine[1:], cnt[1:]
-    comm.Allgather(np.array([len(mine)], np.int64), sizes)
+    with held:
+        if len(mine):
+            cnt = cnt.astype(np.int64)
+            for q in range(comm.rank + 1, P):       # my last value, continued after me
+                if not has[q]:
+                    continue
+                if not same(ends[q, 0], mine[-1]):
+                    break
+                cnt[-1] += first_count[q]
+                if has[q] > 1:
+                    break
+            before = [q for q in range(comm.rank) if has[q]]
+            if before and same(mine[0], ends[before[-1], 1]):    # counted where it starts
+                mine, cnt = mine[1:], cnt[1:]
+    sizes = gather_row(comm, None if held.failed else [len(mine)], np.int64, 1, held)[:, 0]
     result = Distribution([BlockMap(int(sizes.sum()), P,
                                     bounds=np.concatenate([[0], np.cumsum(sizes)]))], comm)
     values = Parts(p.info.with_shape(mine.shape), mine)
