@@ -39,15 +39,20 @@ class Faults:
     """The ``k``-th call into any of ``targets`` (``[(owner, name)]``) on
     this rank raises ``error`` (k None: none does; the calls are counted
     either way); ``after``: it raises once the real call returned (a
-    collective write that took part, then reported an error on this rank)."""
+    collective write that took part, then reported an error on this rank);
+    ``counted(name, args, kwargs)``: which calls count (the others run as
+    they are)."""
 
-    def __init__(self, targets, error, k=None, after=False):
+    def __init__(self, targets, error, k=None, after=False, counted=None):
         self.error, self.k, self.after, self.calls = error, k, after, 0
+        self.counted = counted          # (name, args, kwargs) -> whether the call counts
         self.reals = [(owner, name, getattr(owner, name)) for owner, name in targets]
 
     def __enter__(self):
         for owner, name, real in self.reals:
-            def wrapped(*args, _real=real, **kwargs):
+            def wrapped(*args, _real=real, _name=name, **kwargs):
+                if self.counted is not None and not self.counted(_name, args, kwargs):
+                    return _real(*args, **kwargs)
                 self.calls += 1
                 if self.calls == self.k and not self.after:
                     raise self.error
@@ -451,3 +456,134 @@ def test_a_repeated_call_that_cannot_prepare_on_one_rank_is_one_error(comm):
         else:
             assert got[0] == "ValueError" and f"rank {failing}" in got[1], (k, got)
     assert complex(xp.sum(xdap.from_global(g, comm=comm, dist=("c",)))) == g.sum()
+
+
+# -- memory, between two messages of the movement engines -----------------------------
+
+ALLOCATIONS = [(np, n) for n in ("empty", "zeros", "empty_like", "zeros_like", "concatenate")]
+DATA_SIZED = 512          # bytes: a block, a message, a sample set -- not an O(P) record
+
+
+def _nbytes(name, args, kwargs) -> int:
+    """The bytes an allocation asks for."""
+    try:
+        if name in ("empty", "zeros"):
+            shape = args[0] if args else kwargs.get("shape")
+            dtype = args[1] if len(args) > 1 else kwargs.get("dtype", float)
+            return int(np.prod(shape)) * np.dtype(dtype).itemsize
+        if name.endswith("_like"):
+            like = np.asarray(args[0])
+            dtype = np.dtype(kwargs.get("dtype") or (args[1] if len(args) > 1 else like.dtype))
+            shape = kwargs.get("shape", like.shape)
+            return int(np.prod(shape)) * dtype.itemsize
+        return sum(np.asarray(a).nbytes for a in args[0])          # concatenate
+    except Exception:
+        return 0
+
+
+def _data_sized(name, args, kwargs) -> bool:
+    return _nbytes(name, args, kwargs) >= DATA_SIZED
+
+
+def _movement_cases(comm):
+    """name -> (call, NumPy's result): the engines that move data between
+    messages of their own -- sample sort, unique, scans, joins, takes,
+    masks, redistributions, SUMMA, order statistics, a roll."""
+    import xdap.array_api as xp
+    rng = np.random.default_rng(3)
+    g = rng.standard_normal((371, 5))
+    col, ints = g[:, 0].copy(), np.round(g[:, 0] * 3)
+    keys = rng.integers(0, len(g), 100)
+    # NumPy's inputs made here: only xdap's allocations are failed
+    gt, ordered, other, positive = g.T.copy(), np.sort(col), g[:, 1].copy(), col > 0
+
+    def A(x, dist=None):
+        return xdap.from_global(x, comm=comm, dist=dist)
+    return {
+        "sort": (lambda: xp.sort(A(col)), np.sort(col)),
+        "argsort (cyclic)": (lambda: xp.argsort(A(col, ("c",))), np.argsort(col, kind="stable")),
+        "sort of ties": (lambda: xp.sort(A(ints)), np.sort(ints)),
+        "unique_values": (lambda: xp.unique_values(A(ints)), np.unique(ints)),
+        "unique_counts": (lambda: xp.unique_counts(A(ints)).counts,
+                          np.unique(ints, return_counts=True)[1]),
+        "unique_all": (lambda: xp.unique_all(A(ints)).inverse_indices,
+                       np.unique(ints, return_inverse=True)[1]),
+        "cumulative_sum": (lambda: xp.cumulative_sum(A(g), axis=0), np.cumsum(g, axis=0)),
+        "concat axis 0": (lambda: xp.concat([A(g), A(g, ("c", "n"))]), np.concatenate([g, g])),
+        "concat axis 1": (lambda: xp.concat([A(g), A(g, ("c", "n"))], axis=1),
+                          np.concatenate([g, g], axis=1)),
+        "take": (lambda: xp.take(A(g), A(keys), axis=0), g[keys]),
+        "searchsorted": (lambda: xp.searchsorted(A(ordered), A(other)),
+                         np.searchsorted(ordered, other)),
+        "mask": (lambda: A(g)[A(g) > 0], g[g > 0]),
+        "nonzero": (lambda: xp.nonzero(A(positive))[0], np.nonzero(positive)[0]),
+        "redistribute": (lambda: A(g).redistribute(("c", "n")), g),
+        "matmul (SUMMA)": (lambda: xp.matmul(A(gt, ("n", "b")), A(g)), gt @ g),
+        "median": (lambda: xdap.median(A(g), axis=0), np.median(g, axis=0)),
+        "roll": (lambda: xp.roll(A(g), 3, axis=0), np.roll(g, 3, axis=0)),
+    }
+
+
+def _outcomes(comm, call, faults):
+    """(this call's outcome, the next vote's) on every rank, under a watchdog:
+    a failure after the call's last message on one rank raises there, and
+    at the next vote -- which carries the ledger -- on every rank."""
+    def one(step):
+        try:
+            step()
+            return ("ok", None)
+        except (ValueError, TypeError, MemoryError, IndexError) as e:
+            return (type(e).__name__, str(e))
+    with watchdog(60):
+        with faults:
+            got = one(call)
+        after = one(lambda: xdap.agreement.agree(comm, None))
+        return comm.allgather((got, after))
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+@pytest.mark.parametrize("debug", [False, True], ids=["default", "debug"])
+def test_memory_failing_on_one_rank_inside_a_movement_is_one_error(comm, monkeypatch, debug):
+    """Every data-sized allocation (``np.empty``/``zeros``/``*_like``/
+    ``concatenate`` of 512 bytes or more) that a movement engine makes on
+    the last rank, failed in turn with a MemoryError: one outcome on every
+    rank -- the same error naming the rank, from the call or (a failure
+    after its last message) from the next vote -- or, where a rank's step
+    recovers (a prepared path falls back), NumPy's result everywhere.  No
+    hang, and a later call works.  These hung before the transport's
+    verdicts and the engines' held steps."""
+    monkeypatch.setattr(xdap.agreement, "_DEBUG", debug)
+    failing = comm.size - 1
+    runs = {}
+    for case, (call, expected) in _movement_cases(comm).items():
+        kept = []
+
+        def run():
+            kept[:] = [call()]
+        probe = Faults(ALLOCATIONS, None, counted=_data_sized)
+        seen = _outcomes(comm, run, probe)
+        assert all(s == (("ok", None), ("ok", None)) for s in seen), (case, seen)
+        np.testing.assert_allclose(kept.pop().to_numpy(), expected)
+        reached = max(comm.allgather(probe.calls))
+        runs[case] = reached         # 0: its allocations are NumPy's C code's, not injected
+        for k in range(1, reached + 1):
+            faults = Faults(ALLOCATIONS, MemoryError("cannot allocate"),
+                            k if comm.rank == failing else None, counted=_data_sized)
+            seen = _outcomes(comm, run, faults)
+            fired = comm.allreduce(int(comm.rank == failing and faults.calls >= k))
+            calls, nexts = [c for c, _ in seen], [n for _, n in seen]
+            if calls == [("ok", None)] * comm.size and nexts == calls:
+                assert not fired or kept, (case, k)     # not reached, or recovered:
+                np.testing.assert_allclose(kept.pop().to_numpy(), expected)
+            elif len(set(calls)) == 1:                  # one error, from the call
+                assert f"rank {failing}" in calls[0][1], (case, k, calls)
+            else:                                       # after its last message: the next vote
+                assert calls[failing][0] != "ok", (case, k, seen)
+                assert len(set(nexts)) == 1 and f"rank {failing}" in nexts[0][1], (case, k, seen)
+            b = xdap.from_global(np.arange(12.0), comm=comm, dist=("c",))
+            assert float(b.sum()) == 66.0                # nothing left in flight
+    assert sum(1 for k in runs.values() if k) >= 14, runs
+    if comm.rank == 0:
+        print(f"\nallocation fault injection ({comm.size} ranks, "
+              f"{'debug' if debug else 'default'}): {len(runs)} calls, "
+              f"{sum(runs.values())} runs: " + "; ".join(f"{c}: {k}" for c, k in runs.items()))

@@ -221,8 +221,8 @@ class Agreement:
         with the vote, if this rank's checks passed (just before it: every
         rank's vote is the same blocking call, whether its checks passed or
         not).  Data still moves between ranks only after every rank has
-        agreed.  ``work`` must not fail (the other ranks are told this one
-        is fine)."""
+        agreed.  A ``work`` that fails (this rank's memory) is this rank's
+        verdict: the same error on every rank, named as ``settled`` names it."""
         self._meanwhile = work
 
     def _prefix(self) -> str:
@@ -281,6 +281,15 @@ class Agreement:
                 error = e if isinstance(e, TypeError) else \
                     TypeError(f"{self._prefix()}a value to share does not pickle "
                               f"({type(e).__name__}: {e})")
+        if error is None and self._meanwhile is not None:
+            # local packing before the vote (data moves only after it), its
+            # failure this rank's verdict. Not hidden behind a nonblocking
+            # vote: a rank whose checks failed calls the vote too, and a
+            # blocking collective never matches a nonblocking one
+            try:
+                self._meanwhile()
+            except Exception as e:
+                error = _named(f"{self.what or 'exchange'}: this rank's packing", e)
         if error is not None:
             digest, status = _NO_DIGEST, _FAILED
         if _watch.LIMIT:                     # debug mode: a missing rank is reported
@@ -295,11 +304,6 @@ class Agreement:
             elif shared is not None:
                 _pack_length(buf, at + _HEADER, len(shared))
                 buf[at + _HEADER + 8:at + _HEADER + 8 + len(shared)] = shared
-        if error is None and self._meanwhile is not None:
-            # local packing before the vote (data moves only after it). Not hidden
-            # behind a nonblocking vote: a rank whose checks failed calls the
-            # vote too, and a blocking collective never matches a nonblocking one
-            self._meanwhile()
         comm.Allgather(MPI.IN_PLACE, [buf, MPI.BYTE])
         if _agreed(buf, size, length, at):      # the common case: all agree, nobody failed
             if since is not None:

@@ -271,7 +271,7 @@ def send_lists(comm, lists: dict) -> dict:
     return {int(r): recv[at[r]:at[r] + got[r]] for r in np.flatnonzero(got)}
 
 
-def move(route: Route, *parts: Parts, held: Held | None = None) -> list:
+def move(route: Route, *parts: Parts, held: Held | None = None, most: int | None = None) -> list:
     """The rows of every Parts in ``parts`` moved along ``route`` (all of
     the same rows, e.g. a mesh's cells and their fields): a list of the
     arrived Parts, in ``route.order`` (collective; copies).
@@ -285,8 +285,11 @@ def move(route: Route, *parts: Parts, held: Held | None = None) -> list:
     in the exchange.  ``held``: the engine's step before this move, whose
     failure on this rank rides the move's first message (then ``route``
     and ``parts`` are stand-ins of the same kinds: ``Route.nothing``,
-    ``packing.no_rows``).  Every rank must pass Parts of the same forms
-    (agreed by the caller)."""
+    ``packing.no_rows``).  ``most``: at most this many fixed rows come
+    from each rank (a gather of samples): the receive buffers are made
+    before the count exchange, which then carries their failure -- no
+    verdict.  Every rank must pass Parts of the same forms (agreed by the
+    caller)."""
     comm = route.comm
     forms = [Form.of(p) for p in parts]
     dtypes = [dt for f in forms for dt in f.dtypes]
@@ -304,6 +307,11 @@ def move(route: Route, *parts: Parts, held: Held | None = None) -> list:
                 for lo, hi in zip(pk.bounds(first), pk.bounds(last)):
                     send_at.append(lo)
                     send_n.append(hi - lo)
+    bounded = most is not None and route.recv_counts is None and \
+        all(f.sized_by_rows for f in forms)
+    if bounded and not held.failed:     # made before the counts: their failure poisons them
+        with held:
+            room = [np.empty(most * comm.size * f.row_size, dt) for f in forms for dt in f.dtypes]
     if held.failed:                     # nothing to send: every rank stops before the data
         send_n = [np.zeros(comm.size, _I64)] * len(dtypes)
     recv_rows = route.recv_counts
@@ -318,10 +326,15 @@ def move(route: Route, *parts: Parts, held: Held | None = None) -> list:
         recv_rows, recv_n = got[:, 0], [got[:, 1 + b] for b in range(len(send_n))]
     else:
         recv_n = [recv_rows * f.row_size for f in forms for _ in f.dtypes]
-    if not held.failed:
-        with held:
-            recvs = [np.empty(int(n.sum()), dt) for n, dt in zip(recv_n, dtypes)]
-    agree(comm, held.error)             # the verdict: every rank's buffers are made
+    if bounded:
+        if recv_rows.max(initial=0) > most:
+            raise AssertionError(f"move: more than most={most} rows from a rank")
+        recvs = [r[:int(n.sum())] for r, n in zip(room, recv_n)]
+    else:
+        if not held.failed:
+            with held:
+                recvs = [np.empty(int(n.sum()), dt) for n, dt in zip(recv_n, dtypes)]
+        agree(comm, held.error)         # the verdict: every rank's buffers are made
     if route.recv_counts is None:       # learned: the route's next move needs no table
         route.recv_counts = recv_rows.copy()
     sends = [b for pk in packs for b in pk.buffers]

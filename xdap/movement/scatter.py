@@ -223,10 +223,14 @@ class Scatter:
                                         else type(out).__name__))
                 if not (out.flags.c_contiguous and out.flags.writeable):
                     raise ValueError("Scatter.forward: out must be C-contiguous and writable")
-            ag.meanwhile(lambda: self._answer.pack(values))
-        if out is None:
-            out = np.empty(shape, values.dtype)
-        return self._answer.send(out)
+            made = [out]
+
+            def prepare():                  # with the vote: its failure rides it
+                self._answer.pack(values)
+                if out is None:
+                    made[0] = np.empty(shape, values.dtype)
+            ag.meanwhile(prepare)
+        return self._answer.send(made[0])
 
     def bind(self, a, out: np.ndarray | None = None) -> "BoundForward":
         """``forward`` of ``a`` into ``out`` bound once (collective: the

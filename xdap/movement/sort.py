@@ -105,8 +105,6 @@ def sort_parts(d: Distribution, p: Parts, indices: bool = False):
             if not held.failed:
                 values, gidx = by_value_and_index()
         all_values, all_weights, all_gidx = _all_samples(comm, values, gidx, own.dtype, held)
-    route, payload = Route.nothing(comm), [Parts.of_array(own[:0])] + \
-        ([Parts.of_array(np.zeros(0, np.int64))] if indices else [])
     with held:                              # 3. cut at the splitters, sent to their ranks
         if not held.failed:
             cuts = _cuts(values, gidx if ties else None, all_values, all_weights, all_gidx, P,
@@ -114,6 +112,9 @@ def sort_parts(d: Distribution, p: Parts, indices: bool = False):
             counts = np.diff(np.concatenate([[0], cuts, [len(values)]]))
             route = Route(comm, None, counts)
             payload = [Parts.of_array(values)] + ([Parts.of_array(gidx)] if indices else [])
+    if held.failed:                         # stand-ins of the same kinds: nothing to send
+        route, payload = Route.nothing(comm), [Parts.of_array(own[:0])] + \
+            ([Parts.of_array(np.zeros(0, np.int64))] if indices else [])
     arrived = move(route, *payload, held=held)
     with held:                              # 4. the P sorted runs merged
         merged = arrived[0].values
@@ -136,12 +137,14 @@ def _all_samples(comm, values, gidx, dtype, held):
     """Every rank's samples (``_samples``) on every rank: values, weights,
     global indices (one gather through the transport; O(P) each).  Where
     ``held`` failed here: none from this rank, and every rank raises."""
-    route, sample = Route.nothing(comm), (np.zeros(0, dtype), np.zeros(0), np.zeros(0, np.int64))
     with held:
         if not held.failed:
             sample = _samples(values, gidx)
             route = Route.gather(comm, np.arange(len(sample[0])))
-    got = move(route, *[Parts.of_array(x) for x in sample], held=held)
+    if held.failed:                         # stand-ins of the same kinds: nothing to send
+        route, sample = Route.nothing(comm), (np.zeros(0, dtype), np.zeros(0),
+                                              np.zeros(0, np.int64))
+    got = move(route, *[Parts.of_array(x) for x in sample], held=held, most=SAMPLES)
     return tuple(g.values for g in got)
 
 
