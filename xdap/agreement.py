@@ -289,7 +289,7 @@ class Agreement:
             try:
                 self._meanwhile()
             except Exception as e:
-                error = _named(f"{self.what or 'exchange'}: this rank's packing", e)
+                error = _named(f"{self.what or UNNAMED}: this rank's packing", e)
         if error is not None:
             digest, status = _NO_DIGEST, _FAILED
         if _watch.LIMIT:                     # debug mode: a missing rank is reported
@@ -723,6 +723,12 @@ def on_rank0(comm, work, failure: str) -> None:
         except Exception as e:
             error = ValueError(f"{failure}: {type(e).__name__}: {e}")
     agree(comm, error)
+
+
+# what an engine's step names its errors by where it does not know the public
+# call (the transport's buffers, a packing with the vote): the contract puts
+# the call's name in its place where the error leaves it ("sort: ...")
+UNNAMED = "exchange"
 
 
 @contextlib.contextmanager

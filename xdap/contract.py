@@ -173,10 +173,12 @@ def prepare(what: str, agreed: dict) -> Prepared:
 
 def _in_call(error: Exception, what: str) -> None:
     """An error an engine's step told without the public call's name (the
-    transport's verdict on a rank's buffers: "exchange: ..."), named as the
-    call it leaves: "sort: ..." -- the same on every rank."""
-    if error.args and isinstance(error.args[0], str) and error.args[0].startswith("exchange: "):
-        error.args = (f"{what}: {error.args[0][len('exchange: '):]}",) + error.args[1:]
+    transport's verdict on a rank's buffers: "exchange: ...",
+    ``agreement.UNNAMED``), named as the call it leaves: "sort: ..." -- the
+    same on every rank."""
+    unnamed = _agreement.UNNAMED + ": "
+    if error.args and isinstance(error.args[0], str) and error.args[0].startswith(unnamed):
+        error.args = (f"{what}: {error.args[0][len(unnamed):]}",) + error.args[1:]
 
 
 def failed(comm, what: str, error: Exception) -> None:

@@ -201,11 +201,11 @@ class RidingCall:
     payload that raises on one rank is the vote's failure, the same error
     on every rank."""
 
-    __slots__ = ("payload", "result", "vote", "comm", "prepared_what")
+    __slots__ = ("payload", "result", "vote", "comm", "what")
 
     def __init__(self, prepared, rides: Rides, comm):
         self.payload, self.result, self.comm = rides.payload, rides.result, comm
-        self.prepared_what = prepared.what
+        self.what = prepared.what
         self.vote = None if comm.size == 1 else prepared.vote(comm)
 
     def __call__(self, *arrays):
@@ -222,7 +222,7 @@ class RidingCall:
         try:
             return self.result(arrays[0], part, records)
         except Exception as error:      # after the one message: the next vote names it
-            failed(self.comm, self.prepared_what, error)
+            failed(self.comm, self.what, error)
             raise
 
 

@@ -47,7 +47,7 @@ import weakref
 import numpy as np
 
 from . import exchange
-from .agreement import Held, agree, settled
+from .agreement import UNNAMED, Held, agree, settled
 from .comm import MPI
 from .bitmaps import pack_validity
 from .packing import Form, pack, unpack
@@ -197,10 +197,10 @@ class Route:
 
 # a rank's failure to make its buffers for an exchange (its memory: one rank
 # runs out alone), told on every rank; the contract puts the public call's
-# name in place of "exchange" where the error leaves it ("sort: ...")
-BUFFERS = "exchange: this rank's buffers"
+# name in place of UNNAMED where the error leaves it ("sort: ...")
+BUFFERS = f"{UNNAMED}: this rank's buffers"
 # ... and an engine's local step between two messages, held (``Held(STEP)``)
-STEP = "exchange: this rank's local step"
+STEP = f"{UNNAMED}: this rank's local step"
 
 
 def exchange_counts(comm, counts, held: Held | None = None) -> np.ndarray:
@@ -318,11 +318,7 @@ def move(route: Route, *parts: Parts, held: Held | None = None, most: int | None
     if recv_rows is None or not all(f.sized_by_rows for f in forms):
         table = np.stack([route.send_counts] + send_n, axis=1) if send_n else \
             route.send_counts[:, None]
-        if held.failed:
-            table[:, 0] = -1            # poisoned: the receivers learn it here
-        got = exchange_counts(comm, table)
-        if (got[:, 0] < 0).any():
-            held.settle(comm)           # one more message, on the failure path only
+        got = exchange_counts(comm, table, held)      # poisoned where this rank failed
         recv_rows, recv_n = got[:, 0], [got[:, 1 + b] for b in range(len(send_n))]
     else:
         recv_n = [recv_rows * f.row_size for f in forms for _ in f.dtypes]

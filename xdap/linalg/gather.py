@@ -14,7 +14,7 @@ import numpy as np
 from mpi4py.util.dtlib import from_numpy_dtype
 
 from ..agreement import settled
-from ..transport import BUFFERS
+from ..transport import BUFFERS, gather_row
 
 __all__ = ["allgather_rows"]
 
@@ -26,17 +26,12 @@ def allgather_rows(comm, rows, width: int, index=None, held=None):
     given), and where this rank's rows start in the stack. Collective; the
     same dtype on every rank.  ``held``: an ``xdap.agreement.Held`` around
     the step that made ``rows`` -- where it failed on any rank, its count
-    comes poisoned (-1) and every rank raises that rank's error (no
-    message more where nothing failed)."""
-    if held is not None and held.failed:
-        count = -1
-    else:
+    comes poisoned (``transport.gather_row``) and every rank raises that
+    rank's error (no message more where nothing failed)."""
+    failed = held is not None and held.failed
+    if not failed:
         rows = np.ascontiguousarray(rows).reshape(rows.shape[0], width)
-        count = rows.shape[0]
-    counts = np.empty(comm.Get_size(), np.int64)
-    comm.Allgather(np.array([count], np.int64), counts)
-    if counts.min() < 0:                   # only callers that hold poison: every rank's held
-        held.settle(comm)
+    counts = gather_row(comm, None if failed else [rows.shape[0]], np.int64, 1, held)[:, 0]
     displs = np.concatenate([[0], np.cumsum(counts)[:-1]])
     where = None
     with settled(comm, BUFFERS):           # every rank's receive buffers made: a verdict
