@@ -15,6 +15,10 @@ Environment:
                     before aborting the launch (default min(10, TIMEOUT/2))
   XDAP_DEBUG        xdap's debug mode for every launch (1) or none (0); unset:
                     debug mode on 3 ranks, the default mode on the others
+  XDAP_MPI_TIMES    a file: rank 0 of each launch appends one JSON line per
+                    test, [ranks, nodeid, seconds] (pytest's --durations sees
+                    only the parent's items, the first of which waits for its
+                    whole launch)
 """
 import json
 import os
@@ -412,8 +416,14 @@ class _Child:
     def pytest_runtest_protocol(self, item, nextitem):
         self._write({"start": item.nodeid})
         self.reports = []
+        t0 = time.monotonic()
         result = yield
         rec = self._record(item.nodeid)
+        times = os.environ.get("XDAP_MPI_TIMES")
+        if times and self.rank == 0:
+            with open(times, "a") as f:
+                f.write(json.dumps([self.MPI.COMM_WORLD.size, item.nodeid,
+                                    round(time.monotonic() - t0, 4)]) + "\n")
         self._write(rec)
         self._agree(rec["outcome"] == "failed")
         return result

@@ -56,6 +56,13 @@ find_python() {     # X.Y -> a python that runs (pyenv's shims answer "command n
     return 1
 }
 
+# `install_check.sh --find-python X.Y`: the python it would use (.ci/run's
+# side job builds those Pythons' stack wheels while a suite runs)
+if [ "${1:-}" = "--find-python" ]; then
+    find_python "$2"
+    exit
+fi
+
 checked=0
 first=1
 for v in $pythons; do
