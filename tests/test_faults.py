@@ -16,6 +16,10 @@ everywhere.  The injected failure is the real function's failure at its
 real call site (the function is wrapped, not mocked: the other calls run
 it).  Run at the default and in debug mode, on 2 and 3 ranks.
 
+A user kernel's own check failing on one rank's data (a hidden argument
+dividing by zero) raises there at once -- a local call sends nothing -- and
+at the next vote on every rank (the ledger carries it).
+
 Besides the injected ones, damaged files: a corrupt Zarr chunk, a ``.npy``
 piece cut after its header, a CSV with a bad line in one rank's share.
 """
@@ -587,3 +591,71 @@ def test_memory_failing_on_one_rank_inside_a_movement_is_one_error(comm, monkeyp
         print(f"\nallocation fault injection ({comm.size} ranks, "
               f"{'debug' if debug else 'default'}): {len(runs)} calls, "
               f"{sum(runs.values())} runs: " + "; ".join(f"{c}: {k}" for c, k in runs.items()))
+
+
+# -- user kernels: a C function's own check failing on one rank's data ---------------
+
+_KERNELS = {}
+
+
+def _checked_kernels(comm):
+    """The .cfg module of tests/test_codegen_checked.py, built once per launch:
+    ``ratio(x, k)`` hides ``q = 100 % k`` (elementwise), ``head_sum(x(n), k)``
+    hides ``m = len(x) / k`` (a core dimension): a zero ``k`` is a
+    ValueError before the C function runs -- on the rank that holds it."""
+    import test_codegen_checked as checked
+    from helpers import build_once
+
+    def cfg(work):
+        (work / "checked.h").write_text(checked.HEADER)
+        (work / "checked.c").write_text(checked.SOURCE)
+        (work / "checked.cfg").write_text(checked.CONFIG)
+        return work / "checked.cfg"
+    return build_once(comm, _KERNELS, "xk_checked", cfg)
+
+
+@pytest.mark.mpi(ranks=(2, 3))
+@pytest.mark.parametrize("debug", [False, True], ids=["default", "debug"])
+def test_a_user_kernel_failing_on_one_rank_is_one_error(comm, monkeypatch, debug):
+    """A user kernel whose own check fails on the elements of one rank only
+    (each rank in turn; blocks and cyclic rows), elementwise and with a core
+    dimension: that rank raises the kernel's ValueError at once -- the
+    others returned, the call sends no message -- and the next vote raises
+    one ValueError on every rank naming the rank and the kernel (the
+    ledger carries it; in debug mode too).  A later call works, and with
+    no zero the results are NumPy's."""
+    monkeypatch.setattr(xdap.agreement, "_DEBUG", debug)
+    m = _checked_kernels(comm)
+    n = 4 * comm.size + 1
+    g = np.arange(2.0 * n).reshape(n, 2)
+    k = np.arange(n) % 3 + 1
+    calls = {
+        "ratio": (lambda a, ka: m.ratio(a[:, 0], ka), lambda kk: g[:, 0] * (100 % kk)),
+        "head_sum": (lambda a, ka: m.head_sum(a, ka),
+                     lambda kk: np.array([r[:2 // q].sum() for r, q in zip(g, kk)])),
+    }
+    for dist in (("b", "n"), ("c", "n")):
+        a = xdap.from_global(g, comm=comm, dist=dist)
+        for name, (call, expected) in calls.items():
+            kept = []
+            seen = _outcomes(comm, lambda: kept.append(
+                call(a, xdap.from_global(k, comm=comm, dist=dist[:1]))), contextlib.nullcontext())
+            assert seen == [(("ok", None), ("ok", None))] * comm.size, (name, seen)
+            np.testing.assert_allclose(kept.pop().to_numpy(), expected(k))
+            for failing in range(comm.size):
+                bad = k.copy()
+                bad[a.distribution.global_indices(0, rank=failing)[-1]] = 0  # its last row
+                ka = xdap.from_global(bad, comm=comm, dist=dist[:1])
+                seen = _outcomes(comm, lambda: call(a, ka), contextlib.nullcontext())
+                calls_, nexts = [c for c, _ in seen], [x for _, x in seen]
+                for r, (cls, text) in enumerate(calls_):
+                    if r == failing:
+                        assert cls == "ValueError" and name in text, (name, failing, seen)
+                    else:
+                        assert cls == "ok", (name, failing, r, seen)
+                assert len(set(nexts)) == 1, (name, failing, nexts)
+                cls, text = nexts[0]
+                assert cls == "ValueError" and f"rank {failing}" in text and name in text, \
+                    (name, failing, nexts)
+                b = xdap.from_global(np.arange(12.0), comm=comm, dist=("c",))
+                assert float(b.sum()) == 66.0                # nothing left in flight

@@ -198,7 +198,11 @@ def _record(comm, name, agreed, error=None, stage="its checks") -> None:
     the error its checks (``stage``: or a collective's work) raised here."""
     if error is not None:
         text = f"raised {type(error).__name__}: {error}"
-        _ledger.record(comm, name, _agreement._digest((name, "failed", text)),
+        # a failure of the work is digested by its class alone: ranks that all
+        # raised (a message naming each rank's own block) agree at the next
+        # vote; a rank that raised alone is named there, with its message
+        said = type(error).__name__ if stage == "its work" else text
+        _ledger.record(comm, name, _agreement._digest((name, "failed", said)),
                        ((stage, text, text),))
         return
     try:
@@ -655,7 +659,14 @@ def local(fn=None, *, name: str | None = None, ledger: bool = True, fast=None):
         gen = fn(*args, **kwargs)
         if not ledger:
             _first_yield(gen, what)
-            return _rest(gen, what)
+            try:
+                return _rest(gen, what)
+            except Exception as error:
+                # the work's own failure here (memory, a kernel's data; its
+                # checks read agreed state): the next vote names it on every
+                # rank, as a ledger call's is
+                failed(_comm_of(args, kwargs, *at), what, error)
+                raise
         comm = _comm_of(args, kwargs, *at)
         if comm.size == 1:
             _first_yield(gen, what)

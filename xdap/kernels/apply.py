@@ -32,7 +32,7 @@ import numpy as np
 from xnd import xnd
 
 from ..agreement import agreement, debug
-from ..contract import inside, nested
+from ..contract import failed, inside, nested
 from ..arraylike import is_distributed, unwrap, wrap_like
 from ..parts import Parts, as_container, container, parts, parts_of
 from ..types import dtype_from_numpy, is_numeric, numpy_dtype, type_info
@@ -103,7 +103,11 @@ def apply(func, *args, out=None):
                           check=functools.partial(_whole_call_checks, func, first)):
             pass
         with inside:
-            return _apply_distributed(func, args, out, first)
+            try:
+                return _apply_distributed(func, args, out, first)
+            except Exception as error:      # the kernel's own, here: the next vote's
+                failed(first.distribution.comm, _kernel_name(func), error)
+                raise
     return _apply_distributed(func, args, out, first)
 
 
@@ -152,8 +156,7 @@ def _apply_distributed(func, args, out, first):
                 a.parts.rows = token
     else:
         with local_call(d0.comm, _kernel_name(func), args, out):
-            pass
-        result = local_apply(func, locals_, target)
+            result = local_apply(func, locals_, target)
     if out is not None:
         return out
     return results_like(first, d0, p0, result)
@@ -458,6 +461,27 @@ def _signature(a):
 _ALONE = contextlib.nullcontext()
 
 
+class _OnThisRank:
+    """``with`` a kernel call whose checks were this rank's alone (they read
+    agreed state only): a failure of the kernel itself here -- its data's
+    (a hidden argument's division by zero, a user C function's error),
+    memory -- is written in the communicator's ledger, so that the next
+    vote names it on every rank (``xdap.contract.failed``); this rank
+    raises it now.  No message: the others have returned already."""
+    __slots__ = ("comm", "name")
+
+    def __init__(self, comm, name):
+        self.comm, self.name = comm, name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, cls, error, tb):
+        if isinstance(error, Exception):
+            failed(self.comm, self.name, error)
+        return False
+
+
 def agreed_call(comm, name, args, out=None, check=None):
     """``with agreed_call(comm, name, args, out):`` -- the agreement of one
     kernel call on DistArrays whose verdict depends on this rank's data
@@ -476,9 +500,16 @@ def local_call(comm, name, args, out=None, check=None):
     call whose verdict depends only on agreed state (distributions, types):
     this rank's checks, no communication -- or, in debug mode
     (``xdap.agreement.debug()``), the full agreement, so that ranks calling
-    different kernels or passing different operands are caught."""
-    if comm.size > 1 and debug() and not nested():
-        return _agreed_call(comm, name, args, out, check)
+    different kernels or passing different operands are caught.  The
+    kernel runs inside the ``with``: its own failure on one rank is then
+    the vote's (debug mode) or the ledger's (``_OnThisRank``), one error on
+    every rank either way -- unless the call is nested in another's work,
+    whose own contract reports it."""
+    if comm.size > 1 and not nested():
+        if debug():
+            return _agreed_call(comm, name, args, out, check)
+        (check or check_operands)(args, out)
+        return _OnThisRank(comm, name)
     (check or check_operands)(args, out)
     return _ALONE
 

@@ -185,12 +185,11 @@ def _distributed_unary(state, name, x):
     """apply()'s one-DistArray case, minus its argument sorting."""
     p = x.parts
     with local_call(x.distribution.comm, name, (x,)):    # no communication
-        pass
-    c = p.xnd if p.xnd is not None else container(p)
-    try:
-        result = state["fast"](c)
-    except state["retry"]:          # another route, on this rank alone
-        result = local_apply(state["gufunc"], [c])
+        c = p.xnd if p.xnd is not None else container(p)
+        try:
+            result = state["fast"](c)
+        except state["retry"]:          # another route, on this rank alone
+            result = local_apply(state["gufunc"], [c])
     if type(result) is _xnd:        # the common case: one output
         return _derived(x, x.distribution, p, result)
     return results_like(x, x.distribution, p, result)
