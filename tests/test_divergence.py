@@ -11,14 +11,19 @@ each example is followed by a collective -- the next vote, which carries
 the ledger -- and the divergence must be one error on every rank there.
 In debug mode every call votes, local ones included.  A local function must
 make no vote outside debug mode: the fuzzer checks that too.
+``XDAP_FUZZ_SEED=n`` draws other examples than the suite's (every rank
+alike): the suite's are fixed by the source of ``check()``, and a new set
+finds what the old one had stopped finding (the first other set, on
+2026-12-04: 45 (function, mode) failures from 4 causes, fixed since).
 ``XDAP_FUZZ_EXAMPLES`` sets the examples per function on 2 ranks (default
 12); 3 ranks draw two thirds of them (8): other examples than 2 ranks' (the
 draws depend on P), at 2.7x the cost each (3 ranks share 2 cores here), and
 the fuzzer was a quarter of the suite's time."""
 import os
+import zlib
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 import divergence
@@ -38,6 +43,7 @@ def examples_on(P: int) -> int:
 # a call in check()'s decorator: the derandomized draws are seeded by the
 # source of check(), and a change there draws other examples
 EXAMPLES = examples_on(int(os.environ.get("XDAP_MPI_RANKS", "2")))
+SEED = os.environ.get("XDAP_FUZZ_SEED")
 WATCHDOG = 90
 SURFACE = surface()
 FUZZED = sorted(label for label, (owner, name) in SURFACE.items()
@@ -95,6 +101,8 @@ def test_one_rank_differs(comm, label, mode):
         assert problem is None, f"{label}: {problem}\n  every rank: {drawn}\n  rank {odd}: " \
                                 f"{changed}"
 
+    if SEED is not None:       # after check()'s source: the suite's draws stay its own
+        check = seed(int(SEED) * 1_000_003 + zlib.crc32(f"{label} {mode}".encode()))(check)
     check()
     assert seen["examples"] > 0
     report = os.environ.get("XDAP_FUZZ_REPORT")

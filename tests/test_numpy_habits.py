@@ -53,6 +53,32 @@ def test_what_numpy_would_refuse_is_one_clear_error(call, message):
 
 
 @pytest.mark.mpi(ranks=(1, 2, 3))
+@pytest.mark.parametrize("debug", [False, True], ids=["default", "debug"])
+@pytest.mark.parametrize("dtype", ["uint8", "uint64", "int8"])
+def test_a_python_int_beyond_the_dtype_is_numpys_overflow_and_a_value_error(dtype, debug,
+                                                                              monkeypatch):
+    """``uint8_array + -1``: NumPy 2 raises OverflowError; xdap raises one
+    error that is both (its bad input is a ValueError) on every rank --
+    through the operators' fast path, the kernels' and NumPy's ufuncs, in
+    default and debug mode (was a raw OverflowError)."""
+    import xdap.agreement
+    monkeypatch.setattr(xdap.agreement, "_DEBUG", debug)
+    g = np.arange(11, dtype=dtype)
+    a = xdap.from_global(g, comm=MPI.COMM_WORLD, dist=("c",))
+    bad = -1 if dtype.startswith("u") else 2 ** 70
+    calls = [lambda: a + bad, lambda: bad - a, lambda: a & bad, lambda: a // bad,
+             lambda: a << bad, lambda: np.add(a, bad), lambda: np.bitwise_or(bad, a)]
+    with pytest.raises(OverflowError):
+        np.add(g, bad)                              # NumPy's own refusal
+    for call in calls:
+        with pytest.raises(ValueError) as e:
+            call()
+        assert isinstance(e.value, OverflowError), e.value
+        assert dtype in str(e.value), e.value
+    np.testing.assert_array_equal((a + 1).to_numpy(), g + 1)     # a later call works
+
+
+@pytest.mark.mpi(ranks=(1, 2, 3))
 def test_operands_with_other_distributions_are_aligned_with_a_warning():
     """``a + b`` of one shape, distributed differently: ``b`` is moved to
     ``a``'s distribution (one exchange), rank 0 warns; slices of one array

@@ -84,7 +84,11 @@ def test_bad_files_are_one_error_everywhere(comm):
              (lambda: xdap.from_csv(os.path.join(d, "ragged.csv"), comm=comm), "column"),
              (lambda: xdap.from_csv(os.path.join(d, "words.csv"), comm=comm), "cannot parse"),
              (lambda: xdap.from_global(G, comm=comm).to_npy(os.path.join(d, "full")),
-              "already holds")]
+              "already holds"),
+             # a list of pieces: empty (was an internal AttributeError), or not paths
+             (lambda: xdap.from_npy([], comm=comm), "list of .npy pieces is empty"),
+             (lambda: xdap.from_npy([os.path.join(d, "bad", "a.npy"), 3], comm=comm),
+              "each piece must be a str")]
     for call, words in cases:
         _, message = same_error(comm, call, (ValueError, TypeError), seconds=30)
         assert words in message, (words, message)

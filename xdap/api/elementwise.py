@@ -166,7 +166,12 @@ def numpy_ufunc(ufunc, inputs, out=None):
     fixed = _SPECIAL_CASES.get(ufunc)
     quiet = {"all": "ignore"} if masks else {"invalid": "ignore"} if fixed else {}
     with np.errstate(**quiet):          # missing slots hold anything; the special cases
-        result = ufunc(*vals)           # NumPy gets otherwise are fixed below
+        try:                            # NumPy gets otherwise are fixed below
+            result = ufunc(*vals)
+        except OverflowError as e:      # a Python int beyond the dtype: NumPy 2's refusal
+            from ..kernels.apply import ScalarOutOfRange
+            raise ScalarOutOfRange(f"{name}: {e} (a Python scalar beside a {p0.info.dtype} "
+                                   "array)") from None
         if fixed is not None:
             result = fixed(vals, result)
     validity = None
@@ -431,6 +436,10 @@ def _numpy_result(ufunc, x, values, other=None):
                 result = fixed(values, ufunc(*values))
     except TypeError:
         return None
+    except OverflowError as e:      # a Python int beyond the dtype: NumPy 2's refusal
+        from ..kernels.apply import ScalarOutOfRange
+        raise ScalarOutOfRange(f"{ufunc.__name__}: {e} (a Python scalar beside a "
+                               f"{x.parts.info.dtype} array)") from None
     return result_like(x, result)
 
 

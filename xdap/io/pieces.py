@@ -30,6 +30,12 @@ PARTIAL = ".xdap-partial"    # the directory beside the target where a write's p
 def npy_pieces(path, what: str) -> list:
     """The ``.npy`` files of a directory in name order (or the list given)."""
     if isinstance(path, (list, tuple)):
+        if not path:
+            raise ValueError(f"{what}: the list of .npy pieces is empty")
+        for p in path:
+            if not isinstance(p, (str, os.PathLike)):
+                raise TypeError(f"{what}: each piece must be a str or os.PathLike, got "
+                                f"{type(p).__name__}")
         return [os.fspath(p) for p in path]
     if not os.path.isdir(path):
         raise ValueError(f"{what}: {path!r} is not a directory of .npy pieces")

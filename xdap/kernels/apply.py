@@ -647,14 +647,31 @@ def _as_containers(args):
     return xs
 
 
+class ScalarOutOfRange(ValueError, OverflowError):
+    """A Python scalar operand outside the range of the dtype it takes
+    beside an array (``uint8_array + -1``): an OverflowError, as NumPy 2
+    raises, and a ValueError, as xdap's bad input is."""
+
+
 def _scalar(v, dtype):
     """A 0-d container of the Python scalar v next to an array of ``dtype``;
-    memoised (kernels only read it) -- building one costs more than a small call."""
-    if isinstance(v, np.generic):                         # its dtype counts (NEP 50)
-        return xnd(v.item(), type=scalar_dtype(v, dtype))
-    if type(v) is not int and (type(v) is not float or v == 0.0):
-        return xnd(v, type=scalar_dtype(v, dtype))       # keep -0.0 apart from 0.0
-    return memo_scalar(type(v), v, dtype)
+    memoised (kernels only read it) -- building one costs more than a small call.
+
+    >>> _scalar(-1, "uint8")
+    Traceback (most recent call last):
+    ...
+    xdap.kernels.apply.ScalarOutOfRange: the scalar operand -1 is out of range for uint8 (the array's dtype: NumPy 2 refuses it too)
+    """
+    try:
+        if isinstance(v, np.generic):                         # its dtype counts (NEP 50)
+            return xnd(v.item(), type=scalar_dtype(v, dtype))
+        if type(v) is not int and (type(v) is not float or v == 0.0):
+            return xnd(v, type=scalar_dtype(v, dtype))       # keep -0.0 apart from 0.0
+        return memo_scalar(type(v), v, dtype)
+    except OverflowError:
+        raise ScalarOutOfRange(
+            f"the scalar operand {v!r} is out of range for {scalar_dtype(v, dtype)} (the "
+            "array's dtype: NumPy 2 refuses it too)") from None
 
 
 @functools.lru_cache(maxsize=512)
