@@ -52,6 +52,12 @@ CASES = {
         np.arange(8.0), dist=("c",), block_size=(True if odd(c) else 1,), comm=c),
     "from_global data differs in shape": lambda c: xdap.from_global(
         np.arange(9.0 if odd(c) else 8.0), comm=c),
+    # a 0-d array and a 1-element one of the same value were one argument
+    # (two shapes of result, no error): the fuzzer's XDAP_FUZZ_SEED=1 found it
+    "asarray 0-d on one rank": lambda c: xdap.array_api.asarray(
+        np.float64(np.nan) if odd(c) else np.array([np.nan]), dtype=bool),
+    "from_global 0-d on one rank": lambda c: xdap.from_global(
+        np.array(3.0) if odd(c) else np.array([3.0]), comm=c),
     "zeros shape differs": lambda c: xdap.zeros((9 if odd(c) else 8,), comm=c),
     "zeros shape float": lambda c: xdap.zeros((8.0 if odd(c) else 8,), comm=c),
     "zeros type differs": lambda c: xdap.zeros((8,), type="int32" if odd(c) else "float64",

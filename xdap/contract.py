@@ -346,10 +346,13 @@ def describe(value):
         out = (kind.__name__,) + items
         return Described(out) if all(_memoisable(v) for v in items) else out
     if isinstance(value, np.ndarray):
+        # the given shape: ascontiguousarray makes a 0-d array 1-d, and a 0-d
+        # array and a 1-element one were one argument (asarray of nan on one
+        # rank, [x] on the others: two shapes of result, no error)
         data = np.ascontiguousarray(value)
         if data.dtype.hasobject:
-            return ("ndarray", data.dtype.str, data.shape, repr(data.tolist()))
-        return ("ndarray", data.dtype.str, data.shape,
+            return ("ndarray", data.dtype.str, value.shape, repr(data.tolist()))
+        return ("ndarray", data.dtype.str, value.shape,
                 hashlib.blake2b(data.view(np.uint8).reshape(-1) if data.size else b"",
                                 digest_size=16).digest())
     if isinstance(value, np.generic):

@@ -526,4 +526,8 @@ def clip(x, /, min=None, max=None):  # noqa: A002 -- the standard's names
     from .layouts import wrap
     if lo is None and hi is None:
         return wrap(x, x.distribution, x2.copy())
-    return wrap(x, x.distribution, np.clip(x2, lo, hi))
+    try:
+        return wrap(x, x.distribution, np.clip(x2, lo, hi))
+    except OverflowError as e:      # a bound that clips everything to a value x cannot hold
+        from ..kernels.apply import ScalarOutOfRange
+        raise ScalarOutOfRange(f"clip: {e} (a bound beside a {x.dtype} array)") from None
