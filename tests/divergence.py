@@ -848,10 +848,13 @@ def verdict(comm, label, kind, call, a, b, odd, debug):
             ref_b, _ = outcome_of(comm, call, call.prepare(comm, b), debug)
             # where the versions differ on rank odd alone -- the root's data
             # with the root odd, an array whose other pieces are alike (empty)
-            # -- every rank called the changed version: its result it is
+            # -- every rank called the changed version: its result it is;
+            # where they are alike on rank odd (its piece empty in both), every
+            # rank called the drawn one
+            alike = comm.allgather(_alike_here(*both))
             odd_alone = _root_only(a, b, odd, root_is_odd=True) or \
-                all(comm.allgather(comm.rank == odd or _alike_here(*both)))
-            if odd_alone and div == ref_b:
+                all(same for r, same in enumerate(alike) if r != odd)
+            if odd_alone and div == ref_b or alike[odd] and div == ref_a:
                 pass
             elif not (div == ref_a == ref_b):
                 problems.append("a result with no error, equal to neither call's: changed "
