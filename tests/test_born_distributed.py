@@ -42,8 +42,17 @@ def test_arange_is_numpys_bit_for_bit(comm):
     cyclic, float32 and float64, ints with negative steps."""
     cases = [((10,), None), ((2, 11, 3), None), ((10, 0, -3), "int8"),
              ((0.1, 7.3, 0.2), None), ((0.5, 7.3, 0.7), "float32"), ((5, -5, -1.5), "float32"),
-             ((1e10, 1e10 + 100, 7), None), ((0,), None)]
+             ((1e10, 1e10 + 100, 7), None), ((0,), None),
+             # empty with an unsigned dtype and a negative start (NumPy itself
+             # refuses -2 as uint8; the array has no value: it is empty)
+             ((-2, -5), "uint8"), ((3, 0, -1), "uint8")]
     for args, type_ in cases:
+        if args == (-2, -5):
+            want = np.zeros(0, "uint8")
+            for kw in ({}, dict(dist=("c",))):
+                got = xdap.arange(*args, type=type_, comm=comm, **kw).to_numpy()
+                assert got.dtype == want.dtype and got.size == 0
+            continue
         want = np.arange(*args, dtype=type_)
         for kw in ({}, dict(dist=("c",))):
             got = xdap.arange(*args, type=type_, comm=comm, **kw).to_numpy()
@@ -83,6 +92,9 @@ def test_creation_errors_on_every_rank(comm):
         xdap.zeros(comm.size + comm.rank, comm=comm)
     with pytest.raises(ValueError, match="step must not be 0"):
         xdap.arange(0, 5, 0, comm=comm)
+    # finite bounds whose length is not (was an internal OverflowError)
+    with pytest.raises(ValueError, match="no finite length"):
+        xdap.arange(-1e308, 1e308, 0.5, comm=comm)
 
 
 # -- each rank's own piece ---------------------------------------------------------

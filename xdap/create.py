@@ -479,7 +479,11 @@ def arange(start, stop=None, step=1, type=None, dist=None, grid=None, comm=None,
     if integral:
         n = max(0, -(-(stop - start) // step))
     else:                                        # NumPy's length for float bounds
-        n = max(0, int(np.ceil((stop - start) / step)))
+        length = np.ceil((stop - start) / step)
+        if not np.isfinite(length):
+            raise ValueError(f"arange: the bounds {start}, {stop}, {step} give no finite "
+                             "length")
+        n = max(0, int(length))
     if n > arguments.INDEX_MAX:
         raise ValueError(f"arange: {n} elements are more than an index can count")
     element = _element("arange", type, dtype) or ("int64" if integral else "float64")
@@ -497,7 +501,9 @@ def arange(start, stop=None, step=1, type=None, dist=None, grid=None, comm=None,
                grid=d.grid, comm=comm.size, per_dim=None)
     dt = info.numpy_dtype
     i = d.maps[0].buffer_indices(d.coords[0])
-    if isinstance(i, range) and (dt.kind == "f" or dt.kind == "i" and integral):
+    if n == 0:                         # (NumPy's arange(-2, -5, dtype=uint8) refuses -2)
+        values = np.zeros(0, dt)
+    elif isinstance(i, range) and (dt.kind == "f" or dt.kind == "i" and integral):
         # a block: this rank's values in one pass, no index array
         if len(i) == n:                # the whole array here: NumPy's own
             values = np.arange(start, stop, step, dtype=dt)
