@@ -32,7 +32,6 @@ from helpers import watchdog
 from xdap.contract import KINDS
 
 
-
 def examples_on(P: int) -> int:
     """The examples per function on ``P`` ranks (the module's docstring)."""
     n = int(os.environ.get("XDAP_FUZZ_EXAMPLES", "12"))

@@ -25,6 +25,25 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 pythons=${XDAP_CHECK_PYTHONS:-3.11 3.12 3.13}
 wheelhouse="$here/wheelhouse"
+
+find_python() {     # X.Y -> a python that runs (pyenv's shims answer "command not found")
+    local c
+    for c in "python$1" $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}/versions/$1".*/bin/"python$1" 2>/dev/null | sort -V -r); do
+        if "$c" -c 'import sys' >/dev/null 2>&1; then
+            command -v "$c"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# `install_check.sh --find-python X.Y`: the python it would use (.ci/run's
+# side job builds those Pythons' stack wheels while a suite runs)
+if [ "${1:-}" = "--find-python" ]; then
+    find_python "$2"
+    exit
+fi
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pipq=(-m pip install -q --disable-pip-version-check --root-user-action=ignore)
@@ -44,24 +63,6 @@ run_example() {     # what, launcher..., python
     fi
     echo "install_check: $what: the README's first example ran on 2 ranks"
 }
-
-find_python() {     # X.Y -> a python that runs (pyenv's shims answer "command not found")
-    local c
-    for c in "python$1" $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}/versions/$1".*/bin/"python$1" 2>/dev/null | sort -V -r); do
-        if "$c" -c 'import sys' >/dev/null 2>&1; then
-            command -v "$c"
-            return 0
-        fi
-    done
-    return 1
-}
-
-# `install_check.sh --find-python X.Y`: the python it would use (.ci/run's
-# side job builds those Pythons' stack wheels while a suite runs)
-if [ "${1:-}" = "--find-python" ]; then
-    find_python "$2"
-    exit
-fi
 
 checked=0
 first=1

@@ -170,8 +170,7 @@ def numpy_ufunc(ufunc, inputs, out=None):
             result = ufunc(*vals)
         except OverflowError as e:      # a Python int beyond the dtype: NumPy 2's refusal
             from ..kernels.apply import ScalarOutOfRange
-            raise ScalarOutOfRange(f"{name}: {e} (a Python scalar beside a {p0.info.dtype} "
-                                   "array)") from None
+            raise ScalarOutOfRange.beside(name, e, p0.info.dtype) from None
         if fixed is not None:
             result = fixed(vals, result)
     validity = None
@@ -438,8 +437,7 @@ def _numpy_result(ufunc, x, values, other=None):
         return None
     except OverflowError as e:      # a Python int beyond the dtype: NumPy 2's refusal
         from ..kernels.apply import ScalarOutOfRange
-        raise ScalarOutOfRange(f"{ufunc.__name__}: {e} (a Python scalar beside a "
-                               f"{x.parts.info.dtype} array)") from None
+        raise ScalarOutOfRange.beside(ufunc.__name__, e, x.parts.info.dtype) from None
     return result_like(x, result)
 
 
@@ -530,4 +528,4 @@ def clip(x, /, min=None, max=None):  # noqa: A002 -- the standard's names
         return wrap(x, x.distribution, np.clip(x2, lo, hi))
     except OverflowError as e:      # a bound that clips everything to a value x cannot hold
         from ..kernels.apply import ScalarOutOfRange
-        raise ScalarOutOfRange(f"clip: {e} (a bound beside a {x.dtype} array)") from None
+        raise ScalarOutOfRange.beside("clip", e, x.dtype, "a bound") from None

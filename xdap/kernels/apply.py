@@ -102,12 +102,9 @@ def apply(func, *args, out=None):
         with _agreed_call(first.distribution.comm, _kernel_name(func), args, out,
                           check=functools.partial(_whole_call_checks, func, first)):
             pass
-        with inside:
-            try:
-                return _apply_distributed(func, args, out, first)
-            except Exception as error:      # the kernel's own, here: the next vote's
-                failed(first.distribution.comm, _kernel_name(func), error)
-                raise
+        # the kernel's own failure here, after the vote: the next vote's
+        with inside, _OnThisRank(first.distribution.comm, _kernel_name(func)):
+            return _apply_distributed(func, args, out, first)
     return _apply_distributed(func, args, out, first)
 
 
@@ -651,6 +648,12 @@ class ScalarOutOfRange(ValueError, OverflowError):
     """A Python scalar operand outside the range of the dtype it takes
     beside an array (``uint8_array + -1``): an OverflowError, as NumPy 2
     raises, and a ValueError, as xdap's bad input is."""
+
+    @classmethod
+    def beside(cls, what: str, error: OverflowError, dtype, operand="a Python scalar"):
+        """The error of ``what`` for NumPy's (or xnd's) OverflowError ``error``
+        on an array of ``dtype``."""
+        return cls(f"{what}: {error} ({operand} beside a {dtype} array)")
 
 
 def _scalar(v, dtype):
